@@ -1,0 +1,100 @@
+"""The sandbox protocol: how the runner asks a backend to execute one test process.
+
+A backend receives a fully prepared, private working directory (a fresh copy of the task folder with the
+completion filled in) and an argv to execute inside it. It must enforce every limit in ``Limits``, kill the
+whole process tree at the deadline, deny network access, and leave nothing behind. It reports what happened
+as a ``RunResult``; turning that into a verdict (passed/failed/timeout/oom/...) is the runner's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Protocol, runtime_checkable
+
+#: Output kept per stream, from the end: enough for a traceback, bounded so a flood cannot fill memory.
+OUTPUT_TAIL_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits for one run. ``timeout_s`` is wall-clock; ``cpu_s`` defaults to a multiple of it."""
+
+    timeout_s: float = 60.0
+    memory_mb: int = 4096
+    max_procs: int = 64
+    cpu_s: int | None = None
+    file_size_mb: int = 256
+    open_files: int = 256
+
+    def effective_cpu_s(self) -> int:
+        return self.cpu_s if self.cpu_s is not None else int(self.timeout_s * 2) + 5
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Limits:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One process to run. ``workdir`` is a host path the backend may mount read-write as the task folder.
+
+    ``env`` is the complete environment of the process (already reduced to an allow-list by the runner).
+    ``hidden_paths`` are paths relative to ``workdir`` that must not be visible inside the sandbox
+    (oracle files the task marks as hidden). ``python`` is the evaluation interpreter for local backends;
+    ``image`` the container image for the docker backend.
+    """
+
+    workdir: str
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    needs_gpu: bool = False
+    python: str | None = None
+    image: str | None = None
+    hidden_paths: tuple[str, ...] = ()
+    stdin: bytes | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a backend observed. Exactly one of the terminal conditions explains a non-zero end.
+
+    ``exit_code`` is the process's exit status (None if it was killed by a signal); ``signal`` the killing
+    signal; ``timed_out`` means the backend killed it at the deadline; ``oom`` that the memory limit was hit
+    (kernel OOM kill or cgroup event); ``infra_error`` that the sandbox itself failed (the test never ran
+    properly), with a human-readable reason.
+    """
+
+    exit_code: int | None
+    duration_s: float
+    stdout: bytes = b""
+    stderr: bytes = b""
+    signal: int | None = None
+    timed_out: bool = False
+    oom: bool = False
+    infra_error: str | None = None
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """A backend that executes a ``RunSpec`` in isolation."""
+
+    name: str
+
+    def check(self) -> None:
+        """Raise ``SandboxUnavailable`` with a clear, actionable message if this backend cannot run here."""
+
+    def run(self, spec: RunSpec) -> RunResult:
+        """Run the process to completion or to its deadline; never raise for a misbehaving child."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """The backend cannot work on this machine (missing bubblewrap, no Docker engine, ...)."""
+
+
+def tail(data: bytes, limit: int = OUTPUT_TAIL_BYTES) -> bytes:
+    """The last ``limit`` bytes of ``data`` (what is kept of a stream)."""
+    return data if len(data) <= limit else data[-limit:]
