@@ -1,0 +1,421 @@
+"""The Docker sandbox: one short-lived, locked-down container per test run (the production backend).
+
+Each run creates a container from the evaluation environment's image (``RunSpec.image``, else the
+``RCB_DOCKER_IMAGE`` environment variable, else ``DEFAULT_IMAGE``) with:
+
+* no network at all (``network_mode="none"``: not even loopback to the host),
+* a read-only root filesystem, a size-capped ``noexec`` tmpfs at ``/tmp``,
+* the prepared task folder bind-mounted read-write at ``/task`` (the working directory),
+* memory limit == memory+swap limit (no swap), a CPU quota, a pids limit, rlimits for open files, file
+  size and CPU seconds,
+* every capability dropped, ``no-new-privileges``, a non-root user (``10001:10001``), an init process
+  that reaps zombies and forwards the kill,
+* a capped ``json-file`` log (the backend keeps only the tail of each stream anyway),
+* NVIDIA devices only when ``RunSpec.needs_gpu`` is set.
+
+Hidden paths (oracle files) are masked rather than copied away: each hidden *file* gets ``/dev/null``
+bind-mounted over it and each hidden *directory* an empty read-only tmpfs, so the container sees an
+empty file/folder where the oracle was. This costs nothing per run (no copy of the task folder) and the
+unprivileged, capability-less process cannot unmount the mask. A hidden path whose components involve a
+symlink is refused (``infra_error``): a mount target is resolved inside the container, so a link could
+redirect the mask away from the file it should hide.
+
+Bind mounts are resolved by the engine on *its* host: the task folder (and the folder next to it that holds
+a run's stdin) must live on a filesystem that the engine sees at the same path. With a local engine this is
+always true; in compose, mount the runner's work folder into the worker at the identical host path.
+
+The container is removed after every run, whatever happened. Every container carries the labels
+``LABEL_RUN`` (a run id) and ``LABEL_DEADLINE`` (a Unix time after which it is certainly stale), so
+``DockerSandbox.cleanup()`` can remove leftovers of a crashed worker without touching live runs of others.
+
+The ``docker`` SDK is imported lazily, inside this module's functions, so the core package imports (and
+the local sandbox works) where the SDK is not installed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import posixpath
+import shutil
+import tempfile
+import time
+import uuid
+from typing import Any
+
+from .base import Limits, RunResult, RunSpec, SandboxUnavailable, tail
+
+log = logging.getLogger(__name__)
+
+#: Image used when neither the spec nor ``RCB_DOCKER_IMAGE`` names one; built from docker/eval.Dockerfile.
+DEFAULT_IMAGE = "researchcodebench-eval:py3.11-torch2.13.0-cpu"
+#: Label carrying the run id; every container this backend creates has it.
+LABEL_RUN = "org.researchcodebench.run"
+#: Label carrying the Unix time (seconds) after which a container of this backend is certainly stale.
+LABEL_DEADLINE = "org.researchcodebench.deadline"
+#: Where the task folder appears inside the container (also the working directory).
+TASK_DIR = "/task"
+#: Where a run's stdin file appears inside the container (only when ``RunSpec.stdin`` is given).
+STDIN_PATH = "/run/rcb-stdin"
+#: Exit statuses above this are "killed by signal (status - 128)", the convention of the init process.
+_SIGNAL_BASE = 128
+#: Seconds added to a run's timeout before its container counts as stale (start-up, kill, log reading).
+_STALE_GRACE_S = 120.0
+
+
+class _SpecError(ValueError):
+    """The spec cannot be run safely (e.g. a hidden path that escapes the task folder)."""
+
+
+def _sdk() -> Any:
+    """The ``docker`` SDK module, or ``SandboxUnavailable`` when it is not installed.
+
+    Checked by attribute because the repository's own ``docker/`` folder (the image recipes) would import
+    as an empty namespace package when the SDK is absent and the repository root is on ``sys.path``.
+    """
+    try:
+        import docker
+    except ImportError:
+        docker = None
+    if docker is None or not hasattr(docker, "DockerClient"):
+        raise SandboxUnavailable(
+            "docker sandbox: the docker SDK is not installed (pip install docker==7.1.0), "
+            "or use the local sandbox (--sandbox local)"
+        )
+    return docker
+
+
+def _docker_image_hint(image: str) -> str:
+    return f"build it with `docker build -f docker/eval.Dockerfile -t {image} .` in the repository root"
+
+
+class DockerSandbox:
+    """Runs each ``RunSpec`` in a fresh, locked-down container and removes it afterwards.
+
+    ``client`` is a ``docker.DockerClient`` (or an object with the same ``containers``/``images``/``ping``
+    surface); when omitted, one is created on first use from ``base_url`` or, without it, from the
+    environment (``DOCKER_HOST`` etc.). ``cpus`` is the CPU quota per run; ``user`` the ``uid:gid`` the test
+    runs as; ``tmp_size_mb`` the size of ``/tmp``; ``log_max_kb`` the cap of each of the (at most two)
+    log files the engine keeps per container; ``engine_timeout_s`` bounds every other engine call;
+    ``image_python`` replaces ``argv[0]`` when it is the host interpreter ``RunSpec.python`` (that path
+    does not exist in the image).
+
+    ``run`` never raises for the child's behaviour nor for engine failures: those become
+    ``RunResult(infra_error=...)``.
+    """
+
+    name = "docker"
+
+    def __init__(
+        self,
+        client: Any | None = None,
+        *,
+        base_url: str | None = None,
+        image: str | None = None,
+        cpus: float = 1.0,
+        user: str = "10001:10001",
+        tmp_size_mb: int = 256,
+        log_max_kb: int = 1024,
+        engine_timeout_s: float = 60.0,
+        image_python: str = "python",
+    ) -> None:
+        if cpus <= 0:
+            raise ValueError(f"DockerSandbox: cpus must be > 0, got {cpus!r}")
+        if tmp_size_mb <= 0 or log_max_kb <= 0:
+            raise ValueError("DockerSandbox: tmp_size_mb and log_max_kb must be > 0")
+        self._client = client
+        self.base_url = base_url
+        self.image = image or os.environ.get("RCB_DOCKER_IMAGE") or DEFAULT_IMAGE
+        self.cpus = cpus
+        self.user = user
+        self.tmp_size_mb = tmp_size_mb
+        self.log_max_kb = log_max_kb
+        self.engine_timeout_s = engine_timeout_s
+        self.image_python = image_python
+
+    # -- engine access -------------------------------------------------------------------------------
+
+    def client(self) -> Any:
+        """The engine client, created on first use. Raises ``docker.errors.DockerException`` if unreachable."""
+        if self._client is None:
+            docker = _sdk()
+            timeout = int(max(1, self.engine_timeout_s))
+            if self.base_url:
+                self._client = docker.DockerClient(base_url=self.base_url, timeout=timeout)
+            else:
+                self._client = docker.from_env(timeout=timeout)
+        return self._client
+
+    def check(self, image: str | None = None) -> None:
+        """Raise ``SandboxUnavailable`` unless the engine answers and ``image`` (default: ours) exists."""
+        docker = _sdk()
+        import requests  # a dependency of the SDK, so only importable once the SDK is known present
+
+        image = image or self.image
+        where = self.base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        try:
+            client = self.client()
+            client.ping()
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as exc:
+            raise SandboxUnavailable(
+                f"docker sandbox: cannot reach a Docker engine at {where} ({exc}). Start the Docker daemon "
+                "(or set DOCKER_HOST), or use the local sandbox (--sandbox local)."
+            ) from exc
+        try:
+            client.images.get(image)
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxUnavailable(
+                f"docker sandbox: evaluation image {image!r} not found on the engine; {_docker_image_hint(image)}"
+            ) from exc
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as exc:
+            raise SandboxUnavailable(f"docker sandbox: cannot inspect image {image!r}: {exc}") from exc
+
+    # -- one run ---------------------------------------------------------------------------------------
+
+    def run(self, spec: RunSpec) -> RunResult:
+        """Run ``spec`` in a new container; the container is removed before this returns."""
+        try:
+            docker = _sdk()
+        except SandboxUnavailable as exc:
+            return RunResult(exit_code=None, duration_s=0.0, infra_error=str(exc))
+        import requests  # a dependency of the SDK, so only importable once the SDK is known present
+
+        engine_errors = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
+        started = time.monotonic()
+        container: Any | None = None
+        stdin_dir: str | None = None
+        try:
+            workdir = os.path.abspath(spec.workdir)
+            if not os.path.isdir(workdir):
+                raise _SpecError(f"task folder {workdir!r} does not exist")
+            mounts = self._mounts(workdir, spec.hidden_paths)
+            if spec.stdin is not None:
+                try:
+                    stdin_dir, stdin_mount = self._stdin_mount(workdir, spec.stdin)
+                except OSError as exc:
+                    raise _SpecError(f"cannot write the run's stdin file: {exc}") from exc
+                mounts.append(stdin_mount)
+            try:
+                self._grant_workdir(workdir)
+            except OSError as exc:
+                raise _SpecError(f"cannot hand the task folder to the container user: {exc}") from exc
+            kwargs = self.create_kwargs(spec, mounts=mounts)
+            container = self.client().containers.create(**kwargs)
+            container.start()
+            return self._wait_and_collect(container, spec.limits, started)
+        except _SpecError as exc:
+            return RunResult(
+                exit_code=None, duration_s=time.monotonic() - started, infra_error=f"docker sandbox: {exc}"
+            )
+        except engine_errors as exc:
+            return RunResult(
+                exit_code=None,
+                duration_s=time.monotonic() - started,
+                infra_error=f"docker engine error: {type(exc).__name__}: {exc}",
+            )
+        finally:
+            if container is not None:
+                self._remove(container)
+            if stdin_dir is not None:
+                shutil.rmtree(stdin_dir, ignore_errors=True)
+
+    def create_kwargs(self, spec: RunSpec, *, mounts: list[Any]) -> dict[str, Any]:
+        """The exact keyword arguments of ``containers.create`` for ``spec`` (``mounts`` prepared by run)."""
+        from docker.types import DeviceRequest, LogConfig, Ulimit
+
+        limits = spec.limits
+        memory = limits.memory_mb * 1024 * 1024
+        run_id = uuid.uuid4().hex
+        deadline = time.time() + limits.timeout_s + _STALE_GRACE_S
+        kwargs: dict[str, Any] = {
+            "image": spec.image or self.image,
+            "command": self._command(spec),
+            "name": f"rcb-{run_id[:16]}",
+            "labels": {LABEL_RUN: run_id, LABEL_DEADLINE: str(int(deadline))},
+            "environment": dict(spec.env),
+            "working_dir": TASK_DIR,
+            "user": self.user,
+            "network_mode": "none",
+            "read_only": True,
+            "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={self.tmp_size_mb}m"},
+            "mounts": mounts,
+            "mem_limit": memory,
+            "memswap_limit": memory,
+            "nano_cpus": int(self.cpus * 1_000_000_000),
+            "pids_limit": limits.max_procs,
+            "ulimits": [
+                Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
+                Ulimit(
+                    name="fsize",
+                    soft=limits.file_size_mb * 1024 * 1024,
+                    hard=limits.file_size_mb * 1024 * 1024,
+                ),
+                # soft < hard: the process first gets SIGXCPU (a recognisable signal), SIGKILL a second later.
+                Ulimit(name="cpu", soft=limits.effective_cpu_s(), hard=limits.effective_cpu_s() + 1),
+            ],
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "init": True,
+            "log_config": LogConfig(
+                type=LogConfig.types.JSON, config={"max-size": f"{self.log_max_kb}k", "max-file": "2"}
+            ),
+            "stdin_open": False,
+            "tty": False,
+        }
+        if spec.needs_gpu:
+            kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+        return kwargs
+
+    def _command(self, spec: RunSpec) -> list[str]:
+        argv = list(spec.argv)
+        if not argv:
+            raise _SpecError("empty argv")
+        if spec.python and argv[0] == spec.python:
+            argv[0] = self.image_python
+        if spec.stdin is not None:
+            # The engine's attach stream cannot reliably signal end-of-input; a read-only file can.
+            return ["/bin/sh", "-c", f'exec "$@" < {STDIN_PATH}', "rcb-stdin", *argv]
+        return argv
+
+    def _mounts(self, workdir: str, hidden_paths: tuple[str, ...]) -> list[Any]:
+        from docker.types import Mount
+
+        mounts: list[Any] = [Mount(target=TASK_DIR, source=workdir, type="bind", read_only=False)]
+        real_workdir = os.path.realpath(workdir)
+        for rel in hidden_paths:
+            norm = posixpath.normpath(rel.replace(os.sep, "/"))
+            if posixpath.isabs(norm) or norm == "." or norm == ".." or norm.startswith("../"):
+                raise _SpecError(f"hidden path {rel!r} is not inside the task folder")
+            host_path = os.path.join(workdir, *norm.split("/"))
+            if not os.path.lexists(host_path):
+                continue  # nothing to hide; creating a mount point would add a file to the task folder
+            if os.path.realpath(host_path) != os.path.join(real_workdir, *norm.split("/")):
+                raise _SpecError(f"hidden path {rel!r} involves a symlink and cannot be masked safely")
+            target = f"{TASK_DIR}/{norm}"
+            if os.path.isdir(host_path):
+                mounts.append(
+                    Mount(target=target, source=None, type="tmpfs", read_only=True, tmpfs_size=4096)
+                )
+            else:
+                mounts.append(Mount(target=target, source="/dev/null", type="bind", read_only=True))
+        return mounts
+
+    def _stdin_mount(self, workdir: str, data: bytes) -> tuple[str, Any]:
+        from docker.types import Mount
+
+        # Next to the task folder, not in it (the test must not see an extra file) and not in this
+        # process's /tmp, which a containerised worker does not share with the engine.
+        folder = tempfile.mkdtemp(prefix=".rcb-stdin-", dir=os.path.dirname(workdir))
+        os.chmod(folder, 0o755)
+        path = os.path.join(folder, "stdin")
+        try:
+            with open(path, "wb") as fh:
+                fh.write(data)
+            os.chmod(path, 0o644)
+        except OSError:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return folder, Mount(target=STDIN_PATH, source=path, type="bind", read_only=True)
+
+    def _grant_workdir(self, workdir: str) -> None:
+        """Let the container user write its private task folder (a fresh copy owned by the runner)."""
+        uid_gid = self.user.split(":")
+        numeric = all(part.isdigit() for part in uid_gid)
+        if hasattr(os, "geteuid") and os.geteuid() == 0 and numeric:
+            uid = int(uid_gid[0])
+            gid = int(uid_gid[1]) if len(uid_gid) > 1 else uid
+            for root, dirs, files in os.walk(workdir):
+                os.lchown(root, uid, gid)
+                for entry in dirs + files:
+                    os.lchown(os.path.join(root, entry), uid, gid)
+        else:
+            # Not root: cannot chown, so open the private copy to every user instead.
+            for root, _dirs, files in os.walk(workdir):
+                os.chmod(root, 0o777)
+                for entry in files:
+                    path = os.path.join(root, entry)
+                    if not os.path.islink(path):
+                        os.chmod(path, os.stat(path).st_mode | 0o666)
+
+    def _wait_and_collect(self, container: Any, limits: Limits, started: float) -> RunResult:
+        import requests
+
+        timed_out = False
+        t0 = time.monotonic()
+        try:
+            status = container.wait(timeout=limits.timeout_s)
+        except (requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError):
+            # A read timeout may surface as ConnectionError; only a wait that lasted the limit is a timeout.
+            if time.monotonic() - t0 < 0.9 * limits.timeout_s:
+                raise
+            timed_out = self._kill(container)
+            status = container.wait(timeout=self.engine_timeout_s)
+        duration = time.monotonic() - started
+        container.reload()
+        state = container.attrs.get("State") or {}
+        oom = bool(state.get("OOMKilled"))
+        stdout = tail(container.logs(stdout=True, stderr=False))
+        stderr = tail(container.logs(stdout=False, stderr=True))
+        # The engine reports its own failures while waiting (not the child's) in Error.Message.
+        error_info = status.get("Error")
+        error = error_info.get("Message") if isinstance(error_info, dict) else None
+        code = status.get("StatusCode")
+        exit_code: int | None = code
+        signal: int | None = None
+        if isinstance(code, int) and _SIGNAL_BASE < code <= _SIGNAL_BASE + 64:
+            exit_code, signal = None, code - _SIGNAL_BASE
+        return RunResult(
+            exit_code=exit_code,
+            duration_s=duration,
+            stdout=stdout,
+            stderr=stderr,
+            signal=signal,
+            timed_out=timed_out,
+            oom=oom,
+            infra_error=f"docker engine error while waiting: {error}" if error else None,
+        )
+
+    def _kill(self, container: Any) -> bool:
+        """Kill a container at its deadline. False if it had already exited (it finished just in time)."""
+        docker = _sdk()
+
+        try:
+            container.kill()
+        except docker.errors.APIError:
+            container.reload()
+            if (container.attrs.get("State") or {}).get("Running"):
+                raise
+            return False
+        return True
+
+    def _remove(self, container: Any) -> None:
+        try:
+            container.remove(force=True)
+        except Exception as exc:  # removal must never mask the run's result
+            log.warning(
+                "docker sandbox: could not remove container %s (%s); DockerSandbox.cleanup() will retry",
+                getattr(container, "id", "?"),
+                exc,
+            )
+
+    # -- housekeeping ----------------------------------------------------------------------------------
+
+    def cleanup(self, *, everything: bool = False) -> int:
+        """Remove leftover containers of this backend; return how many were removed.
+
+        By default removes labelled containers that are not running or whose stale deadline has passed,
+        so it is safe while other workers share the engine. ``everything=True`` also removes live ones
+        (use only when no run can be in flight, e.g. at the start of the only worker on a host).
+        """
+        now = time.time()
+        removed = 0
+        for container in self.client().containers.list(all=True, filters={"label": LABEL_RUN}):
+            labels = container.labels or {}
+            try:
+                deadline = float(labels.get(LABEL_DEADLINE, "0"))
+            except ValueError:
+                deadline = 0.0
+            if everything or container.status != "running" or deadline < now:
+                container.remove(force=True)
+                removed += 1
+        return removed
