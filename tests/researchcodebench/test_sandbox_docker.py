@@ -1,0 +1,601 @@
+"""The docker sandbox: exact engine API calls (against a recording fake client), the evaluation image's
+Dockerfile, engine-unreachable handling with a real client, and a real container when an engine exists."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+import docker
+from researchcodebench.sandbox.base import OUTPUT_TAIL_BYTES, Limits, RunSpec, Sandbox, SandboxUnavailable
+from researchcodebench.sandbox.docker import (
+    DEFAULT_IMAGE,
+    LABEL_DEADLINE,
+    LABEL_RUN,
+    STDIN_PATH,
+    DockerSandbox,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+MISSING_SOCKET = "unix:///nonexistent-rcb-dir/docker.sock"
+
+
+# -- a recording fake of the docker SDK surface the sandbox uses -------------------------------------------
+
+
+@dataclass
+class Script:
+    """How the fake engine behaves for the next run."""
+
+    status_code: int = 0
+    stdout: bytes = b""
+    stderr: bytes = b""
+    oom: bool = False
+    wait_error: Exception | None = None  # raised by the first wait (after sleeping wait_sleep_s)
+    wait_sleep_s: float = 0.0
+    start_error: Exception | None = None
+    create_error: Exception | None = None
+    kill_error: Exception | None = None
+    running_after_kill_error: bool = False
+    wait_engine_error: str | None = None
+
+
+@dataclass
+class FakeContainer:
+    engine: FakeEngine
+    kwargs: dict[str, Any]
+    id: str = "c0ffee"
+    attrs: dict[str, Any] = field(default_factory=dict)
+    status: str = "created"
+    labels: dict[str, str] = field(default_factory=dict)
+    waits: int = 0
+
+    def _record(self, name: str, **kwargs: Any) -> None:
+        self.engine.calls.append((name, kwargs))
+
+    def start(self) -> None:
+        self._record("start")
+        for mount in self.kwargs.get("mounts", []):
+            if mount["Target"] == STDIN_PATH:
+                self.engine.stdin_seen = Path(mount["Source"]).read_bytes()
+        if self.engine.script.start_error:
+            raise self.engine.script.start_error
+        self.status = "running"
+
+    def wait(self, timeout: float | None = None) -> dict[str, Any]:
+        self._record("wait", timeout=timeout)
+        self.waits += 1
+        script = self.engine.script
+        if self.waits == 1 and script.wait_error is not None:
+            time.sleep(script.wait_sleep_s)
+            raise script.wait_error
+        self.status = "exited"
+        error = {"Message": script.wait_engine_error} if script.wait_engine_error else None
+        return {"StatusCode": script.status_code, "Error": error}
+
+    def kill(self) -> None:
+        self._record("kill")
+        if self.engine.script.kill_error:
+            raise self.engine.script.kill_error
+        self.engine.script.status_code = 137
+
+    def reload(self) -> None:
+        self._record("reload")
+        running = self.engine.script.running_after_kill_error and self.status == "running"
+        self.attrs = {"State": {"OOMKilled": self.engine.script.oom, "Running": running}}
+
+    def logs(self, *, stdout: bool, stderr: bool) -> bytes:
+        self._record("logs", stdout=stdout, stderr=stderr)
+        return (self.engine.script.stdout if stdout else b"") + (self.engine.script.stderr if stderr else b"")
+
+    def remove(self, *, force: bool = False) -> None:
+        self._record("remove", force=force)
+        self.engine.removed.append(self.id)
+
+
+class FakeContainers:
+    def __init__(self, engine: FakeEngine) -> None:
+        self.engine = engine
+
+    def create(self, **kwargs: Any) -> FakeContainer:
+        self.engine.calls.append(("containers.create", kwargs))
+        if self.engine.script.create_error:
+            raise self.engine.script.create_error
+        container = FakeContainer(self.engine, kwargs, labels=kwargs.get("labels", {}))
+        self.engine.created.append(container)
+        return container
+
+    def list(self, **kwargs: Any) -> list[FakeContainer]:
+        self.engine.calls.append(("containers.list", kwargs))
+        return list(self.engine.listed)
+
+
+class FakeImages:
+    def __init__(self, engine: FakeEngine) -> None:
+        self.engine = engine
+
+    def get(self, name: str) -> object:
+        self.engine.calls.append(("images.get", {"name": name}))
+        if name not in self.engine.images:
+            raise docker.errors.ImageNotFound(f"No such image: {name}")
+        return object()
+
+
+class FakeEngine:
+    """Stands in for ``docker.DockerClient``; records every call as ``(name, kwargs)``."""
+
+    def __init__(self, script: Script | None = None, images: tuple[str, ...] = (DEFAULT_IMAGE,)) -> None:
+        self.script = script or Script()
+        self.images = set(images)
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.created: list[FakeContainer] = []
+        self.removed: list[str] = []
+        self.listed: list[FakeContainer] = []
+        self.stdin_seen: bytes | None = None
+        self.containers = FakeContainers(self)
+        self.images_api = FakeImages(self)
+
+    def ping(self) -> bool:
+        self.calls.append(("ping", {}))
+        return True
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+    def create_kwargs(self) -> dict[str, Any]:
+        (kwargs,) = [kw for name, kw in self.calls if name == "containers.create"]
+        return kwargs
+
+
+def fake_client(engine: FakeEngine) -> Any:
+    """A client object exposing ``containers``, ``images`` and ``ping`` backed by ``engine``."""
+
+    class Client:
+        containers = engine.containers
+        images = engine.images_api
+        ping = staticmethod(engine.ping)
+
+    return Client()
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "paper2code_test.py").write_text("print('ok')\n")
+    (task / "model.py").write_text("x = 1\n")
+    (task / "model_ref.py").write_text("SECRET = 42\n")
+    (task / "oracle").mkdir()
+    (task / "oracle" / "answer.py").write_text("SECRET = 43\n")
+    return task
+
+
+def make_spec(workdir: Path, **overrides: Any) -> RunSpec:
+    values: dict[str, Any] = {
+        "workdir": str(workdir),
+        "argv": ("python", "paper2code_test.py"),
+        "env": {"PATH": "/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": "1"},
+        "limits": Limits(timeout_s=30, memory_mb=512, max_procs=32, cpu_s=40, file_size_mb=8, open_files=64),
+    }
+    values.update(overrides)
+    return RunSpec(**values)
+
+
+def run_with(script: Script, spec: RunSpec, **sandbox_kwargs: Any) -> tuple[Any, FakeEngine]:
+    engine = FakeEngine(script)
+    result = DockerSandbox(fake_client(engine), **sandbox_kwargs).run(spec)
+    return result, engine
+
+
+# -- the container's configuration -------------------------------------------------------------------------
+
+
+def test_docker_sandbox_satisfies_the_sandbox_protocol() -> None:
+    sandbox = DockerSandbox(fake_client(FakeEngine()))
+    assert isinstance(sandbox, Sandbox)
+    assert sandbox.name == "docker"
+
+
+def test_container_is_isolated_and_limited_as_specified(workdir: Path) -> None:
+    result, engine = run_with(Script(status_code=0, stdout=b"ok\n"), make_spec(workdir))
+    kw = engine.create_kwargs()
+
+    assert result.exit_code == 0 and result.infra_error is None and not result.timed_out
+    assert kw["image"] == DEFAULT_IMAGE
+    assert kw["command"] == ["python", "paper2code_test.py"]
+    assert kw["network_mode"] == "none"
+    assert kw["read_only"] is True
+    assert set(kw["tmpfs"]) == {"/tmp"}
+    assert "size=256m" in kw["tmpfs"]["/tmp"] and "noexec" in kw["tmpfs"]["/tmp"]
+    assert kw["mem_limit"] == kw["memswap_limit"] == 512 * 1024 * 1024
+    assert kw["nano_cpus"] == 1_000_000_000
+    assert kw["pids_limit"] == 32
+    assert kw["cap_drop"] == ["ALL"]
+    assert kw["security_opt"] == ["no-new-privileges"]
+    assert kw["user"] == "10001:10001"
+    assert kw["init"] is True
+    assert kw["working_dir"] == "/task"
+    assert kw["environment"] == {"PATH": "/usr/local/bin:/usr/bin:/bin", "OMP_NUM_THREADS": "1"}
+    assert kw["log_config"]["Type"] == "json-file"
+    assert kw["log_config"]["Config"] == {"max-size": "1024k", "max-file": "2"}
+    ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in kw["ulimits"]}
+    assert ulimits == {"nofile": (64, 64), "fsize": (8 * 1024 * 1024, 8 * 1024 * 1024), "cpu": (40, 41)}
+    assert "device_requests" not in kw
+    assert kw["labels"][LABEL_RUN] and float(kw["labels"][LABEL_DEADLINE]) > time.time() + 30
+    task_mount = kw["mounts"][0]
+    assert (task_mount["Target"], task_mount["Source"], task_mount["Type"], task_mount["ReadOnly"]) == (
+        "/task",
+        str(workdir),
+        "bind",
+        False,
+    )
+
+
+def test_calls_create_start_wait_reload_logs_then_remove_in_order(workdir: Path) -> None:
+    result, engine = run_with(Script(status_code=1, stdout=b"out", stderr=b"Traceback"), make_spec(workdir))
+    assert engine.names() == [
+        "containers.create",
+        "start",
+        "wait",
+        "reload",
+        "logs",
+        "logs",
+        "remove",
+    ]
+    assert engine.calls[2][1] == {"timeout": 30}
+    assert engine.calls[-1][1] == {"force": True}
+    assert (result.exit_code, result.signal, result.stdout, result.stderr) == (1, None, b"out", b"Traceback")
+
+
+def test_cpu_quota_and_image_are_configurable(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RCB_DOCKER_IMAGE", "rcb-eval:custom")
+    _, engine = run_with(Script(), make_spec(workdir), cpus=2.5)
+    assert engine.create_kwargs()["nano_cpus"] == 2_500_000_000
+    assert engine.create_kwargs()["image"] == "rcb-eval:custom"
+    _, engine = run_with(Script(), make_spec(workdir, image="rcb-eval:paper-x"))
+    assert engine.create_kwargs()["image"] == "rcb-eval:paper-x"
+
+
+def test_gpu_is_requested_only_for_runs_that_need_it(workdir: Path) -> None:
+    _, cpu_engine = run_with(Script(), make_spec(workdir, needs_gpu=False))
+    _, gpu_engine = run_with(Script(), make_spec(workdir, needs_gpu=True))
+    assert "device_requests" not in cpu_engine.create_kwargs()
+    (request,) = gpu_engine.create_kwargs()["device_requests"]
+    assert request["Count"] == -1
+    assert request["Capabilities"] == [["gpu"]]
+
+
+def test_host_interpreter_in_argv_is_replaced_by_the_image_interpreter(workdir: Path) -> None:
+    host_python = "/work/main/.venv-eval/bin/python"
+    spec = make_spec(workdir, python=host_python, argv=(host_python, "-X", "utf8", "paper2code_test.py"))
+    _, engine = run_with(Script(), spec)
+    assert engine.create_kwargs()["command"] == ["python", "-X", "utf8", "paper2code_test.py"]
+
+
+def test_hidden_files_get_dev_null_and_hidden_folders_an_empty_tmpfs(workdir: Path) -> None:
+    spec = make_spec(workdir, hidden_paths=("model_ref.py", "oracle", "not_there_ref.py"))
+    _, engine = run_with(Script(), spec)
+    masks = {m["Target"]: m for m in engine.create_kwargs()["mounts"][1:]}
+    assert set(masks) == {"/task/model_ref.py", "/task/oracle"}
+    assert masks["/task/model_ref.py"]["Source"] == "/dev/null"
+    assert masks["/task/model_ref.py"]["Type"] == "bind" and masks["/task/model_ref.py"]["ReadOnly"]
+    assert masks["/task/oracle"]["Type"] == "tmpfs" and masks["/task/oracle"]["ReadOnly"]
+    assert not (workdir / "not_there_ref.py").exists()
+
+
+@pytest.mark.parametrize("bad", ["../outside.py", "/etc/passwd", "."])
+def test_hidden_path_outside_the_task_folder_is_an_infra_error_and_creates_nothing(
+    workdir: Path, bad: str
+) -> None:
+    result, engine = run_with(Script(), make_spec(workdir, hidden_paths=(bad,)))
+    assert result.infra_error and "not inside the task folder" in result.infra_error
+    assert engine.calls == []
+
+
+def test_hidden_path_through_a_symlink_is_refused(workdir: Path) -> None:
+    (workdir / "link_ref.py").symlink_to(workdir / "model.py")
+    result, engine = run_with(Script(), make_spec(workdir, hidden_paths=("link_ref.py",)))
+    assert result.infra_error and "symlink" in result.infra_error
+    assert engine.calls == []
+
+
+def test_stdin_is_fed_from_a_read_only_file_that_is_removed_afterwards(workdir: Path) -> None:
+    result, engine = run_with(Script(), make_spec(workdir, stdin=b"payload\n"))
+    kw = engine.create_kwargs()
+    assert kw["command"][:3] == ["/bin/sh", "-c", f'exec "$@" < {STDIN_PATH}']
+    assert kw["command"][4:] == ["python", "paper2code_test.py"]
+    (stdin_mount,) = [m for m in kw["mounts"] if m["Target"] == STDIN_PATH]
+    assert stdin_mount["ReadOnly"] is True
+    assert engine.stdin_seen == b"payload\n"
+    assert not Path(stdin_mount["Source"]).exists()
+    assert sorted(p.name for p in workdir.parent.iterdir()) == ["task"]
+    assert result.exit_code == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root")
+def test_task_folder_is_handed_to_the_container_user_when_running_as_root(workdir: Path) -> None:
+    run_with(Script(), make_spec(workdir))
+    owners = {(p.stat().st_uid, p.stat().st_gid) for p in [workdir, *workdir.rglob("*")]}
+    assert owners == {(10001, 10001)}
+
+
+# -- outcomes ------------------------------------------------------------------------------------------------
+
+
+def test_timeout_kills_the_container_and_reports_timed_out(workdir: Path) -> None:
+    script = Script(wait_error=requests.exceptions.ReadTimeout("Read timed out"), wait_sleep_s=0.05)
+    result, engine = run_with(script, make_spec(workdir, limits=Limits(timeout_s=0.05)))
+    assert result.timed_out is True
+    assert result.signal == 9 and result.exit_code is None
+    assert result.infra_error is None
+    assert engine.names() == [
+        "containers.create",
+        "start",
+        "wait",
+        "kill",
+        "wait",
+        "reload",
+        "logs",
+        "logs",
+        "remove",
+    ]
+    assert engine.removed == ["c0ffee"]
+
+
+def test_read_timeout_reported_as_connection_error_still_counts_as_timeout(workdir: Path) -> None:
+    error = requests.exceptions.ConnectionError("UnixHTTPConnectionPool: Read timed out.")
+    result, engine = run_with(
+        Script(wait_error=error, wait_sleep_s=0.05), make_spec(workdir, limits=Limits(timeout_s=0.05))
+    )
+    assert result.timed_out is True
+    assert "kill" in engine.names() and engine.removed == ["c0ffee"]
+
+
+def test_run_that_finished_at_the_deadline_is_not_a_timeout(workdir: Path) -> None:
+    script = Script(
+        wait_error=requests.exceptions.ReadTimeout("Read timed out"),
+        wait_sleep_s=0.05,
+        kill_error=docker.errors.APIError("409 Conflict: container is not running"),
+        status_code=0,
+    )
+    result, engine = run_with(script, make_spec(workdir, limits=Limits(timeout_s=0.05)))
+    assert result.timed_out is False and result.exit_code == 0
+    assert engine.removed == ["c0ffee"]
+
+
+def test_engine_dropping_the_connection_early_is_an_infra_error_not_a_timeout(workdir: Path) -> None:
+    error = requests.exceptions.ConnectionError("Connection aborted")
+    result, engine = run_with(Script(wait_error=error), make_spec(workdir, limits=Limits(timeout_s=30)))
+    assert result.timed_out is False
+    assert result.infra_error and "Connection aborted" in result.infra_error
+    assert "kill" not in engine.names()
+    assert engine.removed == ["c0ffee"]
+
+
+def test_oom_killed_container_reports_oom(workdir: Path) -> None:
+    result, engine = run_with(Script(status_code=137, oom=True), make_spec(workdir))
+    assert result.oom is True and result.signal == 9 and result.exit_code is None
+    assert result.timed_out is False
+    assert engine.removed == ["c0ffee"]
+
+
+def test_signal_exit_status_is_reported_as_signal(workdir: Path) -> None:
+    result, _ = run_with(Script(status_code=139), make_spec(workdir))
+    assert (result.exit_code, result.signal, result.oom) == (None, 11, False)
+
+
+def test_output_is_kept_as_a_bounded_tail(workdir: Path) -> None:
+    big = b"x" * (OUTPUT_TAIL_BYTES * 3) + b"END"
+    result, _ = run_with(Script(status_code=1, stdout=big, stderr=big), make_spec(workdir))
+    assert len(result.stdout) == OUTPUT_TAIL_BYTES and result.stdout.endswith(b"END")
+    assert len(result.stderr) == OUTPUT_TAIL_BYTES and result.stderr.endswith(b"END")
+
+
+def test_engine_error_on_start_is_an_infra_error_and_the_container_is_removed(workdir: Path) -> None:
+    script = Script(start_error=docker.errors.APIError("500 Server Error: could not select device driver"))
+    result, engine = run_with(script, make_spec(workdir, needs_gpu=True))
+    assert result.exit_code is None
+    assert result.infra_error and "could not select device driver" in result.infra_error
+    assert engine.names()[-1] == "remove" and engine.removed == ["c0ffee"]
+
+
+def test_missing_image_at_create_is_an_infra_error(workdir: Path) -> None:
+    script = Script(create_error=docker.errors.ImageNotFound("No such image: rcb-eval:gone"))
+    result, engine = run_with(script, make_spec(workdir, image="rcb-eval:gone"))
+    assert result.infra_error and "No such image: rcb-eval:gone" in result.infra_error
+    assert engine.removed == []
+
+
+def test_engine_error_reported_by_wait_is_an_infra_error(workdir: Path) -> None:
+    result, engine = run_with(Script(wait_engine_error="container vanished"), make_spec(workdir))
+    assert result.infra_error and "container vanished" in result.infra_error
+    assert engine.removed == ["c0ffee"]
+
+
+def test_missing_task_folder_is_an_infra_error(tmp_path: Path) -> None:
+    result, engine = run_with(Script(), make_spec(tmp_path / "nope"))
+    assert result.infra_error and "does not exist" in result.infra_error
+    assert engine.calls == []
+
+
+# -- check() and cleanup() -----------------------------------------------------------------------------------
+
+
+def test_check_passes_when_engine_answers_and_image_exists() -> None:
+    engine = FakeEngine(images=("rcb-eval:ok",))
+    DockerSandbox(fake_client(engine), image="rcb-eval:ok").check()
+    assert engine.calls == [("ping", {}), ("images.get", {"name": "rcb-eval:ok"})]
+
+
+def test_check_names_the_missing_image_and_how_to_build_it() -> None:
+    engine = FakeEngine(images=())
+    with pytest.raises(SandboxUnavailable, match=r"'rcb-eval:missing' not found.*docker/eval\.Dockerfile"):
+        DockerSandbox(fake_client(engine), image="rcb-eval:missing").check()
+
+
+def test_check_with_a_real_client_on_a_missing_socket_says_the_engine_is_unreachable() -> None:
+    client = docker.DockerClient(base_url=MISSING_SOCKET, version="1.45", timeout=2)
+    with pytest.raises(SandboxUnavailable, match="cannot reach a Docker engine") as info:
+        DockerSandbox(client, base_url=MISSING_SOCKET).check()
+    assert MISSING_SOCKET in str(info.value) and "--sandbox local" in str(info.value)
+
+
+def test_check_when_the_client_cannot_even_be_created_says_the_engine_is_unreachable() -> None:
+    with pytest.raises(
+        SandboxUnavailable, match="cannot reach a Docker engine at unix:///nonexistent-rcb-dir"
+    ):
+        DockerSandbox(base_url=MISSING_SOCKET).check()
+
+
+def test_run_against_an_unreachable_engine_is_an_infra_error(workdir: Path) -> None:
+    result = DockerSandbox(base_url=MISSING_SOCKET).run(make_spec(workdir))
+    assert result.exit_code is None
+    assert result.infra_error and result.infra_error.startswith("docker engine error")
+
+
+def test_cleanup_removes_exited_and_stale_containers_but_not_live_ones() -> None:
+    engine = FakeEngine()
+    future, past = str(int(time.time()) + 600), str(int(time.time()) - 1)
+    live = FakeContainer(
+        engine, {}, id="live", status="running", labels={LABEL_RUN: "a", LABEL_DEADLINE: future}
+    )
+    stale = FakeContainer(
+        engine, {}, id="stale", status="running", labels={LABEL_RUN: "b", LABEL_DEADLINE: past}
+    )
+    done = FakeContainer(
+        engine, {}, id="done", status="exited", labels={LABEL_RUN: "c", LABEL_DEADLINE: future}
+    )
+    engine.listed = [live, stale, done]
+    sandbox = DockerSandbox(fake_client(engine))
+
+    assert sandbox.cleanup() == 2
+    assert sorted(engine.removed) == ["done", "stale"]
+    assert engine.calls[0] == ("containers.list", {"all": True, "filters": {"label": LABEL_RUN}})
+
+    engine.removed.clear()
+    engine.listed = [live]
+    assert sandbox.cleanup(everything=True) == 1
+    assert engine.removed == ["live"]
+
+
+def test_core_module_imports_without_the_docker_sdk() -> None:
+    code = (
+        "import sys; sys.modules['docker'] = None; "
+        "import researchcodebench.sandbox.docker as m; print(m.DockerSandbox.name)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "docker"
+
+
+def test_missing_sdk_makes_check_unavailable_and_run_an_infra_error(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sandbox = DockerSandbox(fake_client(FakeEngine()))
+    monkeypatch.setitem(sys.modules, "docker", None)
+    with pytest.raises(SandboxUnavailable, match=r"docker SDK is not installed"):
+        sandbox.check()
+    result = sandbox.run(make_spec(workdir))
+    assert result.infra_error and "docker SDK is not installed" in result.infra_error
+
+
+# -- the evaluation image ------------------------------------------------------------------------------------
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    text = (REPO / "docker" / "eval.Dockerfile").read_text()
+    joined = re.sub(r"\\\n", " ", text)
+    result = []
+    for line in joined.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            keyword, _, rest = line.partition(" ")
+            result.append((keyword.upper(), rest.strip()))
+    return result
+
+
+def test_eval_image_pins_torch_2_13_0_like_requirements_bench() -> None:
+    instructions = dockerfile_instructions()
+    assert instructions[0] == ("FROM", "python:3.11-slim")
+    pip_words = [w for kw, rest in instructions if kw == "RUN" for w in shlex.split(rest)]
+    torch_pins = [w for w in pip_words if w.startswith("torch")]
+    assert torch_pins == ["torch==2.13.0"]
+    requirements = (REPO / "requirements-bench.txt").read_text().splitlines()
+    assert "torch==2.13.0" in requirements
+    assert any(kw == "COPY" and "requirements-bench.txt" in rest for kw, rest in instructions)
+    assert "-r" in pip_words
+
+
+def test_eval_image_runs_as_the_non_root_user_the_sandbox_expects_in_task() -> None:
+    instructions = dockerfile_instructions()
+    users = [rest for kw, rest in instructions if kw == "USER"]
+    assert users and users[-1] not in {"root", "0", "0:0"}
+    assert users[-1] == DockerSandbox(fake_client(FakeEngine())).user == "10001:10001"
+    assert [rest for kw, rest in instructions if kw == "WORKDIR"][-1] == "/task"
+
+
+# -- a real engine, when there is one ------------------------------------------------------------------------
+
+
+def engine_and_image() -> tuple[Any, str]:
+    try:
+        client = docker.from_env(timeout=5)
+        client.ping()
+    except Exception as exc:  # any failure means: no usable engine here
+        pytest.skip(f"no reachable Docker engine (docker.from_env().ping() failed: {exc})")
+    image = os.environ.get("RCB_DOCKER_IMAGE", DEFAULT_IMAGE)
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        pytest.skip(f"Docker engine reachable but image {image!r} missing: build docker/eval.Dockerfile")
+    return client, image
+
+
+INTEGRATION_TEST = """
+import os, socket, sys
+print("hello from", os.getuid())
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    print("NETWORK OPEN")
+except OSError:
+    print("network blocked")
+try:
+    open("/etc/evil", "w")
+    print("ROOT WRITABLE")
+except OSError:
+    print("root read-only")
+print("ref:", repr(open("model_ref.py").read()))
+open("out.txt", "w").write("written")
+sys.exit(3)
+"""
+
+
+def test_real_container_runs_isolated_and_is_removed(workdir: Path) -> None:
+    client, image = engine_and_image()
+    (workdir / "paper2code_test.py").write_text(INTEGRATION_TEST)
+    sandbox = DockerSandbox(client, image=image)
+    result = sandbox.run(make_spec(workdir, hidden_paths=("model_ref.py",), limits=Limits(timeout_s=60)))
+    out = result.stdout.decode()
+    assert result.infra_error is None, result.infra_error
+    assert result.exit_code == 3
+    assert "hello from 10001" in out and "network blocked" in out and "root read-only" in out
+    assert "ref: ''" in out
+    assert (workdir / "out.txt").read_text() == "written"
+    assert client.containers.list(all=True, filters={"label": LABEL_RUN}) == []
+
+
+def test_real_container_is_killed_at_the_deadline(workdir: Path) -> None:
+    client, image = engine_and_image()
+    (workdir / "paper2code_test.py").write_text("while True:\n    pass\n")
+    result = DockerSandbox(client, image=image).run(make_spec(workdir, limits=Limits(timeout_s=2)))
+    assert result.timed_out is True and result.infra_error is None
+    assert client.containers.list(all=True, filters={"label": LABEL_RUN}) == []
