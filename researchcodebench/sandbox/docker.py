@@ -406,7 +406,9 @@ class DockerSandbox:
         By default removes labelled containers that are not running or whose stale deadline has passed,
         so it is safe while other workers share the engine. ``everything=True`` also removes live ones
         (use only when no run can be in flight, e.g. at the start of the only worker on a host).
+        Engine failures propagate as ``docker.errors.DockerException``.
         """
+        docker = _sdk()
         now = time.time()
         removed = 0
         for container in self.client().containers.list(all=True, filters={"label": LABEL_RUN}):
@@ -416,6 +418,9 @@ class DockerSandbox:
             except ValueError:
                 deadline = 0.0
             if everything or container.status != "running" or deadline < now:
-                container.remove(force=True)
+                try:
+                    container.remove(force=True)
+                except docker.errors.NotFound:
+                    continue  # its own run removed it meanwhile
                 removed += 1
         return removed

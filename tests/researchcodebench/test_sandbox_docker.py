@@ -241,6 +241,23 @@ def test_container_is_isolated_and_limited_as_specified(workdir: Path) -> None:
     )
 
 
+def test_create_arguments_are_accepted_by_the_sdk_and_reach_the_engine_host_config(workdir: Path) -> None:
+    # The fake client would accept any keyword; the SDK's own translation (the step containers.create
+    # performs before the HTTP call) proves every keyword is real and lands in the engine's HostConfig.
+    from docker.models.containers import _create_container_args
+
+    _, engine = run_with(Script(), make_spec(workdir, needs_gpu=True, hidden_paths=("model_ref.py",)))
+    args = _create_container_args({**engine.create_kwargs(), "version": "1.45"})
+    host = args["host_config"]
+    assert (host["NetworkMode"], host["ReadonlyRootfs"], host["Init"]) == ("none", True, True)
+    assert host["Memory"] == host["MemorySwap"] == 512 * 1024 * 1024
+    assert (host["PidsLimit"], host["NanoCpus"], host["CapDrop"]) == (32, 1_000_000_000, ["ALL"])
+    assert host["SecurityOpt"] == ["no-new-privileges"]
+    assert [m["Target"] for m in host["Mounts"]] == ["/task", "/task/model_ref.py"]
+    assert host["DeviceRequests"][0]["Capabilities"] == [["gpu"]]
+    assert (args["user"], args["working_dir"]) == ("10001:10001", "/task")
+
+
 def test_calls_create_start_wait_reload_logs_then_remove_in_order(workdir: Path) -> None:
     result, engine = run_with(Script(status_code=1, stdout=b"out", stderr=b"Traceback"), make_spec(workdir))
     assert engine.names() == [
@@ -482,7 +499,14 @@ def test_cleanup_removes_exited_and_stale_containers_but_not_live_ones() -> None
     assert sorted(engine.removed) == ["done", "stale"]
     assert engine.calls[0] == ("containers.list", {"all": True, "filters": {"label": LABEL_RUN}})
 
+    class Vanished(FakeContainer):
+        def remove(self, *, force: bool = False) -> None:
+            raise docker.errors.NotFound("No such container")
+
     engine.removed.clear()
+    engine.listed = [Vanished(engine, {}, id="gone", status="exited", labels={LABEL_RUN: "d"})]
+    assert sandbox.cleanup() == 0
+
     engine.listed = [live]
     assert sandbox.cleanup(everything=True) == 1
     assert engine.removed == ["live"]
