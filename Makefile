@@ -1,0 +1,24 @@
+# The two commands of the README. Everything else is a helper for them.
+.PHONY: demo test lint bench-eval bench-leaderboard clean
+
+demo:  ## set up, migrate, load demo data, serve http://127.0.0.1:8000/ with one worker (Ctrl-C stops)
+	scripts/demo.sh
+
+test:  ## set up with dev tools and run the whole suite
+	scripts/test.sh
+
+lint:
+	scripts/bootstrap.sh --dev
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+
+bench-eval:
+	scripts/bootstrap.sh
+	.venv/bin/python bench/eval_speed.py
+
+bench-leaderboard:
+	scripts/bootstrap.sh --dev
+	.venv/bin/python bench/leaderboard_load.py
+
+clean:
+	rm -rf var staticfiles .pytest_cache

@@ -1,0 +1,54 @@
+"""The Celery application: three queues, routing by task name, results of record in the database.
+
+Queues:
+- ``site``: database work (generation, aggregation, notifications, probes);
+- ``eval-cpu``: sandboxed test runs;
+- ``eval-gpu``: sandboxed test runs of tasks that need a GPU (a GPU host runs ``-Q eval-gpu``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from kombu import Exchange, Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+QUEUE_SITE = "site"
+QUEUE_EVAL_CPU = "eval-cpu"
+QUEUE_EVAL_GPU = "eval-gpu"
+QUEUES = (QUEUE_SITE, QUEUE_EVAL_CPU, QUEUE_EVAL_GPU)
+
+#: Task name -> queue. A name not listed here goes to ``site``.
+TASK_ROUTES: dict[str, str] = {
+    "evaluation.tasks.test_item_cpu": QUEUE_EVAL_CPU,
+    "evaluation.tasks.test_item_gpu": QUEUE_EVAL_GPU,
+    "evaluation.tasks.probe_eval_cpu": QUEUE_EVAL_CPU,
+    "evaluation.tasks.probe_eval_gpu": QUEUE_EVAL_GPU,
+}
+
+
+def route_task(name: str, args, kwargs, options, task=None, **kw) -> dict[str, str]:
+    """Celery router: the queue for a task name (``site`` unless listed in ``TASK_ROUTES``)."""
+    return {"queue": TASK_ROUTES.get(name, QUEUE_SITE)}
+
+
+app = Celery("researchcodebench_hub")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.update(
+    task_queues=[Queue(q, Exchange(q, type="direct"), routing_key=q) for q in QUEUES],
+    task_default_queue=QUEUE_SITE,
+    task_routes=(route_task,),
+    # Results of record live in the database; Celery's own result backend is not used.
+    task_ignore_result=True,
+    result_backend=None,
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    task_serializer="json",
+    accept_content=["json"],
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+)
+app.autodiscover_tasks()

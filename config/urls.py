@@ -1,0 +1,19 @@
+"""Root URL configuration."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from config import views
+
+urlpatterns = [
+    path("healthz", views.healthz, name="healthz"),
+    path("status/", views.status_page, name="status"),
+    path("admin/", admin.site.urls),
+    path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/v1/", include("config.api_urls")),
+    path("", include("contributions.urls")),
+    path("runs/", include("evaluation.urls")),
+    path("", include("leaderboard.urls")),
+]

@@ -1,0 +1,21 @@
+"""Site-wide views: health check and status page."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+
+from config.health import health_report
+
+
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Machine-readable health: 200 when the database and the broker answer, 503 otherwise."""
+    report = health_report()
+    return JsonResponse(report, status=200 if report["ok"] else 503)
+
+
+@never_cache
+def status_page(request: HttpRequest) -> HttpResponse:
+    return render(request, "status.html", {"report": health_report()})

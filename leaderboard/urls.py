@@ -1,0 +1,8 @@
+from django.urls import path
+
+from leaderboard import views
+
+app_name = "leaderboard"
+urlpatterns = [
+    path("", views.board, name="board"),
+]

@@ -1,0 +1,89 @@
+"""The base layout, /healthz, the status page and the static assets."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.staticfiles import finders
+from django.utils import timezone
+
+from evaluation.models import WorkerHeartbeat
+
+pytestmark = pytest.mark.django_db
+
+NAV_LABELS = ["Leaderboard", "Papers", "Contribute", "Review", "Runs", "API", "Status"]
+
+
+def test_base_page_has_navigation_vendored_htmx_and_csrf_header(client):
+    response = client.get("/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    for label in NAV_LABELS:
+        assert re.search(rf">\s*{label}\s*</a>", html), label
+    script = re.search(r'<script src="([^"]*htmx[^"]*)"', html)
+    assert script and script.group(1) == "/static/vendor/htmx-2.0.11/htmx.min.js"
+    assert 'hx-headers=\'{"X-CSRFToken": "' in html
+    assert '<main id="main"' in html and 'lang="en"' in html
+
+
+def test_no_page_links_to_an_external_cdn(client):
+    for url in ["/", "/papers/", "/contribute/", "/review/", "/runs/", "/status/"]:
+        html = client.get(url).content.decode()
+        assert not re.search(r'<(script|link)[^>]+(src|href)="https?://', html), url
+
+
+def test_vendored_htmx_file_exists_and_is_htmx():
+    path = finders.find("vendor/htmx-2.0.11/htmx.min.js")
+    assert path, "htmx must be vendored under static/"
+    with open(path, encoding="utf-8") as fh:
+        assert "htmx" in fh.read(4000)
+
+
+@pytest.mark.parametrize("url", ["/papers/", "/contribute/", "/review/", "/runs/", "/status/"])
+def test_every_navigation_target_renders(client, url):
+    response = client.get(url)
+    assert response.status_code == 200
+    assert "<h1>" in response.content.decode()
+
+
+def test_healthz_reports_database_broker_and_no_workers(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["database"]["ok"] is True
+    assert body["broker"]["ok"] is True
+    assert body["workers"] == []
+    assert body["ok"] is True
+
+
+def test_healthz_lists_workers_with_a_recent_heartbeat_only(client):
+    now = timezone.now()
+    WorkerHeartbeat.objects.create(hostname="alive@h", queues=["site"], started_at=now, last_seen_at=now)
+    WorkerHeartbeat.objects.create(
+        hostname="stale@h", queues=["site"], started_at=now, last_seen_at=now - timezone.timedelta(hours=1)
+    )
+    WorkerHeartbeat.objects.create(
+        hostname="stopped@h", queues=["site"], started_at=now, last_seen_at=now, status="stopped"
+    )
+    body = client.get("/healthz").json()
+    assert [w["hostname"] for w in body["workers"]] == ["alive@h"]
+
+
+def test_healthz_is_503_when_the_broker_is_unreachable(client, settings):
+    settings.CELERY_BROKER_URL = "amqp://guest:guest@127.0.0.1:1//"
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["broker"]["ok"] is False and body["broker"]["error"]
+
+
+def test_admin_login_page_is_served(client):
+    assert client.get("/admin/login/").status_code == 200
+
+
+def test_api_docs_are_served_without_a_cdn(client):
+    html = client.get("/api/v1/docs/").content.decode()
+    assert "swagger" in html.lower()
+    assert not re.search(r'(src|href)="https?://', html)
+    assert client.get("/api/v1/schema/").status_code == 200

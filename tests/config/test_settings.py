@@ -1,0 +1,48 @@
+"""The settings guard: production settings refuse to start without a secret key or with bad values."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_check(env_overrides: dict[str, str], drop: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env.update(env_overrides)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_check_fails_naming_the_secret_key_when_debug_is_off_and_no_key_is_set():
+    result = run_check({"DJANGO_DEBUG": "0"}, drop=("DJANGO_SECRET_KEY",))
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr
+    assert "DJANGO_SECRET_KEY" in result.stderr
+
+
+def test_debug_defaults_to_off_so_a_missing_key_is_refused_without_any_flag():
+    result = run_check({}, drop=("DJANGO_SECRET_KEY", "DJANGO_DEBUG"))
+    assert result.returncode != 0
+    assert "DJANGO_SECRET_KEY" in result.stderr
+
+
+def test_check_passes_with_a_secret_key_and_debug_off():
+    result = run_check({"DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": "x" * 50})
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_malformed_boolean_names_the_variable():
+    result = run_check({"DJANGO_DEBUG": "maybe"})
+    assert result.returncode != 0
+    assert "DJANGO_DEBUG='maybe' is not a boolean" in result.stderr
+
+
+def test_a_malformed_database_url_names_the_variable():
+    result = run_check({"DATABASE_URL": "nosuchscheme://x"})
+    assert result.returncode != 0
+    assert "DATABASE_URL" in result.stderr

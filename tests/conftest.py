@@ -1,0 +1,141 @@
+"""Fixtures shared by the whole suite: real Celery worker processes on the configured broker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def database_url_for_current_connection() -> str:
+    """A DATABASE_URL that points a subprocess at the database this test is using (the test database)."""
+    s = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{s['NAME']}"
+    user = s.get("USER") or "postgres"
+    password = f":{s['PASSWORD']}" if s.get("PASSWORD") else ""
+    host = s.get("HOST") or "127.0.0.1"
+    port = s.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{s['NAME']}"
+
+
+class WorkerProcess:
+    """A real `celery worker` subprocess; stopped (or killed) by the test."""
+
+    def __init__(self, proc: subprocess.Popen, hostname: str, log_path: Path) -> None:
+        self.proc = proc
+        self.hostname = hostname
+        self.log_path = log_path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Kill the whole process group (main process and pool children), as a crash would."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, sig)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def start_worker(transactional_db, tmp_path) -> Iterator[Callable[..., WorkerProcess]]:
+    """Start Celery workers against the test database and the configured broker; wait until each is alive.
+
+    Uses ``transactional_db`` so that rows the test writes are committed and visible to the worker.
+    """
+    from config.celery import app
+
+    started: list[WorkerProcess] = []
+    counter = iter(range(1000))
+
+    def start(
+        queues: str = "site,eval-cpu,eval-gpu",
+        *,
+        concurrency: int = 1,
+        extra_env: dict | None = None,
+        timeout: float = 60.0,
+    ) -> WorkerProcess:
+        from evaluation.models import WorkerHeartbeat
+
+        n = next(counter)
+        hostname = f"test{n}-{os.getpid()}@localhost"
+        log_path = tmp_path / f"worker{n}.log"
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url_for_current_connection(),
+            "RCB_WORKER_HEARTBEAT_S": "1",
+            "PYTHONUNBUFFERED": "1",
+            **(extra_env or {}),
+        }
+        cmd = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            queues,
+            "--hostname",
+            hostname,
+            "--concurrency",
+            str(concurrency),
+            "--loglevel",
+            "INFO",
+            "--without-mingle",
+            "--without-gossip",
+        ]
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        worker = WorkerProcess(proc, hostname, log_path)
+        started.append(worker)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError(f"worker exited with {proc.returncode}:\n{worker.log()}")
+            if WorkerHeartbeat.objects.filter(hostname=hostname, status="online").exists():
+                return worker
+            time.sleep(0.2)
+        worker.kill()
+        raise AssertionError(f"worker did not become ready in {timeout}s:\n{worker.log()}")
+
+    with app.connection_for_write() as conn:
+        for queue in ("site", "eval-cpu", "eval-gpu"):
+            try:
+                conn.default_channel.queue_purge(queue)
+            except Exception:  # a queue that does not exist yet has nothing stale in it
+                pass
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+def wait_for(
+    predicate: Callable[[], bool], *, timeout: float = 30.0, interval: float = 0.2, what: str = ""
+) -> None:
+    """Poll ``predicate`` until it is true; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
