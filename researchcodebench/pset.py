@@ -497,7 +497,11 @@ def read_task(root: str | Path, meta: PaperMeta, *, registry_where: tuple[str, i
                     "missing_file",
                 )
             )
-    if meta.annotated_file_paths and not snippets and not any(i.code == "missing_file" for i in issues):
+    # Only when nothing else explains it: a broken or missing annotated file is already reported.
+    explained = any(
+        i.code == "missing_file" or (i.is_error and i.file in meta.annotated_file_paths) for i in issues
+    )
+    if meta.annotated_file_paths and not snippets and not explained:
         issues.append(Issue(".", 0, "the task has no snippets", "tag at least one block", "no_snippets"))
     return Task(
         id=meta.id,
