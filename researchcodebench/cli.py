@@ -174,6 +174,10 @@ def _registry_dates(path: str | None) -> dict[str, Any] | None:
     return dates
 
 
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
 def _fmt(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:6.2f}"
 
@@ -203,12 +207,12 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 "first_commit_date": dates.get(paper),
                 "snippets": len(keys),
                 "lines": sum(expected[k] for k in keys),
-                "scores": {s.key: s.per_paper[paper].mean for s in scores if paper in s.per_paper},
+                "scores": {s.key: _finite(s.per_paper[paper].mean) for s in scores if paper in s.per_paper},
             }
         )
     if args.json:
         doc = {"models": [s.to_dict() for s in scores], "papers": papers}
-        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str)
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False, default=str, allow_nan=False)
         sys.stdout.write("\n")
         return 0
     out = sys.stdout

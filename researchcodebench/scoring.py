@@ -352,6 +352,10 @@ def load_published(path: str | Path) -> Published:
     )
 
 
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
 @dataclass(frozen=True)
 class ModelScore:
     """One model's scores over a selection of papers."""
@@ -368,14 +372,15 @@ class ModelScore:
     per_paper: dict[str, Rates]
 
     def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; a score over no snippets (NaN) becomes None so the document stays valid JSON."""
         return {
             "key": self.key,
             "name": self.name,
-            "scaled_pass_at_1": self.line.mean,
-            "pass_at_1": self.task.mean,
-            "scaled_pass_at_1_std": self.line.std,
-            "pass_at_1_std": self.task.std,
-            "ci95": list(self.ci95),
+            "scaled_pass_at_1": _finite(self.line.mean),
+            "pass_at_1": _finite(self.task.mean),
+            "scaled_pass_at_1_std": _finite(self.line.std),
+            "pass_at_1_std": _finite(self.task.std),
+            "ci95": [_finite(v) for v in self.ci95],
             "snippets": self.snippets,
             "lines": self.lines,
             "coverage": self.coverage,

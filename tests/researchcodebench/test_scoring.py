@@ -11,6 +11,8 @@ import yaml
 
 from researchcodebench.pset import normalise_date
 from researchcodebench.scoring import (
+    ModelInfo,
+    Published,
     SnippetResult,
     bootstrap_ci,
     global_contamination_papers,
@@ -163,3 +165,15 @@ def test_per_model_contamination_differs_by_cutoff(published, registry_dates) ->
     }
     assert len(scores["GEMINI_2_5_PRO_PREVIEW_05_06"].papers) == 13  # cutoff 2025-01, the global one
     assert len(scores["O3_HIGH"].papers) == 20  # cutoff 2023-10: every paper is later
+
+
+def test_model_with_unknown_cutoff_gets_no_per_model_score_and_valid_json() -> None:
+    published = Published(
+        models={"M": ModelInfo(key="M", name="M", knowledge_cutoff=None)},
+        results={"M": (_r("p", "a", 2, 0, True),)},
+        papers={"p": {"first_commit_date": "2025-01-01"}},
+        overall={},
+    )
+    (score,) = score_published(published, contamination="per-model")
+    assert score.snippets == 0 and score.coverage == 0.0
+    assert score.to_dict()["scaled_pass_at_1"] is None and score.to_dict()["ci95"] == [None, None]
