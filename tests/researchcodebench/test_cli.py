@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from researchcodebench import cli
 from researchcodebench.cli import build_parser, main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -155,3 +156,23 @@ def test_score_global_contamination_with_registry(capsys: pytest.CaptureFixture[
     gemini = next(m for m in doc["models"] if m["key"] == "GEMINI_2_5_PRO_PREVIEW_05_06")
     assert code == 0 and gemini["snippets"] == 143 and len(gemini["papers"]) == 13
     assert (round(gemini["scaled_pass_at_1"], 2), round(gemini["pass_at_1"], 2)) == (33.30, 58.74)
+
+
+def test_registered_subcommand_runs_and_its_user_errors_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def handler(args) -> int:
+        if args.value == "bad":
+            raise cli.CliError("value must not be 'bad'")
+        print(f"got {args.value}")
+        return 0
+
+    def register(subparsers) -> None:
+        parser = subparsers.add_parser("echo", help="print a value")
+        parser.add_argument("value")
+        parser.set_defaults(handler=handler)
+
+    monkeypatch.setattr(cli, "REGISTRARS", (*cli.REGISTRARS, register))
+    assert _run(capsys, "echo", "x")[:2] == (0, "got x\n")
+    code, _, err = _run(capsys, "echo", "bad")
+    assert code == 2 and "value must not be 'bad'" in err
