@@ -1,4 +1,4 @@
-"""Writes of the evaluation app. Keyword-only, typed, transactional."""
+"""Worker liveness and broker round-trip probes."""
 
 from __future__ import annotations
 
