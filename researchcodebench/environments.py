@@ -1,0 +1,156 @@
+"""Evaluation environments: which interpreter runs task tests, and a stable id for it.
+
+An environment is an interpreter (normally a venv) plus the set of distributions installed in it. Its id
+(``py3.11.7-<12 hex>``) hashes the Python version and the sorted ``name==version`` list, so two identical
+venvs share verdict-cache entries and any package change gives a new id. The interpreter is chosen by
+``--python``, else ``RCB_EVAL_PYTHON``, else ``.venv-eval/bin/python`` in the repository, else the running
+interpreter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+#: Libraries a warm interpreter imports once, when the environment has them (heaviest first).
+HEAVY_MODULES = ("torch", "numpy", "scipy")
+
+_PROBE = r"""
+import importlib.metadata as md, importlib.util as iu, json, platform, sys
+packages = set()
+for dist in md.distributions():
+    name = dist.metadata["Name"]
+    if name:
+        packages.add(name.lower().replace("_", "-") + "==" + str(dist.version))
+heavy = [m for m in HEAVY if iu.find_spec(m) is not None]
+print(json.dumps({"version": platform.python_version(), "prefix": sys.prefix, "base_prefix": sys.base_prefix,
+                  "exec_prefix": sys.exec_prefix, "executable": sys.executable, "path": sys.path,
+                  "packages": sorted(packages), "heavy": heavy}))
+"""
+
+
+class EvalEnvironmentError(RuntimeError):
+    """The interpreter cannot be used as an evaluation environment (message says why and what to do)."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One evaluation environment. ``python`` is the path as configured (a venv's ``bin/python``);
+    ``bind_paths`` are the host folders a sandbox must show read-only for it to start."""
+
+    id: str
+    python: str
+    executable: str
+    version: str
+    packages: tuple[str, ...]
+    requirements_hash: str
+    heavy_modules: tuple[str, ...]
+    bind_paths: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Environment:
+        values = {k: data[k] for k in cls.__dataclass_fields__}
+        for key in ("packages", "heavy_modules", "bind_paths"):
+            values[key] = tuple(values[key])
+        return cls(**values)
+
+
+def repo_root() -> Path:
+    """The repository root (the folder holding the ``researchcodebench`` package)."""
+    return Path(__file__).resolve().parent.parent
+
+
+def default_python() -> str:
+    """``RCB_EVAL_PYTHON``, else the repository's ``.venv-eval/bin/python`` if present, else this one."""
+    configured = os.environ.get("RCB_EVAL_PYTHON")
+    if configured:
+        return configured
+    candidate = repo_root() / ".venv-eval" / "bin" / "python"
+    if candidate.exists():
+        return str(candidate)
+    return sys.executable
+
+
+def requirements_hash(packages: tuple[str, ...] | list[str]) -> str:
+    """sha256 hex of the sorted ``name==version`` lines."""
+    return hashlib.sha256("\n".join(sorted(packages)).encode()).hexdigest()
+
+
+def _bind_paths(info: dict, python: str) -> tuple[str, ...]:
+    """Folders holding the interpreter, its standard library and its site-packages (real paths; the
+    configured path too when it differs, so symlinked venvs resolve inside the sandbox)."""
+    system = ("/usr", "/lib", "/lib64", "/bin", "/sbin")
+    wanted: list[str] = []
+    for raw in (info["prefix"], info["base_prefix"], info["exec_prefix"], *info["path"]):
+        if not raw or not os.path.exists(raw):
+            continue
+        for path in {os.path.abspath(raw), os.path.realpath(raw)}:
+            if path.endswith(".zip"):
+                path = os.path.dirname(path)
+            wanted.append(path)
+    for path in (os.path.abspath(python), os.path.realpath(python)):
+        wanted.append(os.path.dirname(os.path.dirname(path)))
+    chosen: list[str] = []
+    for path in sorted(set(wanted), key=len):
+        if path == "/" or any(path == s or path.startswith(s + "/") for s in system):
+            continue
+        if any(path == c or path.startswith(c + "/") for c in chosen):
+            continue
+        chosen.append(path)
+    return tuple(chosen)
+
+
+_CACHE: dict[str, Environment] = {}
+_LOCK = threading.Lock()
+
+
+def resolve_environment(python: str | None = None) -> Environment:
+    """Probe the interpreter once (cached per path) and describe it; raises ``EvalEnvironmentError``."""
+    path = python or default_python()
+    with _LOCK:
+        if path in _CACHE:
+            return _CACHE[path]
+    if not os.path.exists(path):
+        raise EvalEnvironmentError(
+            f"evaluation interpreter {path!r} does not exist; pass --python PATH or set RCB_EVAL_PYTHON"
+        )
+    code = f"HEAVY = {HEAVY_MODULES!r}\n{_PROBE}"
+    try:
+        done = subprocess.run(
+            [path, "-I", "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"PATH": "/usr/bin:/bin"},
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EvalEnvironmentError(f"cannot run evaluation interpreter {path!r}: {exc}") from exc
+    if done.returncode != 0:
+        raise EvalEnvironmentError(
+            f"evaluation interpreter {path!r} failed to start (exit {done.returncode}): {done.stderr[-500:]}"
+        )
+    info = json.loads(done.stdout.strip().splitlines()[-1])
+    packages = tuple(info["packages"])
+    req = requirements_hash(packages)
+    env = Environment(
+        id=f"py{info['version']}-{req[:12]}",
+        python=path,
+        executable=os.path.realpath(path),
+        version=info["version"],
+        packages=packages,
+        requirements_hash=req,
+        heavy_modules=tuple(info["heavy"]),
+        bind_paths=_bind_paths(info, path),
+    )
+    with _LOCK:
+        _CACHE[path] = env
+    return env

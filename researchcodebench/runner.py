@@ -1,0 +1,744 @@
+"""The test runner: completion -> filled-in task copy -> sandboxed test run -> structured ``Verdict``.
+
+A completion passes only when the test script ran to its end and exited 0 (the in-sandbox harness writes
+a nonce-bearing result line only then; ``sys.exit``/``os._exit`` from the completion end the run early
+and fail it). Before anything runs, a completion that names one of the task's oracle files (``*_ref.py``
+and the manifest's ``oracle_files``: imports, string literals, names) fails as ``oracle_access``; oracle
+files that no other task file refers to are also hidden from the test.
+
+Speed: ``Runner`` keeps warm interpreters per environment (local sandbox only; ``warm.py``), calibrates
+each task's timeout from its reference run (``max(TIMEOUT_FACTOR x reference, TIMEOUT_FLOOR_S)``, capped
+by the manifest's ``timeout_s`` or the limits' default) and caches verdicts on disk (``VerdictCache``).
+Warm and cold runs give identical verdicts (tests/researchcodebench/test_warm_vs_cold.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from . import errors
+from .annotations import Snippet
+from .environments import Environment, resolve_environment
+from .problems import fill_in
+from .pset import Task, content_hash, task_files
+from .sandbox.base import OUTPUT_TAIL_BYTES, Limits, RunResult, RunSpec, Sandbox, SandboxUnavailable
+from .warm import HARNESS_SOURCE, ServerLost, WarmPool
+
+START_MARK = "@@RCB-START@@"
+RESULT_MARK = "@@RCB-RESULT@@"
+#: Characters of each stream kept in a verdict.
+VERDICT_TAIL_CHARS = 4000
+TIMEOUT_FACTOR = 10.0
+TIMEOUT_FLOOR_S = 10.0
+
+#: The complete environment of a test process (nothing of the host's environment is passed on).
+BASE_ENV: dict[str, str] = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "TMPDIR": "/tmp",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+    "VECLIB_MAXIMUM_THREADS": "1",
+    "MPLBACKEND": "Agg",
+}
+#: Host variables passed on to GPU tasks only.
+GPU_ENV_PASSTHROUGH = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+
+
+def sandbox_env(needs_gpu: bool) -> dict[str, str]:
+    """The allow-listed environment of a test process."""
+    env = dict(BASE_ENV)
+    if needs_gpu:
+        env.update({k: os.environ[k] for k in GPU_ENV_PASSTHROUGH if k in os.environ})
+    return env
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The structured result of one test run (see ``errors`` for categories and tiers)."""
+
+    outcome: str
+    category: str
+    tier: str
+    reason: str = ""
+    exception_type: str | None = None
+    exception_message: str | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    duration_s: float = 0.0
+    timeout_s: float | None = None
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    tests_run: int | None = None
+    tests_failed: int | None = None
+    environment: str = ""
+    cached: bool = False
+    warm: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+    def same_result(self, other: Verdict) -> bool:
+        """Equal where it matters for scoring and error analysis (outcome, category, exception type)."""
+        return (self.outcome, self.category, self.exception_type) == (
+            other.outcome,
+            other.category,
+            other.exception_type,
+        )
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    """One completion to evaluate. ``code`` None means no code could be extracted (``no_code``)."""
+
+    task: Task
+    snippet: Snippet
+    code: str | None
+    completion_idx: int = 0
+    template: str | None = None
+
+
+# ---------------------------------------------------------------------------- static analysis
+
+
+@dataclass(frozen=True)
+class TaskFacts:
+    """What the runner derives once per task folder."""
+
+    content_hash: str
+    files: tuple[str, ...]
+    oracles: tuple[str, ...]
+    hidden: tuple[str, ...]
+    local_modules: frozenset[str]
+    task_imports: frozenset[str]
+
+
+def _module_names(relpath: str) -> set[str]:
+    path = PurePosixPath(relpath)
+    if path.suffix != ".py":
+        return set()
+    parts = list(path.with_suffix("").parts)
+    return {parts[-1], ".".join(parts)}
+
+
+def _imports_of(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".", 1)[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".", 1)[0])
+    return names
+
+
+def task_facts(task: Task) -> TaskFacts:
+    """Content hash, oracle files (and which of them to hide), local module names, imported packages."""
+    root = Path(task.root)
+    files = tuple(task_files(root))
+    oracles = task.manifest.oracles(files)
+    annotated = {s.file for s in task.snippets}
+    texts: dict[str, str] = {}
+    for rel in files:
+        if rel.endswith((".py", ".yaml", ".yml", ".json", ".cfg", ".txt", ".sh", ".toml", ".ini")):
+            try:
+                texts[rel] = (root / rel).read_text(errors="replace")
+            except OSError:
+                continue
+    hidden = []
+    for oracle in oracles:
+        words = {PurePosixPath(oracle).name} | _module_names(oracle)
+        users = [
+            rel
+            for rel, text in texts.items()
+            if rel != oracle
+            and rel not in annotated
+            and any(re.search(rf"\b{re.escape(w)}\b", text) for w in words)
+        ]
+        if not users:
+            hidden.append(oracle)
+    local: set[str] = set()
+    for entry in root.iterdir():
+        if entry.is_dir():
+            local.add(entry.name)
+        elif entry.suffix in (".py", ".so", ".pyd"):
+            local.add(entry.name.split(".", 1)[0])
+    imports: set[str] = set()
+    for rel, text in texts.items():
+        if rel.endswith(".py"):
+            imports |= _imports_of(text)
+    return TaskFacts(
+        content_hash=content_hash(root),
+        files=files,
+        oracles=tuple(oracles),
+        hidden=tuple(hidden),
+        local_modules=frozenset(local),
+        task_imports=frozenset(imports),
+    )
+
+
+def oracle_access(task: Task, snippet: Snippet, code: str, oracles: Sequence[str]) -> str | None:
+    """Why the completion reaches for an oracle file, or None. Static: the completion's lines of the
+    filled-in file are searched for imports of oracle modules, names bound to them and string literals
+    naming the modules or files."""
+    if not oracles:
+        return None
+    modules: set[str] = set()
+    filenames: set[str] = set()
+    for oracle in oracles:
+        modules |= _module_names(oracle)
+        filenames.add(PurePosixPath(oracle).name)
+        filenames.add(oracle)
+
+    def hit_module(name: str) -> str | None:
+        parts = name.split(".")
+        for candidate in modules:
+            if name == candidate or candidate in parts:
+                return candidate
+        return None
+
+    def hit_string(text: str) -> str | None:
+        for name in filenames:
+            if name in text:
+                return name
+        for name in modules:
+            if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", text):
+                return name
+        return None
+
+    try:
+        filled = fill_in(task.read_text(snippet.file), snippet, code)
+        tree = ast.parse(filled)
+    except (SyntaxError, ValueError, OSError):
+        for line in code.splitlines():
+            stripped = line.strip()
+            if stripped.startswith(("import ", "from ")) or "'" in stripped or '"' in stripped:
+                found = hit_string(stripped)
+                if found:
+                    return f"the completion refers to the oracle {found!r}"
+        return None
+    first = snippet.start_line + 1
+    last = snippet.start_line + max(1, len(code.splitlines()))
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", None)
+        if line is None or not first <= line <= last:
+            continue
+        found = None
+        if isinstance(node, ast.Import):
+            found = next((hit_module(a.name) for a in node.names if hit_module(a.name)), None)
+        elif isinstance(node, ast.ImportFrom):
+            found = hit_module(node.module) if node.module else None
+            found = found or next((hit_module(a.name) for a in node.names if hit_module(a.name)), None)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found = hit_string(node.value)
+        elif isinstance(node, ast.Name):
+            found = node.id if node.id in modules else None
+        if found:
+            return f"the completion refers to the oracle {found!r}"
+    return None
+
+
+def normalise_code(code: str) -> str:
+    """Line endings unified, trailing whitespace and trailing blank lines dropped (the cache key's view)."""
+    lines = [line.rstrip() for line in code.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- verdict cache
+
+
+def default_cache_dir() -> str:
+    """``RCB_CACHE_DIR``, else ``~/.cache/researchcodebench``."""
+    return os.environ.get("RCB_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "researchcodebench"
+    )
+
+
+class VerdictCache:
+    """Verdicts as JSON files under ``root/verdicts``, keyed by (task version, snippet, normalised code,
+    environment, template). Infrastructure failures are never stored (they are not the completion's)."""
+
+    def __init__(self, root: str | None = None) -> None:
+        self.root = os.path.join(root or default_cache_dir(), "verdicts")
+
+    @staticmethod
+    def key(task_hash: str, snippet: str, code: str | None, environment: str, template: str | None) -> str:
+        code_hash = "none" if code is None else hashlib.sha256(normalise_code(code).encode()).hexdigest()
+        material = json.dumps([task_hash, snippet, code_hash, environment, template or ""])
+        return hashlib.sha256(material.encode()).hexdigest()
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.root, key[:2], key + ".json")
+
+    def get(self, key: str) -> Verdict | None:
+        try:
+            with open(self._path(key)) as handle:
+                return replace(Verdict.from_dict(json.load(handle)), cached=True)
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+
+    def put(self, key: str, verdict: Verdict) -> None:
+        if verdict.tier == errors.INFRASTRUCTURE:
+            return
+        path = self._path(key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(replace(verdict, cached=False).to_dict(), handle)
+        os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------- interpreting a run
+
+
+def _tail_text(data: str, limit: int = VERDICT_TAIL_CHARS) -> str:
+    return data if len(data) <= limit else data[-limit:]
+
+
+def _signal_name(number: int | None) -> str | None:
+    if number is None:
+        return None
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def parse_run(result: RunResult, nonce: str) -> tuple[dict | None, bool, str, str]:
+    """(result record or None, start marker seen, stdout text, stderr text without the harness lines)."""
+    stdout = result.stdout.decode("utf-8", "replace")
+    stderr = result.stderr.decode("utf-8", "replace")
+    started = f"{START_MARK} {nonce}" in stderr
+    record = None
+    kept: list[str] = []
+    for line in stderr.split("\n"):
+        if line.startswith(RESULT_MARK + " "):
+            try:
+                data = json.loads(line[len(RESULT_MARK) + 1 :])
+            except ValueError:
+                data = None
+            if isinstance(data, dict) and data.get("nonce") == nonce:
+                record = data
+                continue
+        if line == f"{START_MARK} {nonce}":
+            continue
+        kept.append(line)
+    text = "\n".join(kept)
+    # The harness surrounds its lines with newlines; drop the blank lines that leaves at either end.
+    return record, started, stdout, text.strip("\n") + ("\n" if text.strip("\n") else "")
+
+
+def verdict_from_run(result: RunResult, nonce: str, *, facts: TaskFacts | None, environment: str) -> Verdict:
+    """Turn what the sandbox observed into a ``Verdict`` (pure; used for warm and cold runs alike)."""
+    record, started, stdout, stderr = parse_run(result, nonce)
+    exc = (record or {}).get("exception") or {}
+    common: dict[str, Any] = {
+        "exit_code": result.exit_code,
+        "signal": result.signal,
+        "duration_s": round(result.duration_s, 4),
+        "stdout_tail": _tail_text(stdout),
+        "stderr_tail": _tail_text(stderr),
+        "tests_run": (record or {}).get("tests_run"),
+        "tests_failed": (record or {}).get("tests_failed"),
+        "environment": environment,
+        "exception_type": exc.get("type"),
+        "exception_message": exc.get("message"),
+    }
+
+    def make(c: errors.Classification) -> Verdict:
+        return Verdict(outcome=c.outcome, category=c.category, tier=c.tier, reason=c.reason, **common)
+
+    if result.infra_error:
+        return make(errors.classify("infra_error", infra_reason=result.infra_error))
+    if result.timed_out:
+        return make(errors.classify("timeout"))
+    if result.oom:
+        return make(errors.classify("oom"))
+    if record is None:
+        if not started and len(result.stderr) < OUTPUT_TAIL_BYTES:
+            reason = "the test process did not start: " + stderr.strip()[-300:]
+            return make(errors.classify("infra_error", infra_reason=reason))
+        if result.signal in (signal.SIGXCPU,):
+            return make(errors.classify("timeout"))
+        if "MemoryError" in stderr and result.signal == signal.SIGKILL:
+            return make(errors.classify("oom"))
+        if result.signal is not None:
+            return make(errors.classify("failed", signal_name=_signal_name(result.signal)))
+        return make(errors.classify("failed", early_exit=True))
+    if record.get("early_exit"):
+        return make(errors.classify("failed", early_exit=True))
+    if record.get("status") == 0 and result.exit_code == 0:
+        return make(errors.classify("passed"))
+    return make(
+        errors.classify(
+            "failed",
+            exception_type=exc.get("type"),
+            exception_message=exc.get("message"),
+            builtin_base=exc.get("builtin_base"),
+            module=exc.get("module"),
+            output=stdout + "\n" + stderr,
+            local_modules=facts.local_modules if facts else (),
+            task_imports=facts.task_imports if facts else None,
+        )
+    )
+
+
+def _verdict_without_run(outcome: str, environment: str, **kwargs: Any) -> Verdict:
+    c = errors.classify(outcome, **kwargs)
+    return Verdict(
+        outcome=c.outcome, category=c.category, tier=c.tier, reason=c.reason, environment=environment
+    )
+
+
+def prepare_workdir(
+    dest: str, task: Task, snippet: Snippet | None, code: str | None, hidden: Iterable[str]
+) -> None:
+    """Copy the task folder into ``dest`` (existing, empty) without the hidden oracles and fill the
+    completion in (``snippet`` None or ``code`` None: the reference, unchanged)."""
+    hidden_set = set(hidden)
+    root = os.path.abspath(task.root)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        rel = os.path.relpath(folder, root)
+        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        return {n for n in names if prefix + n in hidden_set or n in ("__pycache__", ".git")}
+
+    shutil.copytree(root, dest, symlinks=True, ignore=ignore, dirs_exist_ok=True)
+    if snippet is not None and code is not None:
+        target = os.path.join(dest, *snippet.file.split("/"))
+        with open(target, "w", encoding="utf-8", newline="") as handle:
+            handle.write(fill_in(task.read_text(snippet.file), snippet, code))
+
+
+def harness_limits(sandbox: Any, limits: Limits) -> dict[str, int]:
+    """The rlimits the harness applies: the backend's choice when it has one."""
+    method = getattr(sandbox, "harness_limits", None)
+    if callable(method):
+        return dict(method(limits))
+    return {
+        "cpu_s": limits.effective_cpu_s(),
+        "file_size_bytes": limits.file_size_mb * 1024 * 1024,
+        "open_files": limits.open_files,
+    }
+
+
+# ---------------------------------------------------------------------------- the runner
+
+
+class Runner:
+    """Evaluates completions with one sandbox backend and one environment. Thread-safe.
+
+    ``warm`` uses warm interpreters where the backend supports them (the local sandbox); ``calibrate``
+    derives each task's timeout from its reference run; ``cache`` is a ``VerdictCache`` or None.
+    Close it (or use it as a context manager) to stop the warm servers.
+    """
+
+    def __init__(
+        self,
+        *,
+        sandbox: Sandbox,
+        environment: Environment | str | None = None,
+        limits: Limits | None = None,
+        cache: VerdictCache | None = None,
+        warm: bool = True,
+        calibrate: bool = True,
+        workers: int = 2,
+    ) -> None:
+        sandbox.check()
+        self.sandbox = sandbox
+        self.environment = (
+            environment if isinstance(environment, Environment) else resolve_environment(environment)
+        )
+        self.limits = limits or Limits()
+        self.cache = cache
+        self.calibrate = calibrate
+        self.workers = max(1, workers)
+        from .sandbox.local import LocalSandbox
+
+        self.pool = (
+            WarmPool(sandbox, sandbox_env, size=self.workers)
+            if warm and isinstance(sandbox, LocalSandbox)
+            else None
+        )
+        self._facts: dict[str, TaskFacts] = {}
+        self._timeouts: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._task_locks: dict[str, threading.Lock] = {}
+
+    def __enter__(self) -> Runner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+    # -------------------------------------------------------------- per task
+
+    def facts(self, task: Task) -> TaskFacts:
+        with self._lock:
+            lock = self._task_locks.setdefault(task.root, threading.Lock())
+        with lock:
+            if task.root not in self._facts:
+                self._facts[task.root] = task_facts(task)
+            return self._facts[task.root]
+
+    def cap_s(self, task: Task) -> float:
+        """The longest a run of this task may take: the manifest's timeout, else the limits' default."""
+        return float(task.manifest.timeout_s) if task.manifest.timeout_s else self.limits.timeout_s
+
+    def timeout_for(self, task: Task) -> float:
+        """The calibrated timeout: max(TIMEOUT_FACTOR x reference run, TIMEOUT_FLOOR_S), at most the cap."""
+        cap = self.cap_s(task)
+        if not self.calibrate:
+            return cap
+        facts = self.facts(task)
+        with self._lock:
+            lock = self._task_locks.setdefault("timeout:" + task.root, threading.Lock())
+        with lock:
+            if task.root not in self._timeouts:
+                reference = self._run(task, None, None, facts, replace(self.limits, timeout_s=cap))
+                if reference.outcome == "passed":
+                    value = min(max(TIMEOUT_FACTOR * reference.duration_s, TIMEOUT_FLOOR_S), cap)
+                else:
+                    value = cap
+                self._timeouts[task.root] = value
+            return self._timeouts[task.root]
+
+    # -------------------------------------------------------------- one run
+
+    def _run(
+        self, task: Task, snippet: Snippet | None, code: str | None, facts: TaskFacts, limits: Limits
+    ) -> Verdict:
+        nonce = secrets.token_hex(16)
+        entry = task.manifest.test_entry
+        completed = [snippet.file] if snippet is not None else sorted({s.file for s in task.snippets})
+        hl = harness_limits(self.sandbox, limits)
+        env_id = self.environment.id
+        if self.pool is not None:
+            server = None
+            try:
+                server = self.pool.acquire(self.environment, task.manifest.needs_gpu)
+                result = server.run(
+                    lambda slot: prepare_workdir(slot, task, snippet, code, facts.hidden),
+                    entry=entry,
+                    completed=completed,
+                    limits=limits,
+                    harness_limits=hl,
+                    nonce=nonce,
+                )
+            except ServerLost:
+                if server is not None:
+                    self.pool.release(server, broken=True)
+                    server = None
+                # The item is re-run cold once (below): the server's failure says nothing about it.
+            else:
+                self.pool.release(server)
+                return replace(
+                    verdict_from_run(result, nonce, facts=facts, environment=env_id),
+                    timeout_s=limits.timeout_s,
+                    warm=True,
+                )
+        return self._run_cold(task, snippet, code, facts, limits, nonce, entry, completed, hl)
+
+    def _run_cold(
+        self,
+        task: Task,
+        snippet: Snippet | None,
+        code: str | None,
+        facts: TaskFacts,
+        limits: Limits,
+        nonce: str,
+        entry: str,
+        completed: list[str],
+        hl: dict[str, int],
+    ) -> Verdict:
+        workdir = tempfile.mkdtemp(prefix="rcb-run-")
+        try:
+            prepare_workdir(workdir, task, snippet, code, facts.hidden)
+            argv = (
+                self.environment.python,
+                "-I",
+                "-B",
+                "-c",
+                HARNESS_SOURCE,
+                "run",
+                entry,
+                json.dumps(completed),
+                json.dumps(hl),
+            )
+            spec = RunSpec(
+                workdir=workdir,
+                argv=argv,
+                env=sandbox_env(task.manifest.needs_gpu),
+                limits=limits,
+                needs_gpu=task.manifest.needs_gpu,
+                python=self.environment.python,
+                hidden_paths=facts.hidden,
+                stdin=(nonce + "\n").encode(),
+            )
+            result = self.sandbox.run(spec)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        verdict = verdict_from_run(result, nonce, facts=facts, environment=self.environment.id)
+        return replace(verdict, timeout_s=limits.timeout_s)
+
+    def evaluate(
+        self,
+        task: Task,
+        snippet: Snippet,
+        code: str | None,
+        *,
+        template: str | None = None,
+        limits: Limits | None = None,
+    ) -> Verdict:
+        """The verdict of one completion (``code`` None: no code extracted). See the module docstring."""
+        env_id = self.environment.id
+        if code is None:
+            return _verdict_without_run("no_code", env_id)
+        facts = self.facts(task)
+        key = None
+        if self.cache is not None:
+            key = VerdictCache.key(facts.content_hash, snippet.name, code, env_id, template)
+            hit = self.cache.get(key)
+            if hit is not None:
+                return hit
+        reason = oracle_access(task, snippet, code, facts.oracles)
+        if reason is not None:
+            c = errors.Classification("failed", "oracle_access", errors.MODEL, reason)
+            verdict = Verdict(
+                outcome=c.outcome, category=c.category, tier=c.tier, reason=c.reason, environment=env_id
+            )
+        else:
+            run_limits = limits or replace(self.limits, timeout_s=self.timeout_for(task))
+            verdict = self._run(task, snippet, code, facts, run_limits)
+        if self.cache is not None and key is not None:
+            self.cache.put(key, verdict)
+        return verdict
+
+    def evaluate_batch(
+        self,
+        items: Sequence[EvalItem],
+        *,
+        workers: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[Verdict]:
+        """Verdicts for ``items``, in order, with ``workers`` parallel runs."""
+        results: list[Verdict | None] = [None] * len(items)
+        done = 0
+        done_lock = threading.Lock()
+
+        def one(index: int) -> None:
+            nonlocal done
+            item = items[index]
+            results[index] = self.evaluate(item.task, item.snippet, item.code, template=item.template)
+            with done_lock:
+                done += 1
+                if progress is not None:
+                    progress(done, len(items))
+
+        count = max(1, workers or self.workers)
+        with ThreadPoolExecutor(max_workers=count, thread_name_prefix="rcb-eval") as executor:
+            list(executor.map(one, range(len(items))))
+        return [r for r in results if r is not None]
+
+
+def evaluate(
+    task: Task,
+    snippet: Snippet,
+    code: str | None,
+    *,
+    sandbox: Sandbox,
+    limits: Limits | None = None,
+    env: Environment | str | None = None,
+    template: str | None = None,
+) -> Verdict:
+    """One cold, uncached evaluation (``env``: an ``Environment`` or an interpreter path)."""
+    with Runner(sandbox=sandbox, environment=env, limits=limits, warm=False, calibrate=False) as runner:
+        return runner.evaluate(task, snippet, code, template=template, limits=limits)
+
+
+def evaluate_batch(
+    items: Sequence[EvalItem],
+    *,
+    sandbox: Sandbox,
+    workers: int = 2,
+    env: Environment | str | None = None,
+    limits: Limits | None = None,
+    cache: VerdictCache | None = None,
+    warm: bool = True,
+    calibrate: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Verdict]:
+    """Evaluate many completions in parallel (warm interpreters, calibrated timeouts, optional cache)."""
+    with Runner(
+        sandbox=sandbox,
+        environment=env,
+        limits=limits,
+        cache=cache,
+        warm=warm,
+        calibrate=calibrate,
+        workers=workers,
+    ) as runner:
+        return runner.evaluate_batch(items, progress=progress)
+
+
+def make_sandbox(name: str) -> Sandbox:
+    """The backend called ``name`` ("local", "docker" or "none"); raises ``SandboxUnavailable``."""
+    if name == "local":
+        from .sandbox.local import LocalSandbox
+
+        return LocalSandbox()
+    if name == "docker":
+        from .sandbox import docker
+
+        return docker.DockerSandbox()
+    if name == "none":
+        from .sandbox.unsandboxed import UnsandboxedRunner
+
+        return UnsandboxedRunner()
+    raise SandboxUnavailable(f"unknown sandbox {name!r}; choose local, docker or none")
+
+
+__all__ = [
+    "EvalItem",
+    "Runner",
+    "Verdict",
+    "VerdictCache",
+    "evaluate",
+    "evaluate_batch",
+    "make_sandbox",
+]

@@ -1,0 +1,567 @@
+"""The local sandbox: bubblewrap namespaces + cgroups + rlimits (the default backend; works as root, no Docker).
+
+Every run (or warm server) gets: all namespaces unshared (no network: only a private loopback, nothing of
+the host is reachable), an unprivileged uid with no capabilities, ``--die-with-parent`` and
+``--new-session``, a read-only root holding ``/usr`` and the evaluation interpreter's folders only, a
+minimal ``/etc`` (loader cache and a two-line ``passwd``; never ``shadow``), a fresh ``/proc``, a minimal
+``/dev`` (NVIDIA devices only for tasks that need a GPU), size-capped private ``/tmp`` and ``/dev/shm``,
+the prepared task folder read-write at ``/task`` (the working directory) and an environment reduced to
+what the runner passes.
+
+Limits: memory and process count through a cgroup per run (v2 if the unified tree has the controllers,
+else the v1 ``memory`` and ``pids`` hierarchies; this machine has v1 controllers and an empty v2 tree),
+CPU time, file size and open files through rlimits set by the harness. Without a usable cgroup the memory
+limit falls back to ``RLIMIT_AS`` (noted in ``LocalSandbox.notes``) and the process limit to
+``RLIMIT_NPROC``, which counts every process of the uid and is therefore weaker. At the deadline the outer
+bwrap is killed: the sandbox's init dies with it (``--die-with-parent``), the kernel then kills every
+process of the pid namespace, and the cgroup is emptied and removed. Memory-limit kills are read from the
+cgroup's OOM counter.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import IO
+
+from ..environments import resolve_environment
+from .base import Limits, RunResult, RunSpec, SandboxUnavailable
+
+#: Where the task folder appears inside the sandbox (also the working directory); as in the docker backend.
+TASK_DIR = "/task"
+#: Where a warm server's per-run output files live inside its sandbox.
+IO_DIR = "/run/rcb-io"
+_SANDBOX_UID = 65534
+_CGROUP_JOIN_FAILED = 111
+_counter = itertools.count()
+
+# PR_SET_PDEATHSIG (what --die-with-parent uses) fires when the *thread* that forked bwrap exits. Warm
+# servers outlive the worker threads of one batch, so they are always spawned from this one thread.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rcb-spawner")
+
+
+def _read(path: str) -> str:
+    with open(path) as handle:
+        return handle.read()
+
+
+def _write(path: str, value: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(value)
+
+
+def _own_cgroup(controller: str) -> str | None:
+    """This process's cgroup path in the v1 hierarchy of ``controller`` ("" for v2), from /proc."""
+    try:
+        lines = _read("/proc/self/cgroup").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _num, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            return path
+    return None
+
+
+@dataclass(frozen=True)
+class CgroupLayout:
+    """Where run cgroups are created: ``mode`` "v2" or "v1"; ``parents`` maps controller -> folder."""
+
+    mode: str
+    parents: dict[str, str]
+
+
+def _try_dir(parent: str) -> bool:
+    probe = os.path.join(parent, f"rcb-probe-{os.getpid()}-{next(_counter)}")
+    try:
+        os.mkdir(probe)
+        os.rmdir(probe)
+        return True
+    except OSError:
+        return False
+
+
+def detect_cgroups(root: str = "/sys/fs/cgroup") -> CgroupLayout | None:
+    """The cgroup layout that works here for memory + pids limits, or None."""
+    for unified in (root, os.path.join(root, "unified")):
+        controllers_file = os.path.join(unified, "cgroup.controllers")
+        if not os.path.exists(controllers_file):
+            continue
+        own = _own_cgroup("") or "/"
+        parent = os.path.join(unified, own.lstrip("/"))
+        try:
+            available = _read(os.path.join(parent, "cgroup.subtree_control")).split()
+        except OSError:
+            continue
+        if {"memory", "pids"} <= set(available) and _try_dir(parent):
+            return CgroupLayout("v2", {"unified": parent})
+    parents: dict[str, str] = {}
+    for controller in ("memory", "pids"):
+        mount = os.path.join(root, controller)
+        own = _own_cgroup(controller)
+        if own is None or not os.path.isdir(mount):
+            return None
+        parent = os.path.join(mount, own.lstrip("/"))
+        if not os.path.exists(os.path.join(parent, "cgroup.procs")) or not _try_dir(parent):
+            return None
+        parents[controller] = parent
+    return CgroupLayout("v1", parents)
+
+
+class RunCgroup:
+    """One cgroup (one folder per controller) holding every process of one sandbox."""
+
+    def __init__(self, layout: CgroupLayout, memory_bytes: int, pids: int) -> None:
+        self.layout = layout
+        name = f"rcb-{os.getpid()}-{next(_counter)}"
+        self.dirs = {key: os.path.join(parent, name) for key, parent in layout.parents.items()}
+        for folder in self.dirs.values():
+            os.mkdir(folder)
+        try:
+            if layout.mode == "v2":
+                folder = self.dirs["unified"]
+                _write(os.path.join(folder, "memory.max"), str(memory_bytes))
+                if os.path.exists(os.path.join(folder, "memory.swap.max")):
+                    _write(os.path.join(folder, "memory.swap.max"), "0")
+                _write(os.path.join(folder, "pids.max"), str(pids))
+            else:
+                self.set_memory(memory_bytes)
+                _write(os.path.join(self.dirs["pids"], "pids.max"), str(pids))
+        except OSError:
+            self.remove()
+            raise
+
+    def set_memory(self, memory_bytes: int) -> None:
+        """Change the memory limit (memory+swap too where the kernel accounts swap: no swapping out)."""
+        if self.layout.mode == "v2":
+            _write(os.path.join(self.dirs["unified"], "memory.max"), str(memory_bytes))
+            return
+        folder = self.dirs["memory"]
+        limit = os.path.join(folder, "memory.limit_in_bytes")
+        memsw = os.path.join(folder, "memory.memsw.limit_in_bytes")
+        if os.path.exists(memsw):
+            # memsw must stay >= limit: raise memsw first when growing, lower it last when shrinking.
+            current = int(_read(limit).strip())
+            if memory_bytes >= current:
+                _write(memsw, str(memory_bytes))
+                _write(limit, str(memory_bytes))
+            else:
+                _write(limit, str(memory_bytes))
+                _write(memsw, str(memory_bytes))
+        else:
+            _write(limit, str(memory_bytes))
+
+    def usage(self) -> int:
+        """Current memory use in bytes."""
+        if self.layout.mode == "v2":
+            return int(_read(os.path.join(self.dirs["unified"], "memory.current")))
+        return int(_read(os.path.join(self.dirs["memory"], "memory.usage_in_bytes")))
+
+    def procs_files(self) -> list[str]:
+        return [os.path.join(folder, "cgroup.procs") for folder in self.dirs.values()]
+
+    def oom_kills(self) -> int:
+        """How many processes the kernel killed in this cgroup for exceeding its memory limit."""
+        if self.layout.mode == "v2":
+            path, key = os.path.join(self.dirs["unified"], "memory.events"), "oom_kill"
+        else:
+            path, key = os.path.join(self.dirs["memory"], "memory.oom_control"), "oom_kill"
+        try:
+            for line in _read(path).splitlines():
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value)
+        except OSError:
+            pass
+        return 0
+
+    def pids(self) -> list[int]:
+        found: set[int] = set()
+        for path in self.procs_files():
+            try:
+                found.update(int(x) for x in _read(path).split())
+            except OSError:
+                pass
+        return sorted(found)
+
+    def kill_all(self, wait_s: float = 5.0) -> bool:
+        """SIGKILL every process in the cgroup until it is empty; True when empty."""
+        if self.layout.mode == "v2" and os.path.exists(os.path.join(self.dirs["unified"], "cgroup.kill")):
+            try:
+                _write(os.path.join(self.dirs["unified"], "cgroup.kill"), "1")
+            except OSError:
+                pass
+        deadline = time.monotonic() + wait_s
+        while True:
+            pids = self.pids()
+            if not pids:
+                return True
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+
+    def remove(self) -> None:
+        """Remove the cgroup folders (they must be empty of processes)."""
+        for folder in self.dirs.values():
+            for _ in range(100):
+                try:
+                    os.rmdir(folder)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.01)
+
+
+class SandboxedProcess:
+    """A running bwrap sandbox: the Popen of the outer bwrap, its cgroup and its temporary files."""
+
+    def __init__(self, popen: subprocess.Popen, cgroup: RunCgroup | None, scratch: str) -> None:
+        self.popen = popen
+        self.cgroup = cgroup
+        self.scratch = scratch
+
+    def kill(self) -> bool:
+        """Kill the whole sandbox (bwrap, its pid namespace, the cgroup); True when nothing is left."""
+        if self.popen.poll() is None:
+            try:
+                self.popen.kill()
+            except ProcessLookupError:
+                pass
+        try:
+            self.popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        empty = True
+        if self.cgroup is not None:
+            empty = self.cgroup.kill_all()
+        return empty and self.popen.poll() is not None
+
+    def close(self) -> None:
+        """Kill what is left and remove the cgroup and scratch files."""
+        self.kill()
+        for stream in (self.popen.stdin, self.popen.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        if self.cgroup is not None:
+            self.cgroup.remove()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class LocalSandbox:
+    """Bubblewrap backend (see the module docstring). Thread-safe: runs share no mutable state."""
+
+    name = "local"
+
+    def __init__(
+        self, *, bwrap: str | None = None, use_cgroups: bool = True, scratch_root: str | None = None
+    ):
+        self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
+        self.scratch_root = scratch_root or os.path.join(tempfile.gettempdir(), "rcb-sandbox")
+        self.cgroups = detect_cgroups() if use_cgroups else None
+        self.notes: list[str] = []
+        if self.cgroups is None:
+            self.notes.append(
+                "no usable cgroup (v2 with memory+pids, or v1 memory and pids): memory is limited with "
+                "RLIMIT_AS and processes with RLIMIT_NPROC (per uid, weaker)"
+            )
+        self._checked = False
+        self._check_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ availability
+
+    def check(self) -> None:
+        """Raise ``SandboxUnavailable`` unless bubblewrap can create a sandbox here."""
+        with self._check_lock:
+            if self._checked:
+                return
+            if not os.path.exists(self.bwrap):
+                raise SandboxUnavailable(
+                    "bubblewrap (bwrap) is not installed: the local sandbox needs it. Install it with "
+                    "`apt-get install bubblewrap` (or choose --sandbox docker)"
+                )
+            probe = [self.bwrap, "--unshare-all", "--unshare-user", "--ro-bind", "/usr", "/usr",
+                     *self._system_links(), "/bin/true"]  # fmt: skip
+            try:
+                done = subprocess.run(probe, capture_output=True, timeout=30)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise SandboxUnavailable(f"bubblewrap failed to start: {exc}") from exc
+            if done.returncode != 0:
+                raise SandboxUnavailable(
+                    "bubblewrap cannot create namespaces here: "
+                    + done.stderr.decode(errors="replace").strip()
+                    + " (user namespaces may be disabled: sysctl kernel.unprivileged_userns_clone=1)"
+                )
+            self._checked = True
+
+    # ------------------------------------------------------------------ command line
+
+    @staticmethod
+    def _system_links() -> list[str]:
+        args: list[str] = []
+        for top in ("/lib", "/lib64", "/bin", "/sbin", "/lib32", "/libx32"):
+            if os.path.islink(top):
+                args += ["--symlink", os.readlink(top), top]
+            elif os.path.isdir(top):
+                args += ["--ro-bind", top, top]
+        return args
+
+    def _etc(self, scratch: str) -> list[str]:
+        """A minimal /etc: the loader's files, the time zone and a passwd/group naming only the sandbox user."""
+        etc = os.path.join(scratch, "etc")
+        os.makedirs(etc, exist_ok=True)
+        _write(
+            os.path.join(etc, "passwd"), f"sandbox:x:{_SANDBOX_UID}:{_SANDBOX_UID}:sandbox:/tmp:/bin/false\n"
+        )
+        _write(os.path.join(etc, "group"), f"sandbox:x:{_SANDBOX_UID}:\n")
+        _write(os.path.join(etc, "hostname"), "rcb-sandbox\n")
+        args = ["--dir", "/etc"]
+        for name in ("passwd", "group", "hostname"):
+            args += ["--ro-bind", os.path.join(etc, name), f"/etc/{name}"]
+        for name in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime"):
+            path = os.path.join("/etc", name)
+            if os.path.exists(path):
+                args += ["--ro-bind", path, path]
+        return args
+
+    @staticmethod
+    def _gpu_devices() -> list[str]:
+        args: list[str] = []
+        for path in sorted(glob.glob("/dev/nvidia*")) + sorted(glob.glob("/dev/dri")):
+            args += ["--dev-bind", path, path]
+        if args and os.path.isdir("/sys"):
+            args += ["--ro-bind", "/sys", "/sys"]
+        return args
+
+    def command(
+        self,
+        *,
+        scratch: str,
+        workdir: str,
+        bind_paths: Sequence[str],
+        env: dict[str, str],
+        limits: Limits,
+        needs_gpu: bool = False,
+        hidden_paths: Sequence[str] = (),
+        io_dir: str | None = None,
+    ) -> list[str]:
+        """The bwrap argv (without the command to run inside) for one sandbox."""
+        args = [
+            self.bwrap,
+            "--unshare-all",
+            "--unshare-user",
+            "--uid", str(_SANDBOX_UID),
+            "--gid", str(_SANDBOX_UID),
+            "--hostname", "rcb-sandbox",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop", "ALL",
+            "--ro-bind", "/usr", "/usr",
+            *self._system_links(),
+        ]  # fmt: skip
+        for path in bind_paths:
+            args += ["--ro-bind", path, path]
+        args += self._etc(scratch)
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        tmp_bytes = max(64, min(limits.memory_mb, 2048)) * 1024 * 1024
+        args += [
+            "--size",
+            str(tmp_bytes),
+            "--tmpfs",
+            "/tmp",
+            "--size",
+            str(64 * 1024 * 1024),
+            "--tmpfs",
+            "/dev/shm",
+        ]
+        if needs_gpu:
+            args += self._gpu_devices()
+        args += ["--bind", workdir, TASK_DIR]
+        for rel in hidden_paths:
+            target = os.path.join(workdir, rel)
+            inside = f"{TASK_DIR}/{rel.strip('/')}"
+            if os.path.isdir(target):
+                args += ["--tmpfs", inside]
+            elif os.path.exists(target):
+                args += ["--ro-bind", "/dev/null", inside]
+        if io_dir is not None:
+            args += ["--bind", io_dir, IO_DIR]
+        args += ["--remount-ro", "/", "--chdir", TASK_DIR, "--clearenv"]
+        for key, value in sorted(env.items()):
+            args += ["--setenv", key, value]
+        return args
+
+    def _rlimit_fallback(self, limits: Limits) -> dict[str, int]:
+        """Extra rlimits the harness applies when no cgroup limits memory and processes."""
+        if self.cgroups is not None:
+            return {}
+        return {"address_space_bytes": limits.memory_mb * 1024 * 1024, "nproc": limits.max_procs}
+
+    def harness_limits(self, limits: Limits) -> dict[str, int]:
+        """The rlimits the in-sandbox harness sets for a run under ``limits``."""
+        return {
+            "cpu_s": limits.effective_cpu_s(),
+            "file_size_bytes": limits.file_size_mb * 1024 * 1024,
+            "open_files": limits.open_files,
+            **self._rlimit_fallback(limits),
+        }
+
+    # ------------------------------------------------------------------ processes
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        python: str,
+        workdir: str,
+        env: dict[str, str],
+        limits: Limits,
+        needs_gpu: bool = False,
+        hidden_paths: Sequence[str] = (),
+        io_dir: str | None = None,
+        stdin: int | IO[bytes] | None = subprocess.PIPE,
+        stdout: int | IO[bytes] | None = subprocess.PIPE,
+        stderr: int | IO[bytes] | None = None,
+        extra_pids: int = 0,
+    ) -> SandboxedProcess:
+        """Start ``argv`` inside a new sandbox (in its own cgroup); the caller owns the result."""
+        self.check()
+        environment = resolve_environment(python)
+        os.makedirs(self.scratch_root, exist_ok=True)
+        scratch = tempfile.mkdtemp(prefix="box-", dir=self.scratch_root)
+        cgroup = None
+        try:
+            if self.cgroups is not None:
+                cgroup = RunCgroup(
+                    self.cgroups, limits.memory_mb * 1024 * 1024, limits.max_procs + extra_pids
+                )
+            inner = self.command(
+                scratch=scratch,
+                workdir=workdir,
+                bind_paths=environment.bind_paths,
+                env=env,
+                limits=limits,
+                needs_gpu=needs_gpu,
+                hidden_paths=hidden_paths,
+                io_dir=io_dir,
+            )
+            full = [*inner, *argv]
+            if cgroup is not None:
+                # Join the cgroup before exec'ing bwrap, so that every process of the sandbox is inside it.
+                join = (
+                    'for f in $1; do echo $$ > "$f" || { echo "rcb-cgroup: cannot join $f" >&2; '
+                    f'exit {_CGROUP_JOIN_FAILED}; }}; done; shift; exec "$@"'
+                )
+                full = ["/bin/sh", "-c", join, "rcb-join", " ".join(cgroup.procs_files()), *full]
+            popen = _SPAWNER.submit(
+                subprocess.Popen, full, stdin=stdin, stdout=stdout, stderr=stderr, close_fds=True, env={}
+            ).result()
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove()
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        return SandboxedProcess(popen, cgroup, scratch)
+
+    def run(self, spec: RunSpec) -> RunResult:
+        """Run one process to its end or deadline (see ``Sandbox.run``)."""
+        started = time.monotonic()
+        python = spec.python or spec.argv[0]
+        try:
+            self.check()
+        except SandboxUnavailable as exc:
+            return RunResult(exit_code=None, duration_s=0.0, infra_error=str(exc))
+        out = tempfile.TemporaryFile()
+        err = tempfile.TemporaryFile()
+        box: SandboxedProcess | None = None
+        try:
+            try:
+                box = self.spawn(
+                    spec.argv,
+                    python=python,
+                    workdir=spec.workdir,
+                    env=spec.env,
+                    limits=spec.limits,
+                    needs_gpu=spec.needs_gpu,
+                    hidden_paths=spec.hidden_paths,
+                    stdin=subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                )
+            except (OSError, RuntimeError) as exc:
+                return RunResult(exit_code=None, duration_s=time.monotonic() - started, infra_error=str(exc))
+            if spec.stdin is not None and box.popen.stdin is not None:
+                try:
+                    box.popen.stdin.write(spec.stdin)
+                    box.popen.stdin.close()
+                except OSError:
+                    pass
+            timed_out = False
+            try:
+                box.popen.wait(timeout=spec.limits.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            duration = time.monotonic() - started
+            contained = box.kill()
+            oom = box.cgroup.oom_kills() > 0 if box.cgroup is not None else False
+            code = box.popen.returncode
+            stdout, stderr = _tail_of(out), _tail_of(err)
+            infra = None
+            if not contained:
+                infra = "the sandbox could not be emptied at the end of the run"
+            elif code == _CGROUP_JOIN_FAILED and stderr.startswith(b"rcb-cgroup:"):
+                infra = stderr.decode(errors="replace").strip()
+            elif code not in (0, None) and stderr.startswith(b"bwrap: "):
+                infra = stderr.decode(errors="replace").strip()[:500]
+            return RunResult(
+                exit_code=code if code is not None and code >= 0 else None,
+                duration_s=duration,
+                stdout=stdout,
+                stderr=stderr,
+                signal=-code if code is not None and code < 0 else None,
+                timed_out=timed_out,
+                oom=oom,
+                infra_error=infra,
+            )
+        finally:
+            if box is not None:
+                box.close()
+            out.close()
+            err.close()
+
+
+def _tail_of(handle: IO[bytes], limit: int | None = None) -> bytes:
+    from .base import OUTPUT_TAIL_BYTES
+
+    limit = limit or OUTPUT_TAIL_BYTES
+    handle.seek(0, os.SEEK_END)
+    size = handle.tell()
+    handle.seek(max(0, size - limit))
+    return handle.read()
+
+
+def read_tail(path: str, limit: int | None = None) -> bytes:
+    """The last bytes of a file (``OUTPUT_TAIL_BYTES`` by default); empty when it does not exist."""
+    try:
+        with open(path, "rb") as handle:
+            return _tail_of(handle, limit)
+    except OSError:
+        return b""
