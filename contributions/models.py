@@ -137,6 +137,10 @@ class Release(models.Model):
     is_default = models.BooleanField(default=False, help_text="the release the leaderboard shows first")
     task_versions = models.ManyToManyField(TaskVersion, through="ReleaseEntry", related_name="releases")
     git_tag = models.CharField(max_length=200, blank=True)
+    #: the benchmark repository commit holding this release ("" until it is committed)
+    git_commit = models.CharField(max_length=40, blank=True)
+    #: why committing to the benchmark repository failed ("" when it did not); the import itself stands
+    git_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -155,9 +159,11 @@ class ReleaseEntry(models.Model):
     release = models.ForeignKey(Release, on_delete=models.CASCADE, related_name="entries")
     task_version = models.ForeignKey(TaskVersion, on_delete=models.PROTECT, related_name="release_entries")
     task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
+    #: order of the task in the release's papers.yaml (registry order of the imported pset)
+    position = models.PositiveIntegerField(default=0)
 
     class Meta:
-        ordering = ["task__key"]
+        ordering = ["position", "task__key"]
         constraints = [
             models.UniqueConstraint(fields=["release", "task"], name="releaseentry_one_version_per_task"),
         ]
