@@ -161,6 +161,10 @@ def _imports_of(source: str) -> set[str]:
     return names
 
 
+#: Files that name oracles without using them (the task manifest lists them).
+_MANIFEST_NAMES = ("task.yaml", "paper2code.yaml")
+
+
 def task_facts(task: Task) -> TaskFacts:
     """Content hash, oracle files (and which of them to hide), local module names, imported packages."""
     root = Path(task.root)
@@ -182,6 +186,7 @@ def task_facts(task: Task) -> TaskFacts:
             for rel, text in texts.items()
             if rel != oracle
             and rel not in annotated
+            and PurePosixPath(rel).name not in _MANIFEST_NAMES
             and any(re.search(rf"\b{re.escape(w)}\b", text) for w in words)
         ]
         if not users:

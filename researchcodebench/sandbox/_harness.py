@@ -81,7 +81,9 @@ def _exception_info(exc):
 class _Tally:
     """Totals over every unittest run of the script, and the first error/failure seen."""
 
-    def __init__(self):
+    def __init__(self, completed_real):
+        self.completed_real = completed_real
+        self.early_exit = False
         self.unittest = False
         self.run = 0
         self.failed = 0
@@ -91,6 +93,9 @@ class _Tally:
     def note(self, exc_info, failure):
         if exc_info is None or exc_info[1] is None:
             return
+        if isinstance(exc_info[1], SystemExit) and _raised_from(exc_info[2], self.completed_real):
+            # unittest turns SystemExit into a test error; from model code it is still an early exit.
+            self.early_exit = True
         if failure:
             if self.first_failure is None:
                 self.first_failure = _exception_info(exc_info[1])
@@ -180,7 +185,7 @@ def run_test(entry, completed, limits, nonce):
     workdir = os.getcwd()
     completed_real = {os.path.realpath(os.path.join(workdir, path)) for path in completed}
     _emit(START_MARK + " " + nonce)
-    tally = _Tally()
+    tally = _Tally(completed_real)
     record = {"nonce": nonce, "early_exit": False, "status": 1, "exception": None}
     started = time.monotonic()
     try:
@@ -212,6 +217,8 @@ def run_test(entry, completed, limits, nonce):
         except Exception:
             pass
     record["duration_s"] = time.monotonic() - started
+    if tally.early_exit:
+        record["early_exit"] = True
     record["unittest"] = tally.unittest
     record["tests_run"] = tally.run if tally.unittest else None
     record["tests_failed"] = tally.failed if tally.unittest else None

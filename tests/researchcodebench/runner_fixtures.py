@@ -1,0 +1,97 @@
+"""Small original-format tasks for the runner tests (no torch: cold runs take ~0.1 s)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+from researchcodebench.environments import default_python
+from researchcodebench.pset import Task, read_pset
+
+TOY_CODE = '''\
+"""A toy method: scale a list of values."""
+
+
+def scale(values, factor):
+    # <paper2code name="scale values">
+    result = [v * factor for v in values]
+    # </paper2code name="scale values">
+    return result
+'''
+
+TOY_REF = """\
+def scale(values, factor):
+    return [v * factor for v in values]
+"""
+
+TOY_TEST = """\
+import unittest
+
+import toy
+import toy_ref
+
+
+class ScaleTest(unittest.TestCase):
+    def test_matches_reference(self):
+        self.assertEqual(toy.scale([1, 2, 3], 3), toy_ref.scale([1, 2, 3], 3))
+
+    def test_zero_factor(self):
+        self.assertEqual(toy.scale([4, 5], 0), [0, 0])
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+# A plain script (no unittest) that ends with its own sys.exit: a legitimate way to finish.
+SCRIPT_TEST = """\
+import sys
+
+import toy
+
+ok = toy.scale([1, 2], 2) == [2, 4]
+print("result ok" if ok else "result wrong")
+sys.exit(0 if ok else 1)
+"""
+
+REGISTRY = """\
+- id: {id}
+  title: Toy {id}
+  arxiv_abs: null
+  arxiv_date: null
+  arxiv_v1_date: null
+  github_url: null
+  first_commit_date: null
+  last_commit_date: null
+  venue: null
+  annotated_file_paths: toy.py
+  context_file_paths: null
+"""
+
+
+def make_pset(root: Path, *, script: bool = False, extra_test: str = "", task_id: str = "toy") -> Path:
+    """A one-task pset under ``root``; the task also holds a hidden oracle ``expected.json``."""
+    task = root / task_id
+    task.mkdir(parents=True)
+    (task / "toy.py").write_text(TOY_CODE)
+    (task / "toy_ref.py").write_text(TOY_REF)
+    (task / "expected.json").write_text('{"scale": [3, 6, 9]}\n')
+    (task / "paper2code_test.py").write_text((SCRIPT_TEST if script else TOY_TEST) + extra_test)
+    (task / "paper2code_paper.md").write_text("# Toy\n\nScale each value by the factor.\n")
+    (task / "task.yaml").write_text("oracle_files:\n  - expected.json\ntimeout_s: 20\n")
+    (root / "papers.yaml").write_text(REGISTRY.format(id=task_id))
+    return root
+
+
+def toy_task(root: Path, **kwargs: object) -> Task:
+    return read_pset(make_pset(root, **kwargs)).tasks[0]
+
+
+def body(code: str) -> str:
+    """A completion for the toy snippet (indent 4) from dedented source."""
+    return textwrap.indent(textwrap.dedent(code).strip("\n"), "    ")
+
+
+def eval_python() -> str:
+    return os.environ.get("RCB_EVAL_PYTHON") or default_python()
