@@ -23,7 +23,8 @@ stop() {
   wait 2>/dev/null || true
   echo "stopped."
 }
-trap stop INT TERM EXIT
+trap 'stop; exit 0' INT TERM
+trap stop EXIT
 
 .venv/bin/celery -A config worker -B -Q site,eval-cpu,eval-gpu --concurrency 2 --loglevel INFO \
   --hostname "demo@%h" --schedule var/celerybeat-schedule >var/worker.log 2>&1 &
