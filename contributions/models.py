@@ -141,6 +141,9 @@ class Release(models.Model):
     git_commit = models.CharField(max_length=40, blank=True)
     #: why committing to the benchmark repository failed ("" when it did not); the import itself stands
     git_error = models.TextField(blank=True)
+    #: relpath -> sha256 of a FileBlob: the imported pset's own top-level files (papers.yaml verbatim, a
+    #: README), exported unchanged; empty for releases not imported from a folder
+    pset_files = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -4,29 +4,28 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('contributions', '0001_initial'),
+        ("contributions", "0001_initial"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='releaseentry',
-            options={'ordering': ['position', 'task__key']},
+            name="releaseentry",
+            options={"ordering": ["position", "task__key"]},
         ),
         migrations.AddField(
-            model_name='release',
-            name='git_commit',
+            model_name="release",
+            name="git_commit",
             field=models.CharField(blank=True, max_length=40),
         ),
         migrations.AddField(
-            model_name='release',
-            name='git_error',
+            model_name="release",
+            name="git_error",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='releaseentry',
-            name='position',
+            model_name="releaseentry",
+            name="position",
             field=models.PositiveIntegerField(default=0),
         ),
     ]
