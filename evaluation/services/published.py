@@ -1012,10 +1012,10 @@ def published_import(*, source: Path, papers: Path | None = None) -> PublishedIm
         report.made_default = True
     snippet_ids: dict[tuple[str, str], int] = {}
     by_key = {p.key: p for p in data.papers}
-    for paper_key, snippets in data.snippets.items():
+    for position, (paper_key, snippets) in enumerate(data.snippets.items()):
         version = _version_for(by_key[paper_key], paper_rows[paper_key], snippets, release, report)
         ReleaseEntry.objects.get_or_create(
-            release=release, task=version.task, defaults={"task_version": version}
+            release=release, task=version.task, defaults={"task_version": version, "position": position}
         )
         ids = dict(version.snippets.values_list("name", "id"))
         for name, _lines in snippets:
