@@ -70,14 +70,14 @@ REGISTRY = """\
 """
 
 
-def make_pset(root: Path, *, script: bool = False, extra_test: str = "", task_id: str = "toy") -> Path:
+def make_pset(root: Path, *, script: bool = False, prelude: str = "", task_id: str = "toy") -> Path:
     """A one-task pset under ``root``; the task also holds a hidden oracle ``expected.json``."""
     task = root / task_id
     task.mkdir(parents=True)
     (task / "toy.py").write_text(TOY_CODE)
     (task / "toy_ref.py").write_text(TOY_REF)
     (task / "expected.json").write_text('{"scale": [3, 6, 9]}\n')
-    (task / "paper2code_test.py").write_text((SCRIPT_TEST if script else TOY_TEST) + extra_test)
+    (task / "paper2code_test.py").write_text(prelude + (SCRIPT_TEST if script else TOY_TEST))
     (task / "paper2code_paper.md").write_text("# Toy\n\nScale each value by the factor.\n")
     (task / "task.yaml").write_text("oracle_files:\n  - expected.json\ntimeout_s: 20\n")
     (root / "papers.yaml").write_text(REGISTRY.format(id=task_id))

@@ -1,0 +1,289 @@
+"""Verdicts, categories, cache, calibration and isolation between runs of the test runner."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from researchcodebench.environments import resolve_environment
+from researchcodebench.problems import blank_body
+from researchcodebench.runner import (
+    RESULT_MARK,
+    START_MARK,
+    EvalItem,
+    Runner,
+    Verdict,
+    VerdictCache,
+    evaluate,
+    make_sandbox,
+    normalise_code,
+    verdict_from_run,
+)
+from researchcodebench.sandbox.base import Limits, RunResult, SandboxUnavailable
+from researchcodebench.sandbox.local import LocalSandbox
+from researchcodebench.sandbox.unsandboxed import UnsandboxedRunner
+
+from .runner_fixtures import body, eval_python, toy_task
+
+WRONG = "result = [v + factor for v in values]"
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory):
+    box = LocalSandbox(scratch_root=str(tmp_path_factory.mktemp("scratch")))
+    try:
+        box.check()
+    except SandboxUnavailable as exc:
+        pytest.skip(str(exc))
+    return box
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    return toy_task(tmp_path_factory.mktemp("pset"))
+
+
+@pytest.fixture(scope="module")
+def warm(sandbox):
+    with Runner(sandbox=sandbox, environment=eval_python(), warm=True, calibrate=False, workers=1) as runner:
+        yield runner
+
+
+@pytest.fixture(scope="module")
+def cold(sandbox):
+    with Runner(sandbox=sandbox, environment=eval_python(), warm=False, calibrate=False) as runner:
+        yield runner
+
+
+@pytest.mark.parametrize("mode", ["warm", "cold"])
+def test_reference_passes_and_counts_unittest_tests(request, task, mode):
+    runner = request.getfixturevalue(mode)
+    snippet = task.snippets[0]
+    verdict = runner.evaluate(task, snippet, snippet.code)
+    assert (verdict.outcome, verdict.category, verdict.tier) == ("passed", "passed", "none")
+    assert (verdict.tests_run, verdict.tests_failed) == (2, 0)
+    assert verdict.exit_code == 0
+    assert verdict.environment == resolve_environment(eval_python()).id
+    assert verdict.warm is (mode == "warm")
+    assert RESULT_MARK not in verdict.stderr_tail and START_MARK not in verdict.stderr_tail
+
+
+@pytest.mark.parametrize("mode", ["warm", "cold"])
+def test_wrong_result_fails_as_logic_error_with_failed_test_count(request, task, mode):
+    runner = request.getfixturevalue(mode)
+    verdict = runner.evaluate(task, task.snippets[0], body(WRONG))
+    assert (verdict.outcome, verdict.category) == ("failed", "logic")
+    assert verdict.exception_type == "AssertionError"
+    assert (verdict.tests_run, verdict.tests_failed) == (2, 2)
+    assert verdict.exit_code == 1
+
+
+def test_blank_body_fails_with_the_final_exception_category(warm, task):
+    snippet = task.snippets[0]
+    verdict = warm.evaluate(task, snippet, blank_body(snippet))
+    assert (verdict.outcome, verdict.category) == ("failed", "name")
+    assert verdict.exception_type == "NameError"
+
+
+def test_no_code_is_a_verdict_without_a_run(warm, task):
+    verdict = warm.evaluate(task, task.snippets[0], None)
+    assert (verdict.outcome, verdict.category, verdict.tier) == ("no_code", "no_code", "model")
+    assert verdict.duration_s == 0.0
+
+
+@pytest.mark.parametrize(
+    ("code", "category", "exception"),
+    [
+        ("result = [v * factor for v in values", "syntax", "SyntaxError"),
+        ("result = [v * factr for v in values]", "name", "NameError"),
+        ("result = values[10]", "index_key", "IndexError"),
+        ("result = int('x')", "value_runtime", "ValueError"),
+        ("result = values.scaled(factor)", "attribute", "AttributeError"),
+        ("import not_a_real_package_xyz\nresult = values", "import", "ModuleNotFoundError"),
+    ],
+)
+def test_categories_follow_the_final_exception(warm, task, code, category, exception):
+    verdict = warm.evaluate(task, task.snippets[0], body(code))
+    assert (verdict.outcome, verdict.category, verdict.tier) == ("failed", category, "model")
+    assert verdict.exception_type == exception
+
+
+def test_test_importing_a_package_missing_from_the_environment_is_infrastructure(tmp_path, warm):
+    task = toy_task(tmp_path, prelude="import rcb_missing_dependency_pkg\n")
+    snippet = task.snippets[0]
+    verdict = warm.evaluate(task, snippet, snippet.code)
+    assert (verdict.outcome, verdict.category, verdict.tier) == (
+        "infra_error",
+        "missing_dependency",
+        "infrastructure",
+    )
+    assert verdict.reason == "missing dependency: rcb_missing_dependency_pkg"
+
+
+@pytest.mark.parametrize("mode", ["warm", "cold"])
+def test_script_test_may_end_with_its_own_sys_exit(request, tmp_path, mode):
+    runner = request.getfixturevalue(mode)
+    task = toy_task(tmp_path, script=True)
+    snippet = task.snippets[0]
+    good = runner.evaluate(task, snippet, snippet.code)
+    bad = runner.evaluate(task, snippet, body(WRONG))
+    assert good.outcome == "passed" and good.tests_run is None
+    assert (bad.outcome, bad.category, bad.exit_code) == ("failed", "logic", 1)
+    assert "result wrong" in bad.stdout_tail
+
+
+def test_modules_and_files_of_one_run_never_reach_the_next(warm, task):
+    snippet = task.snippets[0]
+    leak = body(
+        """
+        import builtins, sys, types
+        builtins.RCB_LEAK = 1
+        sys.modules["rcb_leak_module"] = types.ModuleType("rcb_leak_module")
+        open("/tmp/rcb-leak", "w").write("x")
+        open("/dev/shm/rcb-leak", "w").write("x")
+        result = [v * factor for v in values]
+        """
+    )
+    probe = body(
+        """
+        import builtins, os, sys
+        assert not hasattr(builtins, "RCB_LEAK"), "builtins leaked"
+        assert "rcb_leak_module" not in sys.modules, "module leaked"
+        assert not os.path.exists("/tmp/rcb-leak") and not os.path.exists("/dev/shm/rcb-leak"), "file leaked"
+        result = [v * factor for v in values]
+        """
+    )
+    assert warm.evaluate(task, snippet, leak).outcome == "passed"
+    after = warm.evaluate(task, snippet, probe)
+    assert after.warm and after.outcome == "passed", after.stderr_tail
+
+
+def test_a_killed_warm_server_is_replaced_and_the_item_rerun_cold(sandbox, task):
+    snippet = task.snippets[0]
+    kill_server = body(
+        """
+        import os, signal
+        os.kill(os.getppid(), signal.SIGKILL)
+        result = [v * factor for v in values]
+        """
+    )
+    with Runner(sandbox=sandbox, environment=eval_python(), warm=True, calibrate=False, workers=1) as runner:
+        rerun = runner.evaluate(task, snippet, kill_server)
+        nxt = runner.evaluate(task, snippet, snippet.code)
+    assert (rerun.outcome, rerun.warm) == ("passed", False)
+    assert (nxt.outcome, nxt.warm) == ("passed", True)
+
+
+def test_verdict_cache_hits_on_equal_normalised_code_only(tmp_path, sandbox, task):
+    cache = VerdictCache(str(tmp_path / "cache"))
+    snippet = task.snippets[0]
+    with Runner(
+        sandbox=sandbox, environment=eval_python(), warm=False, calibrate=False, cache=cache
+    ) as runner:
+        first = runner.evaluate(task, snippet, snippet.code, template="rcb-v2")
+        again = runner.evaluate(task, snippet, snippet.code + "   \n\n", template="rcb-v2")
+        other_template = runner.evaluate(task, snippet, snippet.code, template="rcb-2025")
+        other_code = runner.evaluate(task, snippet, body(WRONG), template="rcb-v2")
+    assert not first.cached and again.cached and not other_template.cached and not other_code.cached
+    assert again.same_result(first)
+    assert len(list((tmp_path / "cache" / "verdicts").rglob("*.json"))) == 3
+
+
+def test_infrastructure_failures_are_not_cached(tmp_path):
+    cache = VerdictCache(str(tmp_path))
+    verdict = Verdict(outcome="infra_error", category="sandbox_failure", tier="infrastructure")
+    cache.put("k" * 64, verdict)
+    assert cache.get("k" * 64) is None
+
+
+def test_normalised_code_ignores_line_endings_and_trailing_space():
+    assert normalise_code("a = 1  \r\nb = 2\n\n") == normalise_code("a = 1\nb = 2")
+    assert normalise_code("  a = 1") != normalise_code("a = 1")
+
+
+def test_timeout_is_calibrated_from_the_reference_run_and_capped(sandbox, tmp_path):
+    task = toy_task(tmp_path)
+    with Runner(sandbox=sandbox, environment=eval_python(), warm=False, calibrate=True) as runner:
+        assert runner.timeout_for(task) == 10.0  # toy reference takes ~0.1 s: the floor applies
+        verdict = runner.evaluate(task, task.snippets[0], body("while True:\n    pass"))
+    assert (verdict.outcome, verdict.timeout_s) == ("timeout", 10.0)
+    with Runner(
+        sandbox=sandbox, environment=eval_python(), warm=False, calibrate=True, limits=Limits(timeout_s=4)
+    ) as r:
+        task_without_cap = toy_task(tmp_path / "other")
+        object.__setattr__(task_without_cap.manifest, "timeout_s", None)
+        assert r.timeout_for(task_without_cap) == 4.0
+
+
+def test_forged_result_line_without_the_nonce_is_an_early_exit():
+    forged = json.dumps({"nonce": "guess", "status": 0, "early_exit": False, "exception": None})
+    result = RunResult(
+        exit_code=0, duration_s=0.1, stderr=f"{START_MARK} n1\n{RESULT_MARK} {forged}\n".encode()
+    )
+    verdict = verdict_from_run(result, "n1", facts=None, environment="e")
+    assert (verdict.outcome, verdict.category) == ("failed", "early_exit")
+
+
+def test_process_that_never_started_is_a_sandbox_failure():
+    result = RunResult(exit_code=1, duration_s=0.01, stderr=b"bwrap: Can't mount proc on /newroot/proc\n")
+    verdict = verdict_from_run(result, "n1", facts=None, environment="e")
+    assert (verdict.outcome, verdict.category, verdict.tier) == (
+        "infra_error",
+        "sandbox_failure",
+        "infrastructure",
+    )
+    assert "Can't mount proc" in verdict.reason
+
+
+def test_batch_keeps_item_order_and_reports_progress(warm, task):
+    snippet = task.snippets[0]
+    items = [
+        EvalItem(task, snippet, code, completion_idx=i)
+        for i, code in enumerate([snippet.code, body(WRONG), None])
+    ]
+    seen: list[tuple[int, int]] = []
+    verdicts = warm.evaluate_batch(items, workers=2, progress=lambda d, n: seen.append((d, n)))
+    assert [v.outcome for v in verdicts] == ["passed", "failed", "no_code"]
+    assert sorted(seen) == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_one_shot_evaluate_function_runs_cold(sandbox, task):
+    snippet = task.snippets[0]
+    verdict = evaluate(task, snippet, snippet.code, sandbox=sandbox, env=eval_python())
+    assert verdict.outcome == "passed" and not verdict.warm
+
+
+def test_unsandboxed_runner_is_refused_unless_allowed(monkeypatch, task):
+    monkeypatch.delenv("RCB_ALLOW_UNSANDBOXED", raising=False)
+    with pytest.raises(SandboxUnavailable, match="RCB_ALLOW_UNSANDBOXED=1"):
+        Runner(sandbox=UnsandboxedRunner(), environment=eval_python())
+    monkeypatch.setenv("RCB_ALLOW_UNSANDBOXED", "1")
+    snippet = task.snippets[0]
+    with Runner(sandbox=UnsandboxedRunner(), environment=eval_python(), calibrate=False) as runner:
+        assert runner.pool is None
+        assert runner.evaluate(task, snippet, snippet.code).outcome == "passed"
+        assert runner.evaluate(task, snippet, body("import sys\nsys.exit(0)")).category == "early_exit"
+
+
+def test_make_sandbox_selects_backends_by_name(monkeypatch):
+    assert isinstance(make_sandbox("local"), LocalSandbox)
+    assert make_sandbox("docker").name == "docker"
+    assert isinstance(make_sandbox("none"), UnsandboxedRunner)
+    with pytest.raises(SandboxUnavailable, match="unknown sandbox"):
+        make_sandbox("vm")
+
+
+def test_verdict_round_trips_through_json():
+    verdict = Verdict(
+        outcome="failed", category="type", tier="model", exception_type="TypeError", tests_run=3
+    )
+    assert Verdict.from_dict(json.loads(json.dumps(verdict.to_dict()))) == verdict
+
+
+def test_evaluation_environment_id_hashes_version_and_packages():
+    env = resolve_environment(eval_python())
+    assert env.id.startswith("py" + env.version + "-")
+    assert len(env.requirements_hash) == 64
+    assert all(os.path.isabs(p) for p in env.bind_paths)
