@@ -1,0 +1,97 @@
+"""Pset folders for the catalogue tests: the examples (copied), the hostile fixture, small hand-made ones."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "pset"
+HOSTILE = REPO / "tests" / "researchcodebench" / "fixtures" / "hostile_pset"
+
+REGISTRY_ENTRY = """- id: {id}
+  title: "{title}"
+  arxiv_abs: https://arxiv.org/abs/{arxiv}v2
+  arxiv_date: 2025-02-06
+  arxiv_v1_date: 2024-06-20
+  github_url: https://github.com/example/{id}
+  first_commit_date: 2025-01-07
+  last_commit_date: null
+  venue: ICLR2025
+  annotated_file_paths: model.py
+  context_file_paths: null
+"""
+
+MODEL = """import math
+
+
+def scale(x, k):
+    # <paper2code name="scale input">
+    y = x * k
+    # <paper2code name="shift">
+    y = y + 1
+    # </paper2code name="shift">
+    # </paper2code name="scale input">
+    return y
+
+
+def root(x):
+    # <paper2code name="square root">
+    return math.sqrt(x)
+    # </paper2code name="square root">
+"""
+
+TEST = "from model import scale\nassert scale(2, 3) == 7\n"
+
+
+def write_small_pset(root: Path, ids: tuple[str, ...] = ("alpha", "beta"), model: str = MODEL) -> Path:
+    """A valid pset: one task per id, each with 3 snippets (a parent, its child, a sibling) and 4 lines."""
+    root.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for n, task_id in enumerate(ids):
+        folder = root / task_id
+        folder.mkdir()
+        (folder / "model.py").write_text(model, encoding="utf-8")
+        (folder / "paper2code_test.py").write_text(TEST, encoding="utf-8")
+        (folder / "paper2code_paper.tex").write_text(f"\\title{{Paper {task_id}}}\n", encoding="utf-8")
+        entries.append(REGISTRY_ENTRY.format(id=task_id, title=f"Paper {task_id}", arxiv=f"2501.0000{n}"))
+    (root / "papers.yaml").write_text("\n".join(entries), encoding="utf-8")
+    return root
+
+
+def copy_pset(source: Path, dest: Path) -> Path:
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dest
+
+
+@pytest.fixture
+def example_pset(tmp_path: Path) -> Path:
+    """A snapshot of examples/pset (tests may change it), or a small pset while the examples are absent."""
+    if (EXAMPLES / "papers.yaml").is_file():
+        return copy_pset(EXAMPLES, tmp_path / "examples")
+    return write_small_pset(tmp_path / "examples")
+
+
+@pytest.fixture
+def hostile_pset(tmp_path: Path) -> Path:
+    return copy_pset(HOSTILE, tmp_path / "hostile")
+
+
+@pytest.fixture
+def small_pset(tmp_path: Path) -> Callable[..., Path]:
+    def make(name: str = "small", **kwargs) -> Path:
+        return write_small_pset(tmp_path / name, **kwargs)
+
+    return make
+
+
+def all_files(root: Path) -> dict[str, bytes]:
+    """relpath -> bytes of every file under ``root`` (caches excluded)."""
+    return {
+        "/".join(p.relative_to(root).parts): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(".pyc")
+    }
