@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 import yaml
 
+from researchcodebench import evaluate_cli
 from researchcodebench.problems import TEMPLATES, build_prompt, mask_file
 from researchcodebench.pset import Pset, PsetError, Task, normalise_date, read_pset
 from researchcodebench.scoring import (
@@ -281,7 +282,7 @@ def _register_core(subparsers: Any) -> None:
 
 
 #: Every subcommand registrar, in help order. Another module joins the CLI by being listed here.
-REGISTRARS: tuple[Callable[[Any], None], ...] = (_register_core,)
+REGISTRARS: tuple[Callable[[Any], None], ...] = (_register_core, evaluate_cli.register)
 
 
 def build_parser() -> argparse.ArgumentParser:

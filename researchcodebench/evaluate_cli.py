@@ -1,0 +1,257 @@
+"""``python -m researchcodebench evaluate``: run completions through the sandboxed runner and score them.
+
+    evaluate PSET [--tasks ID ...] (--predictions FILE.jsonl | --oracle | --blank)
+             [--template rcb-2025|rcb-v2] [--workers N] [--sandbox local|docker|none]
+             [--python PATH] [--no-cache] [--json]
+
+Predictions: one JSON object per line, ``{"task", "snippet", "completion_idx", "code"}`` (code re-indented
+to the snippet) or ``{"task", "snippet", "completion_idx", "response"}`` (a raw model reply, extracted with
+``--template``). Exit 0 when the evaluation ran (whatever the verdicts), 2 for bad input (naming
+``file:line``) or an unusable sandbox/interpreter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections import Counter
+from typing import Any, TextIO
+
+from .environments import EvalEnvironmentError, resolve_environment
+from .problems import DEFAULT_TEMPLATE, TEMPLATES, blank_body, extract_answer, reindent
+from .pset import PsetError, Task, read_pset
+from .runner import EvalItem, Runner, Verdict, VerdictCache, make_sandbox
+from .sandbox.base import SandboxUnavailable
+from .scoring import SnippetResult, line_rates, task_rates
+
+
+class EvaluateInputError(ValueError):
+    """Bad user input (a message naming the file, line and field)."""
+
+
+def _cli_error(message: str) -> Exception:
+    # The core CLI turns its CliError into exit status 2; imported lazily to keep this module standalone.
+    try:
+        from .cli import CliError
+
+        return CliError(message)
+    except ImportError:
+        return EvaluateInputError(message)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``evaluate`` subcommand (handler returns the exit status)."""
+    p = subparsers.add_parser(
+        "evaluate",
+        help="run completions (or the reference / blank bodies) through the sandboxed tests and score them",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("pset", metavar="PSET", help="pset folder (papers.yaml + task folders)")
+    p.add_argument("--tasks", nargs="+", metavar="ID", help="only these task ids")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--predictions", metavar="FILE.jsonl", help="completions to evaluate")
+    source.add_argument("--oracle", action="store_true", help="use each snippet's reference code")
+    source.add_argument("--blank", action="store_true", help="use an empty body (the placeholder only)")
+    p.add_argument("--template", choices=TEMPLATES, default=DEFAULT_TEMPLATE, help="answer extraction rules")
+    p.add_argument("--workers", type=int, default=2, help="parallel runs (default 2)")
+    p.add_argument("--sandbox", choices=("local", "docker", "none"), default="local", help="sandbox backend")
+    p.add_argument(
+        "--python", metavar="PATH", help="evaluation interpreter (default: RCB_EVAL_PYTHON / .venv-eval)"
+    )
+    p.add_argument("--no-cache", action="store_true", help="ignore and do not fill the verdict cache")
+    p.add_argument("--json", action="store_true", help="print verdicts and scores as JSON")
+    p.set_defaults(handler=run_evaluate)
+
+
+def _field(data: dict, key: str, kind: type, where: str, *, required: bool = True) -> Any:
+    if key not in data:
+        if required:
+            raise EvaluateInputError(f"{where}: missing field {key!r}")
+        return None
+    value = data[key]
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise EvaluateInputError(f"{where}: field {key!r} must be an integer, got {value!r}")
+    if kind is str and not isinstance(value, str):
+        raise EvaluateInputError(f"{where}: field {key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def read_predictions(
+    path: str, tasks: dict[str, Task], *, template: str, wanted: set[str] | None
+) -> list[EvalItem]:
+    """Parse a predictions JSONL file into items; raises ``EvaluateInputError`` naming ``path:line``."""
+    items: list[EvalItem] = []
+    seen: dict[tuple[str, str, int], int] = {}
+    try:
+        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise EvaluateInputError(f"{path}: cannot read predictions: {exc.strerror}") from exc
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            where = f"{path}:{number}"
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except ValueError as exc:
+                raise EvaluateInputError(f"{where}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(data, dict):
+                raise EvaluateInputError(f"{where}: expected a JSON object, got {type(data).__name__}")
+            task_id = _field(data, "task", str, where)
+            name = _field(data, "snippet", str, where)
+            idx = _field(data, "completion_idx", int, where, required=False) or 0
+            has_code, has_response = "code" in data, "response" in data
+            if has_code == has_response:
+                raise EvaluateInputError(f"{where}: give exactly one of 'code' and 'response'")
+            if wanted is not None and task_id not in wanted:
+                continue
+            task = tasks.get(task_id)
+            if task is None:
+                raise EvaluateInputError(f"{where}: unknown task {task_id!r} (not in the pset)")
+            try:
+                snippet = task.snippet(name)
+            except KeyError as exc:
+                raise EvaluateInputError(f"{where}: task {task_id!r} has no snippet {name!r}") from exc
+            key = (task_id, name, idx)
+            if key in seen:
+                raise EvaluateInputError(
+                    f"{where}: duplicate prediction for {key} (first at line {seen[key]})"
+                )
+            seen[key] = number
+            if has_code:
+                code: str | None = reindent(_field(data, "code", str, where), snippet.indent)
+            else:
+                code = extract_answer(
+                    _field(data, "response", str, where), template=template, indent=snippet.indent
+                )
+            items.append(EvalItem(task, snippet, code, completion_idx=idx, template=template))
+    return items
+
+
+def _progress(stream: TextIO) -> Any:
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / total) if total else width
+        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done == total:
+            stream.write("\n")
+        stream.flush()
+
+    return show
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else round(value, 4)
+
+
+def summarise(items: list[EvalItem], verdicts: list[Verdict]) -> dict[str, Any]:
+    """Scores over the evaluated items. Infrastructure failures are not the model's: they are left out of
+    the rates and counted (``coverage`` < 1 says the rates do not cover every snippet)."""
+    scored = [
+        SnippetResult(i.task.id, i.snippet.name, i.snippet.lines, i.completion_idx, v.passed)
+        for i, v in zip(items, verdicts, strict=True)
+        if v.tier != "infrastructure"
+    ]
+    lr, tr = line_rates(scored), task_rates(scored)
+    return {
+        "line_rate": {
+            "mean": _finite(lr.mean),
+            "std": _finite(lr.std),
+            "rates": [_finite(r) for r in lr.rates],
+        },
+        "task_rate": {
+            "mean": _finite(tr.mean),
+            "std": _finite(tr.std),
+            "rates": [_finite(r) for r in tr.rates],
+        },
+        "evaluated": len(verdicts),
+        "scored": len(scored),
+        "coverage": round(len(scored) / len(verdicts), 4) if verdicts else None,
+        "passed": sum(v.passed for v in verdicts),
+        "outcomes": dict(sorted(Counter(v.outcome for v in verdicts).items())),
+        "categories": dict(sorted(Counter(v.category for v in verdicts).items())),
+    }
+
+
+def _verdict_row(item: EvalItem, verdict: Verdict) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "task": item.task.id,
+        "snippet": item.snippet.name,
+        "completion_idx": item.completion_idx,
+        "lines": item.snippet.lines,
+    }
+    data = verdict.to_dict()
+    for key in ("stdout_tail", "stderr_tail"):
+        data.pop(key)
+    row.update(data)
+    return row
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    """Handler of ``evaluate`` (see the module docstring)."""
+    try:
+        pset = read_pset(args.pset)
+    except PsetError as exc:
+        raise _cli_error(str(exc)) from exc
+    tasks = {t.id: t for t in pset.tasks}
+    wanted = set(args.tasks) if args.tasks else None
+    if wanted:
+        unknown = sorted(wanted - set(tasks))
+        if unknown:
+            raise _cli_error(
+                f"--tasks: unknown task id(s) {', '.join(unknown)}; the pset has {', '.join(sorted(tasks))}"
+            )
+    if args.workers < 1:
+        raise _cli_error("--workers must be at least 1")
+    selected = [t for t in pset.tasks if wanted is None or t.id in wanted]
+    try:
+        if args.predictions:
+            items = read_predictions(args.predictions, tasks, template=args.template, wanted=wanted)
+        else:
+            items = [
+                EvalItem(t, s, s.code if args.oracle else blank_body(s), template=args.template)
+                for t in selected
+                for s in t.snippets
+            ]
+    except EvaluateInputError as exc:
+        raise _cli_error(str(exc)) from exc
+    try:
+        sandbox = make_sandbox(args.sandbox)
+        environment = resolve_environment(args.python)
+        runner = Runner(
+            sandbox=sandbox,
+            environment=environment,
+            cache=None if args.no_cache else VerdictCache(),
+            workers=args.workers,
+        )
+    except (SandboxUnavailable, EvalEnvironmentError) as exc:
+        raise _cli_error(str(exc)) from exc
+    progress = _progress(sys.stderr) if sys.stderr.isatty() else None
+    with runner:
+        verdicts = runner.evaluate_batch(items, progress=progress)
+    scores = summarise(items, verdicts)
+    scores["environment"] = environment.id
+    scores["template"] = args.template
+    if args.json:
+        rows = [_verdict_row(i, v) for i, v in zip(items, verdicts, strict=True)]
+        json.dump({"verdicts": rows, "scores": scores}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    for item, verdict in zip(items, verdicts, strict=True):
+        mark = "PASS" if verdict.passed else verdict.outcome.upper()
+        detail = (
+            ""
+            if verdict.passed
+            else f"  [{verdict.category}] {verdict.reason.splitlines()[0] if verdict.reason else ''}"
+        )
+        print(
+            f"{mark:<11} {item.task.id} / {item.snippet.name} #{item.completion_idx} ({verdict.duration_s:.2f}s){detail}"
+        )
+    lr, tr = scores["line_rate"]["mean"], scores["task_rate"]["mean"]
+    print(
+        f"\n{scores['passed']}/{scores['evaluated']} passed; line rate {lr}, task rate {tr}; "
+        f"coverage {scores['coverage']}; environment {environment.id}"
+    )
+    return 0
