@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet, Sum
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from evaluation.models import EvaluationRun, TestResult, WorkerHeartbeat
+from contributions.models import Snippet
+from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult, WorkerHeartbeat
 from researchcodebench.scoring import SnippetResult
 
 
@@ -17,6 +21,252 @@ def worker_list_alive(*, within_s: int | None = None) -> QuerySet[WorkerHeartbea
     window = within_s if within_s is not None else 3 * settings.CELERY_WORKER_HEARTBEAT_S
     cutoff = timezone.now() - timedelta(seconds=window)
     return WorkerHeartbeat.objects.filter(status=WorkerHeartbeat.Status.ONLINE, last_seen_at__gte=cutoff)
+
+
+# --- Runs: list, detail and live progress (pages and API) ---------------------------------------------------
+
+#: the window of recent results from which throughput (and so the ETA) is estimated
+THROUGHPUT_WINDOW_S = 300
+#: at most this many failed items are listed on a run page
+RUN_ERRORS_SHOWN = 50
+
+
+@dataclass(frozen=True)
+class RunFilters:
+    """Run list filters; an empty string means "any"."""
+
+    model: str = ""
+    status: str = ""
+    source: str = ""
+    release: str = ""
+
+
+def run_list(*, filters: RunFilters) -> QuerySet[EvaluationRun]:
+    """Runs, newest first, narrowed by model key, status, source and release name.
+
+    Each run carries ``n_items`` (completions) and ``n_final`` (completions that are done, failed or
+    cancelled) for a progress column without one query per row.
+    """
+    qs = EvaluationRun.objects.select_related("model", "release", "requester")
+    if filters.model:
+        qs = qs.filter(model__key=filters.model)
+    if filters.status:
+        qs = qs.filter(status=filters.status)
+    if filters.source:
+        qs = qs.filter(source=filters.source)
+    if filters.release:
+        qs = qs.filter(release__name=filters.release)
+    return qs.annotate(
+        n_items=Count("completions"),
+        n_final=Count("completions", filter=Q(completions__stage__in=FINAL_STAGES)),
+    ).order_by("-created_at", "-id")
+
+
+def run_get(*, run_id: int) -> EvaluationRun:
+    """The run with this id (runs are public); raises Http404 when there is none."""
+    return get_object_or_404(EvaluationRun.objects.select_related("model", "release", "requester"), pk=run_id)
+
+
+FINAL_STAGES = (Completion.Stage.DONE, Completion.Stage.FAILED, Completion.Stage.CANCELLED)
+PENDING_STAGES = (Completion.Stage.PENDING_GENERATION, Completion.Stage.PENDING_TEST)
+
+
+@dataclass(frozen=True)
+class RunError:
+    """A completion that failed, with the reason a person can act on."""
+
+    completion_id: int
+    task: str
+    snippet: str
+    completion_idx: int
+    stage: str
+    outcome: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """Where a run stands, computed from its items (never from a cached counter that could lag)."""
+
+    total: int
+    final: int
+    stages: dict[str, int]
+    outcomes: dict[str, int]
+    percent: float
+    #: pending items of earlier, unfinished runs in the same queue, per queue this run still waits on
+    queue_ahead: dict[str, int]
+    #: results per minute of this run over the recent window (None when it had none)
+    run_rate_per_min: float | None
+    eta_s: float | None
+    cost_usd: Decimal
+    input_tokens: int
+    output_tokens: int
+    errors: list[RunError]
+    n_errors: int
+    covered_snippets: int
+    release_snippets: int
+
+    @property
+    def stage_rows(self) -> list[tuple[str, str, int]]:
+        """(value, label, count) of every stage, in pipeline order."""
+        return [(v, label, self.stages.get(v, 0)) for v, label in Completion.Stage.choices]
+
+    @property
+    def outcome_rows(self) -> list[tuple[str, str, int]]:
+        """(value, label, count) of every test outcome."""
+        return [(v, label, self.outcomes.get(v, 0)) for v, label in TestResult.Outcome.choices]
+
+    @property
+    def tested(self) -> int:
+        return sum(self.outcomes.values())
+
+    @property
+    def queue_position(self) -> int | None:
+        """Items ahead in the busiest queue this run waits on; None when nothing of the run is pending."""
+        return max(self.queue_ahead.values()) if self.queue_ahead else None
+
+
+def _queue_of(stage: str, needs_gpu: bool) -> str:
+    if stage == Completion.Stage.PENDING_GENERATION:
+        return "site"
+    return "eval-gpu" if needs_gpu else "eval-cpu"
+
+
+def _pending_by_queue(qs: QuerySet[Completion]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    rows = (
+        qs.filter(stage__in=PENDING_STAGES)
+        .order_by()
+        .values("stage", "snippet__task_version__needs_gpu")
+        .annotate(n=Count("id"))
+        .values_list("stage", "snippet__task_version__needs_gpu", "n")
+    )
+    for stage, needs_gpu, n in rows:
+        queue = _queue_of(stage, needs_gpu)
+        counts[queue] = counts.get(queue, 0) + n
+    return counts
+
+
+def run_progress(*, run: EvaluationRun, now: datetime | None = None) -> RunProgress:
+    """Counts per stage and outcome, queue position, ETA, cost and errors of ``run``.
+
+    Queue position: queues are first in, first out, so the items ahead of this run are the pending items
+    of unfinished runs created before it that wait in a queue this run also waits in. The ETA divides the
+    remaining items by this run's throughput over the last ``THROUGHPUT_WINDOW_S`` seconds; before the run
+    has results it uses the throughput of all runs and counts the items ahead too; with no recent results
+    at all it is None (unknown), never a guess.
+    """
+    now = now or timezone.now()
+    items = Completion.objects.filter(run=run)
+    stages = dict(items.order_by().values("stage").annotate(n=Count("id")).values_list("stage", "n"))
+    outcomes = dict(
+        TestResult.objects.filter(completion__run=run)
+        .order_by()
+        .values("outcome")
+        .annotate(n=Count("id"))
+        .values_list("outcome", "n")
+    )
+    total = sum(stages.values())
+    final = sum(stages.get(s, 0) for s in FINAL_STAGES)
+    remaining = total - final
+
+    queue_ahead: dict[str, int] = {}
+    if not run.is_final:
+        mine = _pending_by_queue(items)
+        if mine:
+            earlier = Completion.objects.filter(
+                run__created_at__lt=run.created_at,
+                run__status__in=[
+                    EvaluationRun.Status.QUEUED,
+                    EvaluationRun.Status.GENERATING,
+                    EvaluationRun.Status.TESTING,
+                ],
+            )
+            ahead = _pending_by_queue(earlier)
+            queue_ahead = {queue: ahead.get(queue, 0) for queue in mine}
+
+    window_start = now - timedelta(seconds=THROUGHPUT_WINDOW_S)
+    recent = TestResult.objects.filter(created_at__gte=window_start)
+    run_recent = recent.filter(completion__run=run).count()
+    run_rate = None
+    eta_s = None
+    if run_recent:
+        # A run younger than the window has had less time to produce its results.
+        began = max(window_start, run.started_at or run.created_at)
+        elapsed = max((now - began).total_seconds(), 1.0)
+        run_rate = run_recent / elapsed * 60
+        eta_s = remaining / (run_recent / elapsed)
+    elif remaining and not run.is_final:
+        all_recent = recent.count()
+        if all_recent:
+            eta_s = (remaining + sum(queue_ahead.values())) / (all_recent / THROUGHPUT_WINDOW_S)
+    if run.is_final:
+        eta_s = None
+
+    sums = items.aggregate(cost=Sum("cost_usd"), tin=Sum("input_tokens"), tout=Sum("output_tokens"))
+    cost = sums["cost"] if sums["cost"] is not None else run.cost_usd
+    errors_qs = (
+        items.filter(
+            Q(stage=Completion.Stage.FAILED)
+            | ~Q(error="")
+            | Q(result__outcome=TestResult.Outcome.INFRA_ERROR)
+        )
+        .select_related("snippet__task_version__task", "result")
+        .order_by("id")
+    )
+    errors = [_run_error(c) for c in errors_qs[:RUN_ERRORS_SHOWN]]
+    n_errors = errors_qs.count() if len(errors) == RUN_ERRORS_SHOWN else len(errors)
+
+    covered = items.values("snippet_id").distinct().count()
+    release_snippets = (
+        Snippet.objects.filter(
+            task_version__release_entries__release=run.release, task_version__has_files=True
+        ).count()
+        if run.release_id
+        else covered
+    )
+    return RunProgress(
+        total=total,
+        final=final,
+        stages=stages,
+        outcomes=outcomes,
+        percent=round(100 * final / total, 1) if total else (100.0 if run.is_final else 0.0),
+        queue_ahead=queue_ahead,
+        run_rate_per_min=run_rate,
+        eta_s=eta_s,
+        cost_usd=Decimal(cost or 0),
+        input_tokens=sums["tin"] or run.input_tokens,
+        output_tokens=sums["tout"] or run.output_tokens,
+        errors=errors,
+        n_errors=n_errors,
+        covered_snippets=covered,
+        release_snippets=release_snippets,
+    )
+
+
+def _run_error(completion: Completion) -> RunError:
+    result: TestResult | None = getattr(completion, "result", None)
+    if completion.error:
+        reason = completion.error
+    elif result is not None:
+        detail = ": ".join(x for x in (result.exception_type, result.exception_message) if x)
+        reason = detail or result.category or result.get_outcome_display()
+    else:
+        reason = "failed without a recorded reason"
+    return RunError(
+        completion_id=completion.id,
+        task=completion.snippet.task_version.task.key,
+        snippet=completion.snippet.name,
+        completion_idx=completion.completion_idx,
+        stage=completion.stage,
+        outcome=result.outcome if result is not None else "",
+        reason=reason,
+    )
+
+
+def language_model_list() -> QuerySet[LanguageModel]:
+    """Every language model, by display name, with its number of runs."""
+    return LanguageModel.objects.annotate(n_runs=Count("runs")).order_by("name")
 
 
 def run_snippet_results(*, run: EvaluationRun) -> list[SnippetResult]:
