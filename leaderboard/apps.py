@@ -6,3 +6,8 @@ class LeaderboardConfig(AppConfig):
 
     name = "leaderboard"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from leaderboard import receivers
+
+        receivers.connect()

@@ -1,0 +1,171 @@
+"""Read models: scores aggregated from test results, so that no page aggregates raw results per request.
+
+Granularity and what stays exact:
+
+- ``RunSnippetScore`` (run, snippet): the verdict of every completion index as a string (``P`` passed,
+  ``F`` failed, ``-`` no result of record or an infrastructure failure, which never counts against a model).
+  It holds everything the core scoring needs, so every other row can be recomputed from it without raw
+  results (the global contamination rows are, when the set of shown models changes the global cutoff).
+- ``RunPaperScore`` (run, paper): per completion index the sums ``sum N*P``, ``sum N``, ``sum P`` and the
+  number of results; summing them over any subset of papers gives that subset's line and task rates
+  (means, population stds, per-index rates) *exactly* as ``researchcodebench.scoring`` computes them,
+  because the sums are integers. Only the bootstrap interval cannot be recombined (it resamples snippets
+  across the whole selection).
+- ``RunScore`` (run, contamination mode): the full score of one run for ``none`` (all papers), ``global``
+  (the original's rule over the cutoffs of every model with a scored run) and ``per-model`` (papers after
+  the model's own cutoff), computed by ``scoring.score_model`` itself, bootstrap interval included.
+- ``RunErrorCount`` (run, category, tier): failures by category, model tier apart from infrastructure.
+- ``SnippetStat`` (snippet): solve rate across runs, with and without the paper in the prompt.
+- ``RunAggregation`` (run): the debounce marker of the aggregation task and when it last ran.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from contributions.models import Paper, Snippet
+from evaluation.models import EvaluationRun
+
+
+class Contamination(models.TextChoices):
+    """Which papers count (SPEC section 5)."""
+
+    NONE = "none", "All papers"
+    GLOBAL = "global", "Original global rule (papers after the latest cutoff, compared as text)"
+    PER_MODEL = "per-model", "Papers after the model's own cutoff"
+
+
+class RunScore(models.Model):
+    """One run's score over one selection of papers; NaN scores (nothing tested) are stored as null."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="scores")
+    mode = models.CharField(max_length=16, choices=Contamination.choices)
+    #: the paper keys the score is restricted to; null = every paper (mode ``none``)
+    selection = models.JSONField(null=True, blank=True)
+    line_mean = models.FloatField(null=True)
+    line_std = models.FloatField(null=True)
+    line_rates = models.JSONField(default=list)
+    task_mean = models.FloatField(null=True)
+    task_std = models.FloatField(null=True)
+    task_rates = models.JSONField(default=list)
+    ci_low = models.FloatField(null=True)
+    ci_high = models.FloatField(null=True)
+    snippets = models.PositiveIntegerField(default=0, help_text="tested snippets")
+    lines = models.PositiveIntegerField(default=0, help_text="lines of the tested snippets")
+    expected_snippets = models.PositiveIntegerField(default=0)
+    coverage = models.FloatField(default=0.0)
+    papers = models.PositiveIntegerField(default=0, help_text="papers with at least one result")
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["run", "mode"]
+        constraints = [models.UniqueConstraint(fields=["run", "mode"], name="runscore_unique_mode")]
+        indexes = [models.Index(fields=["mode", "-line_mean"], name="runscore_mode_line")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} [{self.mode}]: {self.line_mean}"
+
+
+class RunPaperScore(models.Model):
+    """One run on one paper: integer sums per completion index (list position = index) and the paper's
+    own line rate (``problem_scores``)."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="paper_scores")
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="run_scores")
+    #: sum over snippets with a result for index c of N_s * P_sc
+    line_num = models.JSONField(default=list)
+    #: sum over snippets with a result for index c of N_s
+    line_den = models.JSONField(default=list)
+    #: number of passed results for index c
+    task_num = models.JSONField(default=list)
+    #: number of results for index c (0 = no result for that index on this paper)
+    task_den = models.JSONField(default=list)
+    line_mean = models.FloatField(null=True)
+    line_std = models.FloatField(null=True)
+    snippets = models.PositiveIntegerField(default=0, help_text="tested snippets")
+    expected_snippets = models.PositiveIntegerField(default=0)
+    lines = models.PositiveIntegerField(default=0, help_text="lines of the tested snippets")
+    passed = models.PositiveIntegerField(default=0, help_text="passed results, all indices")
+    results = models.PositiveIntegerField(default=0, help_text="results of record, all indices")
+
+    class Meta:
+        ordering = ["run", "paper__key"]
+        constraints = [models.UniqueConstraint(fields=["run", "paper"], name="runpaperscore_unique")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} on {self.paper_id}: {self.line_mean}"
+
+
+class RunSnippetScore(models.Model):
+    """The verdicts of one run on one snippet. ``verdicts[c]`` is ``P``, ``F`` or ``-`` for index c."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="snippet_scores")
+    snippet = models.ForeignKey(Snippet, on_delete=models.CASCADE, related_name="run_scores")
+    paper = models.ForeignKey(Paper, on_delete=models.CASCADE, related_name="+")
+    lines = models.PositiveIntegerField()
+    verdicts = models.CharField(max_length=64)
+    passed = models.PositiveIntegerField(default=0)
+    tested = models.PositiveIntegerField(default=0)
+    #: the category of the first failed index (empty when none failed)
+    category = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["run", "snippet"]
+        constraints = [models.UniqueConstraint(fields=["run", "snippet"], name="runsnippetscore_unique")]
+        indexes = [models.Index(fields=["snippet", "run"], name="runsnippet_snippet_run")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} on snippet {self.snippet_id}: {self.verdicts}"
+
+
+class RunErrorCount(models.Model):
+    """How many failed results of a run fall in one category; ``tier`` keeps infrastructure apart."""
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="error_counts")
+    category = models.CharField(max_length=64)
+    tier = models.CharField(max_length=16)
+    count = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["run", "tier", "category"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "category", "tier"], name="runerrorcount_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}: {self.category} ({self.tier}) x{self.count}"
+
+
+class SnippetStat(models.Model):
+    """Difficulty of a snippet: results and passes across every scored run, split by paper context."""
+
+    snippet = models.OneToOneField(Snippet, on_delete=models.CASCADE, related_name="stat")
+    runs = models.PositiveIntegerField(default=0, help_text="runs with at least one result")
+    results = models.PositiveIntegerField(default=0)
+    passed = models.PositiveIntegerField(default=0)
+    solve_rate = models.FloatField(null=True, help_text="100 * passed / results over every scored run")
+    with_paper_results = models.PositiveIntegerField(default=0)
+    with_paper_passed = models.PositiveIntegerField(default=0)
+    without_paper_results = models.PositiveIntegerField(default=0)
+    without_paper_passed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["snippet"]
+
+    def __str__(self) -> str:
+        return f"snippet {self.snippet_id}: {self.solve_rate}"
+
+
+class RunAggregation(models.Model):
+    """Debounce state of one run's aggregation: ``scheduled`` while a refresh task is queued."""
+
+    run = models.OneToOneField(EvaluationRun, on_delete=models.CASCADE, related_name="aggregation")
+    scheduled = models.BooleanField(default=False)
+    requested_at = models.DateTimeField(null=True, blank=True)
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+    #: results of record seen by the last refresh (a sweep re-aggregates a run whose count moved)
+    results_seen = models.PositiveIntegerField(default=0)
+    refreshes = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"aggregation of run {self.run_id}"
