@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from researchcodebench.pset import read_pset, task_files
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "pset"
 HOSTILE = REPO / "tests" / "researchcodebench" / "fixtures" / "hostile_pset"
@@ -86,6 +88,19 @@ def small_pset(tmp_path: Path) -> Callable[..., Path]:
         return write_small_pset(tmp_path / name, **kwargs)
 
     return make
+
+
+def pset_content(root: Path) -> dict[str, bytes]:
+    """What a pset holds: its own top-level files and every file of each registered task folder.
+
+    Folders that ``papers.yaml`` does not list are not tasks (a half-written task, say) and are left out.
+    """
+    out = {p.name: p.read_bytes() for p in sorted(root.iterdir()) if p.is_file()}
+    for task in read_pset(root).tasks:
+        out.update(
+            {f"{task.id}/{rel}": (Path(task.root) / rel).read_bytes() for rel in task_files(task.root)}
+        )
+    return out
 
 
 def all_files(root: Path) -> dict[str, bytes]:

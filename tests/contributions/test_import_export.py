@@ -11,7 +11,7 @@ import pytest
 from contributions import services
 from contributions.models import FileBlob, Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
 from researchcodebench.pset import content_hash, read_pset, task_files
-from tests.contributions.conftest import REPO, all_files
+from tests.contributions.conftest import REPO, all_files, pset_content
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +84,7 @@ def test_arxiv_id_is_parsed_from_abstract_and_pdf_urls(url, expected):
 def test_export_writes_every_imported_file_byte_identical_and_inspect_reads_it(example_pset, tmp_path):
     release = services.release_create_from_pset(path=example_pset, name="r1")
     out = services.release_export(release=release, out_dir=tmp_path / "out")
-    assert all_files(out) == all_files(example_pset)
+    assert all_files(out) == pset_content(example_pset)
     result = inspect(out)
     assert result.returncode == 0, result.stdout + result.stderr
     assert " 0 errors" in result.stdout
