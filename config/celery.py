@@ -51,4 +51,11 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,
 )
+#: Periodic work (run ``celery -A config beat`` once per deployment): the lease reaper.
+app.conf.beat_schedule = {
+    "reap-expired-leases": {
+        "task": "evaluation.tasks.reap_expired_leases",
+        "schedule": float(os.environ.get("RCB_REAPER_INTERVAL_S", "30")),
+    },
+}
 app.autodiscover_tasks()

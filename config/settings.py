@@ -174,6 +174,17 @@ CELERY_WORKER_HEARTBEAT_S = env_int("RCB_WORKER_HEARTBEAT_S", 10, minimum=1)
 RCB_EVAL_PYTHON = env_str("RCB_EVAL_PYTHON")
 RCB_SANDBOX = env_str("RCB_SANDBOX", "local")
 RCB_BENCHMARK_REPO = Path(env_str("RCB_BENCHMARK_REPO", str(VAR_DIR / "benchmark.git")))
+# Evaluation engine: how long a worker's lease on a completion lasts without a heartbeat (the reaper,
+# run by beat every RCB_REAPER_INTERVAL_S (config/celery.py), re-queues an item whose lease expired),
+# whether verdicts are cached on disk, and how long an item may wait in a queue before the reaper
+# sends its message again.
+RCB_LEASE_SECONDS = env_int("RCB_LEASE_SECONDS", 120, minimum=1)
+RCB_VERDICT_CACHE = env_bool("RCB_VERDICT_CACHE", default=True)
+RCB_PENDING_RESEND_S = env_int("RCB_PENDING_RESEND_S", 900, minimum=1)
+# LLM calls: requests per completion (first try + retries), first backoff step, per-request timeout.
+RCB_LLM_MAX_REQUESTS = env_int("RCB_LLM_MAX_REQUESTS", 5, minimum=1)
+RCB_LLM_BACKOFF_BASE_MS = env_int("RCB_LLM_BACKOFF_BASE_MS", 1000, minimum=0)
+RCB_LLM_TIMEOUT_S = env_int("RCB_LLM_TIMEOUT_S", 300, minimum=1)
 
 LOGGING = {
     "version": 1,

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import random
 import socket
+import threading
 
-from celery import shared_task
+from celery import Task, shared_task
+from django.conf import settings
+from django.db import connection
 
 from evaluation import services
+from evaluation.models import Completion
+from evaluation.services import LeaseResult
+
+log = logging.getLogger(__name__)
 
 
 def _probe(token: str) -> bool:
@@ -32,3 +42,109 @@ def probe_eval_gpu(token: str) -> bool:
 
 
 PROBE_TASKS = {"site": probe_site, "eval-cpu": probe_eval_cpu, "eval-gpu": probe_eval_gpu}
+
+
+# ------------------------------------------------------------------------------------- evaluation work
+#
+# Every work task is thin: take the item's lease (someone else has it, or it is past this stage: return),
+# keep the lease alive with a heartbeat thread while the service works, and let the service record the
+# outcome. acks_late and reject_on_worker_lost are global (config/celery.py); the reaper covers the rest.
+
+
+def _owner(task: Task) -> str:
+    """A lease owner unique to this delivery of this task (worker host, process, message id)."""
+    return f"{task.request.hostname or socket.gethostname()}:{os.getpid()}:{task.request.id}"
+
+
+class _LeaseHeartbeat:
+    """Renews a lease every third of its length in a background thread while the ``with`` block runs."""
+
+    def __init__(self, completion_id: int, owner: str, seconds: int) -> None:
+        self.completion_id = completion_id
+        self.owner = owner
+        self.seconds = seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"lease-{completion_id}", daemon=True)
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(max(0.5, self.seconds / 3)):
+                try:
+                    if not services.lease_renew(
+                        completion_id=self.completion_id, owner=self.owner, seconds=self.seconds
+                    ):
+                        return
+                except Exception:
+                    log.exception("could not renew the lease of completion %s", self.completion_id)
+        finally:
+            connection.close()
+
+    def __enter__(self) -> _LeaseHeartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+def _lease(task: Task, completion_id: int, stage_from: str, stage_to: str) -> tuple[str, LeaseResult]:
+    owner = _owner(task)
+    result = services.lease_acquire(
+        completion_id=completion_id,
+        owner=owner,
+        stage_from=stage_from,
+        stage_to=stage_to,
+        seconds=settings.RCB_LEASE_SECONDS,
+    )
+    return owner, result
+
+
+@shared_task(bind=True, name="evaluation.tasks.generate_item", max_retries=None)
+def generate_item(self: Task, completion_id: int) -> str:
+    """Generate one completion (queue ``site``); waits and retries while the model is at its concurrency."""
+    owner, lease = _lease(
+        self, completion_id, Completion.Stage.PENDING_GENERATION, Completion.Stage.GENERATING
+    )
+    if lease is LeaseResult.BUSY:
+        raise self.retry(countdown=1 + random.random())
+    if lease is not LeaseResult.ACQUIRED:
+        return lease.value
+    with _LeaseHeartbeat(completion_id, owner, settings.RCB_LEASE_SECONDS):
+        services.completion_generate(completion_id=completion_id, owner=owner)
+    return "generated"
+
+
+def _test_item(task: Task, completion_id: int) -> str:
+    owner, lease = _lease(task, completion_id, Completion.Stage.PENDING_TEST, Completion.Stage.TESTING)
+    if lease is not LeaseResult.ACQUIRED:
+        return lease.value
+    with _LeaseHeartbeat(completion_id, owner, settings.RCB_LEASE_SECONDS):
+        services.completion_test(
+            completion_id=completion_id, owner=owner, worker_host=task.request.hostname or ""
+        )
+    return "tested"
+
+
+@shared_task(bind=True, name="evaluation.tasks.test_item_cpu")
+def test_item_cpu(self: Task, completion_id: int) -> str:
+    """Test one completion in the sandbox (queue ``eval-cpu``)."""
+    return _test_item(self, completion_id)
+
+
+@shared_task(bind=True, name="evaluation.tasks.test_item_gpu")
+def test_item_gpu(self: Task, completion_id: int) -> str:
+    """Test one completion of a task that needs a GPU (queue ``eval-gpu``)."""
+    return _test_item(self, completion_id)
+
+
+@shared_task(name="evaluation.tasks.reap_expired_leases")
+def reap_expired_leases() -> dict[str, int]:
+    """Beat: re-queue or fail items whose lease expired; resend lost messages; finish idle runs."""
+    report = services.leases_reap()
+    return {
+        "requeued": len(report.requeued),
+        "failed": len(report.failed),
+        "resent": len(report.resent),
+        "runs_finished": len(report.runs_finished),
+    }

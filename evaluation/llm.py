@@ -1,0 +1,239 @@
+"""Talking to language models: one OpenAI-compatible chat call with backoff, timeouts and accounting.
+
+Every provider is reached through the ``openai`` SDK with a base URL (``PROVIDER_BASE_URLS`` when the model
+has none of its own). The API key is read from ``os.environ[model.api_key_env]`` at call time and never
+stored. The SDK's own retries are off: ``chat_complete`` retries itself so that every attempt, wait and
+final error is known and recorded by the caller.
+
+Retries: rate limits (429), overload (503, 529), other 5xx, timeouts and connection errors are retried with
+capped exponential backoff (``BACKOFF_BASE_S * 2**n``, at most ``BACKOFF_CAP_S``); a ``Retry-After`` header
+(seconds or an HTTP date) on 429/503 replaces the computed wait (capped by ``RETRY_AFTER_CAP_S``). Other
+4xx errors (bad key, unknown model) fail at once.
+
+Concurrency: at most ``model.max_concurrency`` requests per provider endpoint *in one process* (a
+semaphore per (provider, base URL)). Across processes the generation lease (``lease_acquire``) caps the
+number of completions of one model generating at the same time, using the database as the shared counter.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import openai
+
+if TYPE_CHECKING:
+    from evaluation.models import LanguageModel
+
+#: Default OpenAI-compatible endpoints per provider (``LanguageModel.base_url`` overrides them).
+PROVIDER_BASE_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1",
+    "openrouter": "https://openrouter.ai/api/v1",
+    "deepseek": "https://api.deepseek.com/v1",
+    "xai": "https://api.x.ai/v1",
+    "google": "https://generativelanguage.googleapis.com/v1beta/openai/",
+    "anthropic": "https://api.anthropic.com/v1/",
+    "vllm": "http://127.0.0.1:8000/v1",
+    "ollama": "http://127.0.0.1:11434/v1",
+}
+#: Providers that run locally and accept any key when the model names no key variable.
+LOCAL_PROVIDERS = ("vllm", "ollama")
+
+MAX_REQUESTS = 5
+BACKOFF_BASE_S = 1.0
+BACKOFF_CAP_S = 30.0
+RETRY_AFTER_CAP_S = 120.0
+REQUEST_TIMEOUT_S = 300.0
+RETRY_STATUSES = (408, 409, 429, 500, 502, 503, 504, 529)
+
+
+class LLMError(RuntimeError):
+    """A call that failed for good; ``requests`` is how many HTTP requests were made."""
+
+    def __init__(self, message: str, *, requests: int = 0, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.requests = requests
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """One answered chat request: the text (possibly empty), usage, cost and timings."""
+
+    content: str
+    input_tokens: int | None
+    output_tokens: int | None
+    cost_usd: Decimal | None
+    latency_s: float
+    requests: int
+    waited_s: float
+    finish_reason: str | None
+
+
+def base_url_for(model: LanguageModel) -> str:
+    """The endpoint of ``model``: its own base URL, else its provider's default; ``LLMError`` if none."""
+    if model.base_url:
+        return model.base_url
+    if model.provider in PROVIDER_BASE_URLS:
+        return PROVIDER_BASE_URLS[model.provider]
+    raise LLMError(
+        f"model {model.key!r}: provider {model.provider!r} has no default endpoint; set a base URL"
+    )
+
+
+def api_key_for(model: LanguageModel) -> str:
+    """The API key from the environment variable the model names; ``LLMError`` saying which is missing."""
+    if not model.api_key_env:
+        if model.provider in LOCAL_PROVIDERS:
+            return "not-needed"
+        raise LLMError(f"model {model.key!r} names no API key variable (api_key_env is empty)")
+    key = os.environ.get(model.api_key_env, "")
+    if not key:
+        raise LLMError(
+            f"the API key variable {model.api_key_env} is not set in the worker's environment "
+            f"(model {model.key!r})"
+        )
+    return key
+
+
+def cost_of(model: LanguageModel, input_tokens: int | None, output_tokens: int | None) -> Decimal | None:
+    """USD for the tokens at the model's per-1M-token prices; None when a price or a count is unknown."""
+    if input_tokens is None or output_tokens is None:
+        return None
+    if model.input_cost_per_mtok is None or model.output_cost_per_mtok is None:
+        return None
+    million = Decimal(1_000_000)
+    return (
+        Decimal(input_tokens) * model.input_cost_per_mtok
+        + Decimal(output_tokens) * model.output_cost_per_mtok
+    ) / million
+
+
+def retry_after_s(headers: Any) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta seconds or an HTTP date), or None."""
+    if headers is None:
+        return None
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def backoff_s(attempt: int, base_s: float = BACKOFF_BASE_S) -> float:
+    """The wait after failed request number ``attempt`` (1-based): capped exponential."""
+    return min(BACKOFF_CAP_S, base_s * 2 ** (attempt - 1))
+
+
+_semaphores: dict[tuple[str, str], threading.BoundedSemaphore] = {}
+_semaphores_lock = threading.Lock()
+
+
+def _semaphore(model: LanguageModel, base_url: str) -> threading.BoundedSemaphore:
+    key = (model.provider, base_url)
+    with _semaphores_lock:
+        if key not in _semaphores:
+            _semaphores[key] = threading.BoundedSemaphore(max(1, model.max_concurrency))
+        return _semaphores[key]
+
+
+def _request_options(model: LanguageModel, temperature: float | None) -> dict[str, Any]:
+    options = dict(model.request_options or {})
+    if temperature is not None:
+        options["temperature"] = temperature
+    allowed = ("temperature", "top_p", "max_tokens", "max_completion_tokens", "reasoning_effort", "seed")
+    extra = {k: v for k, v in options.items() if k not in allowed}
+    kwargs = {k: v for k, v in options.items() if k in allowed}
+    if extra:
+        kwargs["extra_body"] = extra
+    return kwargs
+
+
+def chat_complete(
+    *,
+    model: LanguageModel,
+    prompt: str,
+    temperature: float | None = None,
+    timeout_s: float = REQUEST_TIMEOUT_S,
+    max_requests: int = MAX_REQUESTS,
+    backoff_base_s: float = BACKOFF_BASE_S,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ChatResult:
+    """Send ``prompt`` as the single user message; retry as the module docstring says.
+
+    Raises ``LLMError`` (with the number of requests made) when every attempt failed or the error is
+    not retryable. An empty answer is returned as such (the caller records "no code extracted").
+    """
+    base_url = base_url_for(model)
+    client = openai.OpenAI(api_key=api_key_for(model), base_url=base_url, timeout=timeout_s, max_retries=0)
+    kwargs = _request_options(model, temperature)
+    waited = 0.0
+    last_error = ""
+    for attempt in range(1, max_requests + 1):
+        wait: float | None = None
+        with _semaphore(model, base_url):
+            started = time.monotonic()
+            try:
+                response = client.chat.completions.create(
+                    model=model.provider_model_id or model.key,
+                    messages=[{"role": "user", "content": prompt}],
+                    **kwargs,
+                )
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                last_error = f"HTTP {status} from {base_url}: {_short(exc)}"
+                if status not in RETRY_STATUSES:
+                    raise LLMError(last_error, requests=attempt) from exc
+                if status in (429, 503):
+                    hinted = retry_after_s(exc.response.headers)
+                    if hinted is not None:
+                        wait = min(hinted, RETRY_AFTER_CAP_S)
+            except openai.APITimeoutError:
+                last_error = f"timed out after {timeout_s:g}s waiting for {base_url}"
+            except openai.APIConnectionError as exc:
+                last_error = f"cannot connect to {base_url}: {_short(exc)}"
+            else:
+                latency = time.monotonic() - started
+                choice = response.choices[0] if response.choices else None
+                content = (choice.message.content if choice and choice.message else None) or ""
+                usage = response.usage
+                tokens_in = usage.prompt_tokens if usage else None
+                tokens_out = usage.completion_tokens if usage else None
+                return ChatResult(
+                    content=content,
+                    input_tokens=tokens_in,
+                    output_tokens=tokens_out,
+                    cost_usd=cost_of(model, tokens_in, tokens_out),
+                    latency_s=latency,
+                    requests=attempt,
+                    waited_s=waited,
+                    finish_reason=choice.finish_reason if choice else None,
+                )
+        if attempt == max_requests:
+            break
+        delay = wait if wait is not None else backoff_s(attempt, backoff_base_s)
+        waited += delay
+        sleep(delay)
+    raise LLMError(
+        f"gave up after {max_requests} requests; last error: {last_error}",
+        requests=max_requests,
+        retryable=True,
+    )
+
+
+def _short(exc: Exception, limit: int = 300) -> str:
+    text = str(exc).strip().replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,715 @@
+"""Evaluation runs as durable, leased work: creating, cancelling and re-running runs, leases, verdicts.
+
+Life of a completion (``Completion.stage``)::
+
+    pending_generation -> generating -> pending_test -> testing -> done
+                 \\-> failed (generation failed for good)        \\-> cancelled (run cancelled)
+
+A worker takes an item with ``lease_acquire`` (a conditional update from the waiting stage, or a takeover
+of an expired lease), renews the lease with ``lease_renew`` while it works and records the outcome through
+``completion_record_generation`` or ``test_result_record``. ``leases_reap`` (beat, every
+``RCB_REAPER_INTERVAL_S``) re-queues items whose lease expired and fails an item after
+``Completion.MAX_ATTEMPTS`` lost attempts. ``Completion.attempts`` counts leased attempts of the *current*
+stage (it restarts at 0 when generation hands the item to testing).
+
+Locking: every writer that touches a run's completions first locks the run row (``select_for_update``),
+so that the counts refreshed at the end of each write see every committed result and exactly one writer
+finishes the run. Lock order is always run -> completion (model -> completion for generation leases).
+Messages are sent after commit; a duplicate or stale message is harmless because a worker that cannot
+take the lease returns at once and a second verdict for a completion is ignored.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import socket
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Count, F, Q, Sum
+from django.utils import timezone
+
+from contributions.models import Release, Snippet, TaskVersion
+from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
+from researchcodebench import errors
+from researchcodebench.problems import TEMPLATES, extract_answer
+from researchcodebench.runner import Verdict
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+log = logging.getLogger(__name__)
+
+Stage = Completion.Stage
+ACTIVE_STAGES = (Stage.PENDING_GENERATION, Stage.GENERATING, Stage.PENDING_TEST, Stage.TESTING)
+LEASED_STAGES = (Stage.GENERATING, Stage.TESTING)
+#: The stage a lost item goes back to.
+WAITING_STAGE = {Stage.GENERATING: Stage.PENDING_GENERATION, Stage.TESTING: Stage.PENDING_TEST}
+#: Items whose message the reaper sends again in one pass (the rest follow on the next pass).
+RESEND_BATCH = 500
+
+
+class RunError(ValueError):
+    """A run cannot be created or changed as asked (the message says which argument is wrong)."""
+
+
+class LeaseResult(enum.Enum):
+    ACQUIRED = "acquired"
+    #: the model already has ``max_concurrency`` completions generating: try again shortly
+    BUSY = "busy"
+    #: someone else holds the item, it is past this stage, cancelled, or out of attempts
+    UNAVAILABLE = "unavailable"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One uploaded prediction: ``code`` as given, else extracted from ``response`` with the run's template."""
+
+    task: str
+    snippet: str
+    completion_idx: int = 0
+    response: str = ""
+    code: str | None = None
+
+
+@dataclass
+class ReapReport:
+    """What one reaper pass did (completion ids)."""
+
+    requeued: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    resent: list[int] = field(default_factory=list)
+    runs_finished: list[int] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------- messages
+
+
+def _send_generation(ids: Sequence[int]) -> None:
+    from evaluation import tasks
+
+    for completion_id in ids:
+        tasks.generate_item.delay(completion_id)
+
+
+def _send_tests(items: Sequence[tuple[int, bool]]) -> None:
+    from evaluation import tasks
+
+    for completion_id, needs_gpu in items:
+        (tasks.test_item_gpu if needs_gpu else tasks.test_item_cpu).delay(completion_id)
+
+
+def _enqueue(generation: Sequence[int] = (), tests: Sequence[tuple[int, bool]] = ()) -> None:
+    """Send the messages once the current transaction commits (never for rolled-back rows)."""
+    generation, tests = list(generation), list(tests)
+    if generation:
+        transaction.on_commit(lambda: _send_generation(generation))
+    if tests:
+        transaction.on_commit(lambda: _send_tests(tests))
+
+
+def _test_items(completions: Iterable[Completion]) -> list[tuple[int, bool]]:
+    ids = [c.pk for c in completions]
+    gpu = dict(Completion.objects.filter(pk__in=ids).values_list("pk", "snippet__task_version__needs_gpu"))
+    return [(pk, bool(gpu.get(pk))) for pk in ids]
+
+
+# ---------------------------------------------------------------------------------------------- counts
+
+
+def _user_label(by: AbstractBaseUser | str | None) -> str:
+    if by is None:
+        return "the system"
+    return by if isinstance(by, str) else by.get_username()
+
+
+def _common_error(errors_text: Iterable[str]) -> str:
+    counts = Counter(e.strip().splitlines()[0] for e in errors_text if e.strip())
+    return counts.most_common(1)[0][0] if counts else "no reason recorded"
+
+
+def _lock_run(run_id: int) -> EvaluationRun:
+    return EvaluationRun.objects.select_for_update().get(pk=run_id)
+
+
+def _run_refresh(run: EvaluationRun) -> EvaluationRun:
+    """Recompute counts, tokens and cost; move the status (finish the run when nothing is left to do).
+
+    Precondition: the caller holds the run's row lock (``_lock_run``) in the current transaction.
+    """
+    now = timezone.now()
+    items = Completion.objects.filter(run=run)
+    stages = {row["stage"]: row["n"] for row in items.values("stage").annotate(n=Count("id"))}
+    outcomes = {
+        row["outcome"]: row["n"]
+        for row in TestResult.objects.filter(completion__run=run).values("outcome").annotate(n=Count("id"))
+    }
+    sums = items.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"), c=Sum("cost_usd"))
+    total = sum(stages.values())
+    active = sum(stages.get(s, 0) for s in ACTIVE_STAGES)
+    counts = {outcome: outcomes.get(outcome, 0) for outcome in TestResult.Outcome.values}
+    counts.update(
+        total=total,
+        expected=run.counts.get("expected", total),
+        generated=sum(stages.get(s, 0) for s in (Stage.PENDING_TEST, Stage.TESTING, Stage.DONE)),
+        tested=sum(outcomes.values()),
+        generation_failed=stages.get(Stage.FAILED, 0),
+        cancelled=stages.get(Stage.CANCELLED, 0),
+        pending=active,
+        stages={s: stages.get(s, 0) for s in Stage.values},
+    )
+    run.counts = counts
+    run.total_items = total
+    run.input_tokens = sums["i"] or 0
+    run.output_tokens = sums["o"] or 0
+    run.cost_usd = sums["c"] or Decimal(0)
+    fields = ["counts", "total_items", "input_tokens", "output_tokens", "cost_usd"]
+    if not run.is_final:
+        started = total - stages.get(Stage.PENDING_GENERATION, 0) - stages.get(Stage.PENDING_TEST, 0)
+        if active == 0:
+            failed = stages.get(Stage.FAILED, 0)
+            if total and failed == total:
+                reasons = items.filter(stage=Stage.FAILED).values_list("error", flat=True)
+                run.status = EvaluationRun.Status.FAILED
+                run.status_reason = f"all {total} completions failed generation: {_common_error(reasons)}"
+            else:
+                run.status = EvaluationRun.Status.FINISHED
+                notes = []
+                if failed:
+                    reasons = items.filter(stage=Stage.FAILED).values_list("error", flat=True)
+                    notes.append(
+                        f"{failed} of {total} completions failed generation: {_common_error(reasons)}"
+                    )
+                if counts["infra_error"]:
+                    notes.append(
+                        f"{counts['infra_error']} infrastructure errors (not counted against the model)"
+                    )
+                if not total:
+                    notes.append("nothing to evaluate")
+                run.status_reason = "; ".join(notes)
+            run.finished_at = now
+            fields += ["status", "status_reason", "finished_at"]
+        elif started or run.status != EvaluationRun.Status.QUEUED:
+            generating = stages.get(Stage.PENDING_GENERATION, 0) + stages.get(Stage.GENERATING, 0)
+            run.status = EvaluationRun.Status.GENERATING if generating else EvaluationRun.Status.TESTING
+            fields.append("status")
+        if run.status != EvaluationRun.Status.QUEUED and run.started_at is None:
+            run.started_at = now
+            fields.append("started_at")
+    run.save(update_fields=fields)
+    return run
+
+
+# ---------------------------------------------------------------------------------------------- runs
+
+
+def _versions_of(release: Release | None, task_versions: Iterable[TaskVersion] | None) -> list[TaskVersion]:
+    if task_versions is not None:
+        return list(task_versions)
+    if release is not None:
+        return list(release.task_versions.select_related("task"))
+    raise RunError("give a release or task_versions")
+
+
+@transaction.atomic
+def run_create(
+    *,
+    model: LanguageModel,
+    release: Release | None = None,
+    task_versions: Iterable[TaskVersion] | None = None,
+    template: str = "rcb-v2",
+    with_paper: bool = True,
+    n_completions: int = 1,
+    temperature: float | None = None,
+    source: str,
+    verification: str,
+    requester: AbstractBaseUser | None = None,
+    predictions: Iterable[Prediction] | None = None,
+    label: str = "",
+) -> EvaluationRun:
+    """Create a run and its completions, and queue the work after commit.
+
+    ``source="generated"``: one completion per (snippet, index < n_completions) of every task version with
+    files; each is queued for generation. ``source="uploaded"``: ``predictions`` (required) become
+    completions that already hold their response/code and are queued for testing; snippets without a
+    prediction are simply absent (``counts["expected"]`` versus ``counts["total"]`` is the coverage).
+    Raises ``RunError`` for an unknown template/source, a prediction naming an unknown task or snippet,
+    an index out of range, or a duplicate prediction.
+    """
+    if template not in TEMPLATES:
+        raise RunError(f"unknown template {template!r}; choose one of {', '.join(TEMPLATES)}")
+    if source not in EvaluationRun.Source.values:
+        raise RunError(f"unknown source {source!r}")
+    if verification not in EvaluationRun.Verification.values:
+        raise RunError(f"unknown verification level {verification!r}")
+    if n_completions < 1:
+        raise RunError("n_completions must be at least 1")
+    if source == EvaluationRun.Source.UPLOADED and predictions is None:
+        raise RunError("an uploaded run needs predictions")
+    if source == EvaluationRun.Source.GENERATED and predictions is not None:
+        raise RunError("a generated run takes no predictions")
+    versions = [v for v in _versions_of(release, task_versions) if v.has_files]
+    snippets = list(
+        Snippet.objects.filter(task_version__in=versions)
+        .select_related("task_version__task")
+        .order_by("task_version__task__key", "ordinal")
+    )
+    run = EvaluationRun.objects.create(
+        model=model,
+        release=release,
+        template=template,
+        with_paper=with_paper,
+        n_completions=n_completions,
+        temperature=temperature,
+        source=source,
+        verification=verification,
+        requester=requester,
+        label=label,
+        counts={"expected": len(snippets) * n_completions},
+    )
+    if task_versions is not None:
+        run.task_versions.set(versions)
+
+    if predictions is None:
+        rows = [
+            Completion(run=run, snippet=s, completion_idx=i, stage=Stage.PENDING_GENERATION)
+            for s in snippets
+            for i in range(n_completions)
+        ]
+    else:
+        by_key = {(s.task_version.task.key, s.name): s for s in snippets}
+        seen: set[tuple[str, str, int]] = set()
+        rows = []
+        for p in predictions:
+            snippet = by_key.get((p.task, p.snippet))
+            if snippet is None:
+                raise RunError(f"prediction for unknown task/snippet {p.task!r} / {p.snippet!r}")
+            if not 0 <= p.completion_idx < n_completions:
+                raise RunError(
+                    f"prediction {p.task!r} / {p.snippet!r}: completion_idx {p.completion_idx} "
+                    f"is outside 0..{n_completions - 1}"
+                )
+            key = (p.task, p.snippet, p.completion_idx)
+            if key in seen:
+                raise RunError(f"duplicate prediction for {p.task!r} / {p.snippet!r} #{p.completion_idx}")
+            seen.add(key)
+            code = p.code
+            if code is None:
+                indent = snippet.indent if template == "rcb-v2" else None
+                code = extract_answer(p.response, template=template, indent=indent)
+            rows.append(
+                Completion(
+                    run=run,
+                    snippet=snippet,
+                    completion_idx=p.completion_idx,
+                    stage=Stage.PENDING_TEST,
+                    raw_response=p.response,
+                    code=code or "",
+                    code_extracted=code is not None,
+                )
+            )
+    created = Completion.objects.bulk_create(rows, batch_size=500)
+    if predictions is None:
+        _enqueue(generation=[c.pk for c in created])
+    else:
+        _enqueue(tests=_test_items(created))
+    return _run_refresh(_lock_run(run.pk))
+
+
+@transaction.atomic
+def run_cancel(*, run: EvaluationRun, by: AbstractBaseUser | str | None) -> EvaluationRun:
+    """Cancel a run: waiting and running items become ``cancelled``; workers drop them (their lease and
+    their verdict are refused). A final run is returned unchanged."""
+    run = _lock_run(run.pk)
+    if run.is_final:
+        return run
+    Completion.objects.filter(run=run, stage__in=ACTIVE_STAGES).update(
+        stage=Stage.CANCELLED, lease_owner="", lease_expires_at=None, updated_at=timezone.now()
+    )
+    run.status = EvaluationRun.Status.CANCELLED
+    run.status_reason = f"cancelled by {_user_label(by)}"
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "status_reason", "finished_at"])
+    return _run_refresh(run)
+
+
+#: ``run_rerun`` outcome keys besides the test outcomes.
+RERUN_GENERATION_FAILED = "generation_failed"
+RERUN_CANCELLED = "cancelled"
+
+
+@transaction.atomic
+def run_rerun(
+    *,
+    run: EvaluationRun,
+    outcomes: Sequence[str] = ("infra_error",),
+    by: AbstractBaseUser | str | None,
+) -> int:
+    """Queue items of ``run`` again; returns how many.
+
+    ``outcomes`` names test outcomes (their ``TestResult`` is deleted and the item re-tested), and may
+    include ``"generation_failed"`` and ``"cancelled"`` (those items restart at generation when they have
+    no response yet). ``"infra_error"`` implies ``"generation_failed"``: both are failures of the
+    infrastructure, not of the model. The run goes back to ``queued``.
+    """
+    wanted = set(outcomes)
+    unknown = wanted - set(TestResult.Outcome.values) - {RERUN_GENERATION_FAILED, RERUN_CANCELLED}
+    if unknown:
+        raise RunError(f"unknown outcomes to re-run: {', '.join(sorted(unknown))}")
+    if "infra_error" in wanted:
+        wanted.add(RERUN_GENERATION_FAILED)
+    run = _lock_run(run.pk)
+    now = timezone.now()
+    retest = list(Completion.objects.filter(run=run, result__outcome__in=wanted))
+    TestResult.objects.filter(completion__in=retest).delete()
+    restart_stages = []
+    if RERUN_GENERATION_FAILED in wanted:
+        restart_stages.append(Stage.FAILED)
+    if RERUN_CANCELLED in wanted:
+        restart_stages.append(Stage.CANCELLED)
+    restart = list(Completion.objects.filter(run=run, stage__in=restart_stages, result__isnull=True))
+    generate = [
+        c
+        for c in restart
+        if run.source == EvaluationRun.Source.GENERATED and not c.raw_response and c.code_extracted
+    ]
+    test = retest + [c for c in restart if c not in generate]
+    reset = {"lease_owner": "", "lease_expires_at": None, "attempts": 0, "error": "", "updated_at": now}
+    Completion.objects.filter(pk__in=[c.pk for c in generate]).update(stage=Stage.PENDING_GENERATION, **reset)
+    Completion.objects.filter(pk__in=[c.pk for c in test]).update(stage=Stage.PENDING_TEST, **reset)
+    count = len(generate) + len(test)
+    if count:
+        run.status = EvaluationRun.Status.QUEUED
+        run.status_reason = f"re-run of {count} items requested by {_user_label(by)}"
+        run.finished_at = None
+        run.save(update_fields=["status", "status_reason", "finished_at"])
+        _enqueue(generation=[c.pk for c in generate], tests=_test_items(test))
+    _run_refresh(run)
+    return count
+
+
+# ---------------------------------------------------------------------------------------------- leases
+
+
+def lease_acquire(
+    *, completion_id: int, owner: str, stage_from: str, stage_to: str, seconds: int
+) -> LeaseResult:
+    """Take an item: ``stage_from`` -> ``stage_to`` for ``seconds``, or take over an expired lease in
+    ``stage_to``; one conditional update, so exactly one worker wins. Refused after ``MAX_ATTEMPTS``
+    attempts (the reaper fails the item). Generation leases also respect the model's
+    ``max_concurrency`` across all processes (the model row is locked while live leases are counted)."""
+    now = timezone.now()
+    with transaction.atomic():
+        row = Completion.objects.filter(pk=completion_id).values("run_id", "run__model_id").first()
+        if row is None:
+            return LeaseResult.UNAVAILABLE
+        if stage_to == Stage.GENERATING:
+            model = LanguageModel.objects.select_for_update().get(pk=row["run__model_id"])
+            live = Completion.objects.filter(
+                run__model=model, stage=Stage.GENERATING, lease_expires_at__gt=now
+            ).count()
+            if live >= model.max_concurrency:
+                return LeaseResult.BUSY
+        taken = (
+            Completion.objects.filter(pk=completion_id, attempts__lt=Completion.MAX_ATTEMPTS)
+            .filter(Q(stage=stage_from) | Q(stage=stage_to, lease_expires_at__lt=now))
+            .update(
+                stage=stage_to,
+                lease_owner=owner,
+                lease_expires_at=now + timedelta(seconds=seconds),
+                heartbeat_at=now,
+                attempts=F("attempts") + 1,
+                updated_at=now,
+            )
+        )
+        if not taken:
+            return LeaseResult.UNAVAILABLE
+        status = (
+            EvaluationRun.Status.GENERATING if stage_to == Stage.GENERATING else EvaluationRun.Status.TESTING
+        )
+        EvaluationRun.objects.filter(pk=row["run_id"], status=EvaluationRun.Status.QUEUED).update(
+            status=status, started_at=now
+        )
+    return LeaseResult.ACQUIRED
+
+
+def lease_renew(*, completion_id: int, owner: str, seconds: int) -> bool:
+    """Heartbeat: extend the lease ``owner`` holds; False when it holds it no longer."""
+    now = timezone.now()
+    return bool(
+        Completion.objects.filter(pk=completion_id, lease_owner=owner, stage__in=LEASED_STAGES).update(
+            lease_expires_at=now + timedelta(seconds=seconds), heartbeat_at=now
+        )
+    )
+
+
+def worker_lost_verdict(*, attempts: int, last_owner: str, expired_at: datetime | None) -> Verdict:
+    """The verdict of an item whose workers were lost ``attempts`` times (infrastructure, never the model's)."""
+    when = expired_at.isoformat(timespec="seconds") if expired_at else "unknown time"
+    reason = (
+        f"worker lost {attempts} times: the lease of the last worker ({last_owner or 'unknown'}) "
+        f"expired at {when} without a result"
+    )
+    return Verdict(
+        outcome="infra_error",
+        category="worker_lost",
+        tier=errors.INFRASTRUCTURE,
+        reason=reason,
+        exception_type="WorkerLost",
+        exception_message=reason,
+    )
+
+
+def leases_reap(*, now: datetime | None = None) -> ReapReport:
+    """Re-queue items whose lease expired (fail them after ``MAX_ATTEMPTS``), resend messages of items
+    waiting longer than ``RCB_PENDING_RESEND_S`` (a message lost with a broker that drops unacked
+    messages), and finish runs with nothing left to do. Each item is handled in its own transaction."""
+    now = now or timezone.now()
+    report = ReapReport()
+    expired = list(
+        Completion.objects.filter(stage__in=LEASED_STAGES, lease_expires_at__lt=now).values_list(
+            "pk", "run_id"
+        )
+    )
+    for completion_id, run_id in expired:
+        with transaction.atomic():
+            _lock_run(run_id)
+            item = Completion.objects.filter(
+                pk=completion_id, stage__in=LEASED_STAGES, lease_expires_at__lt=now
+            ).first()
+            if item is None:
+                continue
+            if item.attempts < Completion.MAX_ATTEMPTS:
+                waiting = WAITING_STAGE[Stage(item.stage)]
+                Completion.objects.filter(pk=item.pk).update(
+                    stage=waiting,
+                    lease_owner="",
+                    lease_expires_at=None,
+                    updated_at=now,
+                    error=(
+                        f"attempt {item.attempts}: worker lost (lease of {item.lease_owner} expired at "
+                        f"{item.lease_expires_at.isoformat(timespec='seconds')}); re-queued"
+                    ),
+                )
+                if waiting == Stage.PENDING_GENERATION:
+                    _enqueue(generation=[item.pk])
+                else:
+                    _enqueue(tests=_test_items([item]))
+                report.requeued.append(item.pk)
+                continue
+            verdict = worker_lost_verdict(
+                attempts=item.attempts, last_owner=item.lease_owner, expired_at=item.lease_expires_at
+            )
+            if item.stage == Stage.TESTING:
+                test_result_record(
+                    completion_id=item.pk, verdict=verdict, worker_host="reaper", attempt=item.attempts
+                )
+            else:
+                Completion.objects.filter(pk=item.pk).update(
+                    stage=Stage.FAILED,
+                    lease_owner="",
+                    lease_expires_at=None,
+                    error=verdict.reason + " (during generation)",
+                    updated_at=now,
+                )
+                _run_refresh(_lock_run(run_id))
+            report.failed.append(item.pk)
+
+    stale = now - timedelta(seconds=settings.RCB_PENDING_RESEND_S)
+    waiting_items = list(
+        Completion.objects.filter(
+            stage__in=(Stage.PENDING_GENERATION, Stage.PENDING_TEST),
+            updated_at__lt=stale,
+            run__status__in=(
+                EvaluationRun.Status.QUEUED,
+                EvaluationRun.Status.GENERATING,
+                EvaluationRun.Status.TESTING,
+            ),
+        ).values_list("pk", "stage")[:RESEND_BATCH]
+    )
+    if waiting_items:
+        with transaction.atomic():
+            ids = [pk for pk, _ in waiting_items]
+            Completion.objects.filter(pk__in=ids).update(updated_at=now)
+            _enqueue(
+                generation=[pk for pk, stage in waiting_items if stage == Stage.PENDING_GENERATION],
+                tests=_test_items(
+                    Completion(pk=pk) for pk, stage in waiting_items if stage == Stage.PENDING_TEST
+                ),
+            )
+        report.resent.extend(pk for pk, _ in waiting_items)
+
+    idle = EvaluationRun.objects.filter(
+        status__in=(
+            EvaluationRun.Status.QUEUED,
+            EvaluationRun.Status.GENERATING,
+            EvaluationRun.Status.TESTING,
+        )
+    ).exclude(completions__stage__in=ACTIVE_STAGES)
+    for run_id in idle.values_list("pk", flat=True):
+        with transaction.atomic():
+            run = _run_refresh(_lock_run(run_id))
+            if run.is_final:
+                report.runs_finished.append(run.pk)
+    return report
+
+
+# ---------------------------------------------------------------------------------------------- records
+
+
+@transaction.atomic
+def completion_record_generation(
+    *,
+    completion_id: int,
+    owner: str,
+    prompt_hash: str = "",
+    response: str = "",
+    code: str | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    cost_usd: Decimal | None = None,
+    latency_s: float | None = None,
+    error: str = "",
+) -> Completion | None:
+    """Record the end of a generation attempt by the lease holder ``owner``.
+
+    ``error`` set: the item fails for good with that text (``stage=failed``). Otherwise the response and
+    extracted ``code`` (None: no code could be extracted; the item is still tested and gets ``no_code``)
+    are stored and the item is queued for testing. Returns None, changing nothing, when ``owner`` no
+    longer holds the lease (lost it to the reaper, or the run was cancelled).
+    """
+    run_id = Completion.objects.filter(pk=completion_id).values_list("run_id", flat=True).first()
+    if run_id is None:
+        return None
+    run = _lock_run(run_id)
+    item = Completion.objects.filter(pk=completion_id, stage=Stage.GENERATING, lease_owner=owner).first()
+    if item is None:
+        return None
+    item.prompt_hash = prompt_hash
+    item.raw_response = response
+    item.input_tokens = input_tokens
+    item.output_tokens = output_tokens
+    item.cost_usd = cost_usd
+    item.latency_s = latency_s
+    item.lease_owner = ""
+    item.lease_expires_at = None
+    if error:
+        item.stage = Stage.FAILED
+        item.error = error
+    else:
+        item.stage = Stage.PENDING_TEST
+        item.code = code or ""
+        item.code_extracted = code is not None
+        item.error = ""
+        item.attempts = 0
+    item.save()
+    if not error:
+        _enqueue(tests=_test_items([item]))
+    _run_refresh(run)
+    return item
+
+
+def _result_fields(verdict: Verdict) -> dict:
+    return {
+        "outcome": verdict.outcome,
+        "passed": verdict.outcome == TestResult.Outcome.PASSED,
+        "category": verdict.category,
+        "tier": verdict.tier,
+        "exception_type": (verdict.exception_type or "")[:200],
+        "exception_message": verdict.exception_message or "",
+        "exit_code": verdict.exit_code,
+        "duration_s": verdict.duration_s,
+        "stdout_tail": verdict.stdout_tail,
+        "stderr_tail": verdict.stderr_tail,
+        "tests_run": verdict.tests_run,
+        "tests_failed": verdict.tests_failed,
+        "environment": verdict.environment[:200],
+        "cached": verdict.cached,
+    }
+
+
+@transaction.atomic
+def test_result_record(
+    *, completion_id: int, verdict: Verdict, worker_host: str, attempt: int
+) -> TestResult | None:
+    """Record the verdict of one completion: the one place a verdict is written.
+
+    Idempotent: a completion has at most one ``TestResult`` (one-to-one); a second delivery returns the
+    first result and changes nothing. The item becomes ``done`` (its ``error`` is the verdict's reason
+    unless it passed), the run's counts are refreshed and the run finishes when no item is left.
+    Returns None, recording nothing, for a cancelled item or an unknown id.
+    """
+    run_id = Completion.objects.filter(pk=completion_id).values_list("run_id", flat=True).first()
+    if run_id is None:
+        return None
+    run = _lock_run(run_id)
+    existing = TestResult.objects.filter(completion_id=completion_id).first()
+    if existing is not None:
+        return existing
+    item = Completion.objects.get(pk=completion_id)
+    if item.stage == Stage.CANCELLED:
+        return None
+    try:
+        with transaction.atomic():
+            result = TestResult.objects.create(
+                completion=item,
+                worker_host=worker_host[:255],
+                attempt=max(1, attempt),
+                **_result_fields(verdict),
+            )
+    except IntegrityError:
+        return TestResult.objects.get(completion_id=completion_id)
+    Completion.objects.filter(pk=item.pk).update(
+        stage=Stage.DONE,
+        lease_owner="",
+        lease_expires_at=None,
+        error="" if verdict.passed else verdict.reason,
+        updated_at=timezone.now(),
+    )
+    _run_refresh(run)
+    return result
+
+
+# The name starts with "test_": keep pytest from collecting it where a test module imports it.
+test_result_record.__test__ = False  # type: ignore[attr-defined]
+
+
+def completion_test(*, completion_id: int, owner: str, worker_host: str = "") -> TestResult | None:
+    """Test one leased completion with this process's core runner and record the verdict.
+
+    Precondition: ``owner`` holds the testing lease. Any failure to set the test up (metadata-only task,
+    corrupt blob, sandbox or environment unavailable) is recorded as an ``infra_error`` verdict with its
+    reason, so it can be re-run (``run_rerun``) and never counts against the model.
+    """
+    from evaluation.workspace import shared_runner, task_version_task
+
+    item = Completion.objects.select_related("run", "snippet__task_version__task").get(pk=completion_id)
+    try:
+        task = task_version_task(task_version=item.snippet.task_version)
+        snippet = task.snippet(item.snippet.name)
+        code = item.code if item.code_extracted else None
+        verdict = shared_runner().evaluate(task, snippet, code, template=item.run.template)
+    except Exception as exc:  # any set-up failure becomes a recorded infrastructure verdict
+        log.exception("could not test completion %s", completion_id)
+        reason = f"could not run the test: {type(exc).__name__}: {exc}"[:1000]
+        verdict = Verdict(
+            outcome="infra_error",
+            category="sandbox_failure",
+            tier=errors.INFRASTRUCTURE,
+            reason=reason,
+            exception_type=type(exc).__name__,
+            exception_message=str(exc)[:1000],
+        )
+    return test_result_record(
+        completion_id=completion_id,
+        verdict=verdict,
+        worker_host=worker_host or socket.gethostname(),
+        attempt=item.attempts,
+    )

@@ -1,0 +1,127 @@
+"""Shared set-up of the evaluation engine tests: a release of the example pset, a model on the fake LLM
+server, scripted answers per snippet, and the same answers evaluated directly by the core library."""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+
+from contributions.models import Release
+from contributions.services import release_create_from_pset
+from evaluation.models import LanguageModel
+from researchcodebench.annotations import Snippet
+from researchcodebench.problems import extract_answer, fill_in
+from researchcodebench.pset import Task, read_pset, write_pset
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "pset"
+_BLOCK = re.compile(r'# TODO: Implement block "(.+?)"')
+
+
+def example_tasks(task_ids: tuple[str, ...] | None = None) -> list[Task]:
+    """The example pset's tasks without validation errors (all, or those named)."""
+    tasks = [t for t in read_pset(EXAMPLES).tasks if not t.errors]
+    return [t for t in tasks if task_ids is None or t.id in task_ids]
+
+
+def import_release(
+    tmp_path: Path, *, name: str = "examples", task_ids: tuple[str, ...] | None = None
+) -> Release:
+    """The example pset (or some of its tasks) imported as a release through the catalogue's service."""
+    folder = tmp_path / f"pset-{name}"
+    write_pset(example_tasks(task_ids), folder)
+    return release_create_from_pset(path=folder, name=name)
+
+
+def fake_model(base_url: str, *, key: str = "fake-model", max_concurrency: int = 4) -> LanguageModel:
+    return LanguageModel.objects.create(
+        key=key,
+        name=key.replace("-", " ").title(),
+        provider=LanguageModel.Provider.OTHER,
+        provider_model_id="fake-1",
+        base_url=base_url,
+        api_key_env="RCB_FAKE_LLM_KEY",
+        input_cost_per_mtok=Decimal("2.0"),
+        output_cost_per_mtok=Decimal("8.0"),
+        max_concurrency=max_concurrency,
+    )
+
+
+def _fence(code: str) -> str:
+    return "Here is the block.\n```python\n" + code.rstrip("\n") + "\n```\n"
+
+
+def _slow_code(task: Task, snippet: Snippet, seconds: float) -> str | None:
+    """The reference code with a sleep in front, if that still parses where the block sits."""
+    body = textwrap.dedent(snippet.code)
+    slow = f"import time\ntime.sleep({seconds})\n{body}"
+    indented = textwrap.indent(slow, " " * snippet.indent)
+    try:
+        ast.parse(fill_in(task.read_text(snippet.file), snippet, indented))
+    except SyntaxError:
+        return None
+    return slow
+
+
+def scripted_answers(tasks: list[Task], *, sleep_s: float = 0.0) -> dict[tuple[str, str], str]:
+    """A deterministic mix per snippet (in document order): every 5th a wrong body that raises, every
+    7th (offset 3) prose without code, the rest the reference body (after ``sleep_s`` when it parses)."""
+    answers: dict[tuple[str, str], str] = {}
+    index = 0
+    for task in tasks:
+        for snippet in task.snippets:
+            if index % 5 == 0:
+                answers[(task.id, snippet.name)] = _fence('raise RuntimeError("wrong on purpose")')
+            elif index % 7 == 3:
+                answers[(task.id, snippet.name)] = "I would rather not write this block."
+            else:
+                code = (_slow_code(task, snippet, sleep_s) if sleep_s else None) or textwrap.dedent(
+                    snippet.code
+                )
+                answers[(task.id, snippet.name)] = _fence(code)
+            index += 1
+    return answers
+
+
+def answer_by_prompt(tasks: list[Task], answers: dict[tuple[str, str], str]) -> Callable[[str], str]:
+    """The fake server's answer function: find the task and block a prompt asks for."""
+    papers = {t.id: t.read_text(t.paper_file)[:400] for t in tasks if t.paper_file}
+
+    def answer(prompt: str) -> str:
+        match = _BLOCK.search(prompt)
+        if match is None:
+            return "no block asked"
+        name = match.group(1)
+        candidates = [
+            t.id
+            for t in tasks
+            if any(s.name == name for s in t.snippets) and papers.get(t.id, "\0") in prompt
+        ]
+        if len(candidates) != 1:
+            return f"ambiguous block {name!r}: {candidates}"
+        return answers[(candidates[0], name)]
+
+    return answer
+
+
+def core_verdict_outcomes(
+    tasks: list[Task], answers: dict[tuple[str, str], str], *, template: str = "rcb-v2"
+) -> dict[tuple[str, str], tuple[str, bool]]:
+    """The same answers extracted and evaluated by the core library alone: (task, snippet) -> (outcome,
+    passed)."""
+    from researchcodebench.runner import EvalItem, evaluate_batch, make_sandbox
+
+    items = []
+    for task in tasks:
+        for snippet in task.snippets:
+            code = extract_answer(answers[(task.id, snippet.name)], template=template, indent=snippet.indent)
+            items.append(EvalItem(task=task, snippet=snippet, code=code, template=template))
+    verdicts = evaluate_batch(items, sandbox=make_sandbox("local"), workers=2)
+    return {
+        (item.task.id, item.snippet.name): (v.outcome, v.passed)
+        for item, v in zip(items, verdicts, strict=True)
+    }

@@ -1,0 +1,243 @@
+"""Run services without workers: creation, leases, the one verdict record, the reaper, cancel and re-run."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from evaluation.models import Completion, EvaluationRun, TestResult
+from evaluation.services import (
+    LeaseResult,
+    Prediction,
+    RunError,
+    lease_acquire,
+    lease_renew,
+    leases_reap,
+    run_cancel,
+    run_create,
+    run_rerun,
+    test_result_record,
+)
+from researchcodebench.runner import Verdict
+from tests.evaluation.engine_helpers import fake_model, import_release
+
+pytestmark = pytest.mark.django_db
+
+Stage = Completion.Stage
+PASSED = Verdict(outcome="passed", category="passed", tier="none", reason="passed")
+FAILED = Verdict(
+    outcome="failed", category="name", tier="model", reason="NameError: x", exception_type="NameError"
+)
+INFRA = Verdict(outcome="infra_error", category="sandbox_failure", tier="infrastructure", reason="bwrap died")
+
+
+@pytest.fixture
+def release(tmp_path):
+    return import_release(tmp_path, name="rms", task_ids=("rmsnorm",))
+
+
+@pytest.fixture
+def model():
+    return fake_model("http://127.0.0.1:9/v1")
+
+
+def generated_run(model, release, **kwargs) -> EvaluationRun:
+    return run_create(model=model, release=release, source="generated", verification="generated", **kwargs)
+
+
+def take(completion: Completion, owner: str = "w1", seconds: int = 60) -> LeaseResult:
+    return lease_acquire(
+        completion_id=completion.pk,
+        owner=owner,
+        stage_from=Stage.PENDING_TEST,
+        stage_to=Stage.TESTING,
+        seconds=seconds,
+    )
+
+
+def uploaded_run(model, release) -> EvaluationRun:
+    names = list(release.task_versions.get().snippets.values_list("name", flat=True))
+    return run_create(
+        model=model,
+        release=release,
+        source="uploaded",
+        verification="uploaded",
+        predictions=[Prediction(task="rmsnorm", snippet=name, code="pass") for name in names],
+    )
+
+
+def test_generated_run_has_one_completion_per_snippet_and_index(model, release):
+    run = generated_run(model, release, n_completions=2)
+    snippets = release.task_versions.get().snippets.count()
+    assert run.completions.count() == 2 * snippets
+    assert set(run.completions.values_list("stage", flat=True)) == {Stage.PENDING_GENERATION}
+    assert run.status == EvaluationRun.Status.QUEUED
+    assert run.counts["total"] == run.counts["expected"] == 2 * snippets
+    assert run.counts["pending"] == 2 * snippets
+
+
+def test_uploaded_predictions_are_ready_for_testing_and_missing_snippets_lower_coverage(model, release):
+    run = run_create(
+        model=model,
+        release=release,
+        source="uploaded",
+        verification="uploaded",
+        predictions=[
+            Prediction(task="rmsnorm", snippet="compute rms", response="```python\nx = 1\n```"),
+            Prediction(task="rmsnorm", snippet="optional bias", response="no code here"),
+        ],
+    )
+    items = {c.snippet.name: c for c in run.completions.select_related("snippet")}
+    assert set(items) == {"compute rms", "optional bias"}
+    assert all(c.stage == Stage.PENDING_TEST for c in items.values())
+    assert items["compute rms"].code.strip() == "x = 1"
+    assert items["optional bias"].code_extracted is False
+    assert run.counts["total"] == 2
+    assert run.counts["expected"] == release.task_versions.get().snippets.count()
+
+
+@pytest.mark.parametrize(
+    ("prediction", "message"),
+    [
+        (Prediction(task="rmsnorm", snippet="no such block"), "unknown task/snippet"),
+        (Prediction(task="nope", snippet="compute rms"), "unknown task/snippet"),
+        (Prediction(task="rmsnorm", snippet="compute rms", completion_idx=3), "outside 0..0"),
+    ],
+)
+def test_rejects_predictions_for_unknown_items(model, release, prediction, message):
+    with pytest.raises(RunError, match=message):
+        run_create(
+            model=model, release=release, source="uploaded", verification="uploaded", predictions=[prediction]
+        )
+    assert not EvaluationRun.objects.exists()
+
+
+def test_rejects_duplicate_predictions(model, release):
+    twice = [Prediction(task="rmsnorm", snippet="compute rms", code="x")] * 2
+    with pytest.raises(RunError, match="duplicate prediction"):
+        run_create(
+            model=model, release=release, source="uploaded", verification="uploaded", predictions=twice
+        )
+
+
+def test_rejects_unknown_template(model, release):
+    with pytest.raises(RunError, match="unknown template"):
+        generated_run(model, release, template="rcb-9")
+
+
+def test_only_one_worker_can_take_an_item(model, release):
+    item = uploaded_run(model, release).completions.first()
+    assert take(item, "w1") is LeaseResult.ACQUIRED
+    assert take(item, "w2") is LeaseResult.UNAVAILABLE
+    item.refresh_from_db()
+    assert (item.stage, item.lease_owner, item.attempts) == (Stage.TESTING, "w1", 1)
+    assert item.run.status == EvaluationRun.Status.TESTING
+
+
+def test_an_expired_lease_can_be_taken_over_and_the_old_owner_cannot_renew(model, release):
+    item = uploaded_run(model, release).completions.first()
+    take(item, "w1")
+    Completion.objects.filter(pk=item.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert take(item, "w2") is LeaseResult.ACQUIRED
+    assert lease_renew(completion_id=item.pk, owner="w1", seconds=60) is False
+    assert lease_renew(completion_id=item.pk, owner="w2", seconds=60) is True
+    item.refresh_from_db()
+    assert item.attempts == 2
+
+
+def test_generation_lease_respects_the_models_concurrency_across_items(model, release):
+    model.max_concurrency = 2
+    model.save()
+    items = list(generated_run(model, release).completions.all()[:3])
+    results = [
+        lease_acquire(
+            completion_id=c.pk,
+            owner=f"w{c.pk}",
+            stage_from=Stage.PENDING_GENERATION,
+            stage_to=Stage.GENERATING,
+            seconds=60,
+        )
+        for c in items
+    ]
+    assert results == [LeaseResult.ACQUIRED, LeaseResult.ACQUIRED, LeaseResult.BUSY]
+
+
+def test_a_duplicate_verdict_is_harmless_and_the_last_one_finishes_the_run(model, release):
+    run = uploaded_run(model, release)
+    items = list(run.completions.all())
+    for n, item in enumerate(items):
+        take(item)
+        verdict = PASSED if n % 2 == 0 else FAILED
+        first = test_result_record(completion_id=item.pk, verdict=verdict, worker_host="h", attempt=1)
+        again = test_result_record(completion_id=item.pk, verdict=INFRA, worker_host="other", attempt=2)
+        assert again.pk == first.pk and again.outcome == verdict.outcome
+    run.refresh_from_db()
+    assert TestResult.objects.filter(completion__run=run).count() == len(items)
+    assert run.status == EvaluationRun.Status.FINISHED and run.finished_at is not None
+    passed = (len(items) + 1) // 2
+    assert (run.counts["passed"], run.counts["failed"], run.counts["tested"]) == (
+        passed,
+        len(items) - passed,
+        len(items),
+    )
+    assert Completion.objects.get(pk=items[1].pk).error == "NameError: x"
+
+
+def test_reaper_requeues_a_lost_item_then_fails_it_as_worker_lost_after_max_attempts(model, release):
+    run = uploaded_run(model, release)
+    item = run.completions.first()
+    later = timezone.now() + timedelta(seconds=120)
+    for attempt in range(1, Completion.MAX_ATTEMPTS + 1):
+        assert take(item, f"w{attempt}", seconds=60) is LeaseResult.ACQUIRED
+        report = leases_reap(now=later)
+        if attempt < Completion.MAX_ATTEMPTS:
+            assert report.requeued == [item.pk]
+            item.refresh_from_db()
+            assert item.stage == Stage.PENDING_TEST and f"attempt {attempt}: worker lost" in item.error
+    assert report.failed == [item.pk]
+    result = TestResult.objects.get(completion=item)
+    assert (result.outcome, result.tier, result.category, result.passed) == (
+        "infra_error",
+        "infrastructure",
+        "worker_lost",
+        False,
+    )
+    assert result.exception_message.startswith(f"worker lost {Completion.MAX_ATTEMPTS} times")
+    assert take(item, "w9") is LeaseResult.UNAVAILABLE
+
+
+def test_reaper_leaves_live_leases_alone(model, release):
+    item = uploaded_run(model, release).completions.first()
+    take(item, "w1", seconds=60)
+    report = leases_reap()
+    assert report.requeued == [] and report.failed == []
+    assert Completion.objects.get(pk=item.pk).stage == Stage.TESTING
+
+
+def test_cancel_stops_waiting_and_running_items_and_refuses_their_verdicts(model, release):
+    run = uploaded_run(model, release)
+    running = run.completions.first()
+    take(running)
+    run = run_cancel(run=run, by="alice")
+    assert run.status == EvaluationRun.Status.CANCELLED and run.status_reason == "cancelled by alice"
+    assert set(run.completions.values_list("stage", flat=True)) == {Stage.CANCELLED}
+    assert test_result_record(completion_id=running.pk, verdict=PASSED, worker_host="h", attempt=1) is None
+    assert take(run.completions.last()) is LeaseResult.UNAVAILABLE
+
+
+def test_rerun_requeues_only_infrastructure_errors(model, release):
+    run = uploaded_run(model, release)
+    items = list(run.completions.all())
+    for item, verdict in zip(items, [INFRA, FAILED] + [PASSED] * (len(items) - 2), strict=True):
+        take(item)
+        test_result_record(completion_id=item.pk, verdict=verdict, worker_host="h", attempt=1)
+    run.refresh_from_db()
+    assert run.status == EvaluationRun.Status.FINISHED and "1 infrastructure errors" in run.status_reason
+    assert run_rerun(run=run, by="bob") == 1
+    run.refresh_from_db()
+    assert not TestResult.objects.filter(completion=items[0]).exists()
+    assert Completion.objects.get(pk=items[0].pk).stage == Stage.PENDING_TEST
+    assert TestResult.objects.filter(completion=items[1]).exists()
+    assert run.status == EvaluationRun.Status.TESTING and run.finished_at is None
