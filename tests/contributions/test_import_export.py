@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from contributions import services
 from contributions.models import FileBlob, Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
@@ -238,3 +239,41 @@ def test_exactly_one_release_is_the_default(small_pset):
     services.release_set_default(release=r1)
     services.release_set_default(release=r2)
     assert list(Release.objects.filter(is_default=True).values_list("name", flat=True)) == ["r2"]
+
+
+def test_real_original_registry_with_stub_task_folders_round_trips(tmp_path):
+    """The original benchmark's own papers.yaml (20 tasks), with a stub folder for each of its tasks."""
+    registry = REPO.parent / "shared" / "data" / "papers.yaml"
+    if not registry.is_file():
+        pytest.skip(f"{registry} is absent (the published registry lives outside the repository)")
+
+    root = tmp_path / "original"
+    root.mkdir()
+    (root / "papers.yaml").write_bytes(registry.read_bytes())
+    for entry in yaml.safe_load(registry.read_text(encoding="utf-8")):
+        folder = root / str(entry["id"])
+        annotated = entry["annotated_file_paths"]
+        context = entry["context_file_paths"] or []
+        for n, rel in enumerate([annotated] if isinstance(annotated, str) else annotated):
+            path = folder / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(
+                f'def f():\n    # <paper2code name="part {n}">\n    return {n}\n    # </paper2code name="part {n}">\n'
+            )
+        for rel in [context] if isinstance(context, str) else context:
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_text("CONTEXT = 1\n")
+        (folder / "paper2code_test.py").write_text("pass\n")
+        (folder / "paper2code_paper.tex").write_text("\\title{stub}\n")
+
+    release = services.release_create_from_pset(path=root, name="original-layout")
+    assert release.entries.count() == 20 == Paper.objects.count()
+    papers = list(Paper.objects.all())
+    # One of the 20 links to OpenReview, not arXiv: it has no arXiv id, every other paper has one.
+    assert all(bool(p.arxiv_id) == ("arxiv.org/abs/" in p.arxiv_abs) for p in papers)
+    assert sum(bool(p.arxiv_id) for p in papers) == 19
+    assert all(p.first_commit_date and p.arxiv_v1_date for p in papers)
+    out = services.release_export(release=release, out_dir=tmp_path / "out")
+    assert all_files(out) == pset_content(root)
+    result = inspect(out)
+    assert result.returncode == 0 and " 0 errors" in result.stdout, result.stdout + result.stderr
