@@ -1,0 +1,21 @@
+"""Routes of the leaderboard's read API (included under /api/v1/)."""
+
+from django.urls import path
+
+from leaderboard import api
+
+urlpatterns = [
+    path("leaderboard/", api.LeaderboardApi.as_view(), name="api-leaderboard"),
+    path("leaderboard/papers/", api.LeaderboardPapersApi.as_view(), name="api-leaderboard-papers"),
+    path("leaderboard/errors/", api.LeaderboardErrorsApi.as_view(), name="api-leaderboard-errors"),
+    path("leaderboard/snippets/", api.LeaderboardSnippetsApi.as_view(), name="api-leaderboard-snippets"),
+    path("models/", api.ModelListApi.as_view(), name="api-models"),
+    path("models/<str:key>/", api.ModelDetailApi.as_view(), name="api-model"),
+    path("papers/", api.PaperListApi.as_view(), name="api-papers"),
+    path("papers/<str:key>/", api.PaperDetailApi.as_view(), name="api-paper"),
+    path("snippets/", api.SnippetListApi.as_view(), name="api-snippets"),
+    path("snippets/<int:snippet_id>/", api.SnippetDetailApi.as_view(), name="api-snippet"),
+    path("runs/", api.RunListApi.as_view(), name="api-runs"),
+    path("runs/<int:run_id>/", api.RunDetailApi.as_view(), name="api-run"),
+    path("runs/<int:run_id>/results/", api.RunResultsApi.as_view(), name="api-run-results"),
+]

@@ -1,0 +1,88 @@
+"""CSV and JSON exports of every leaderboard table.
+
+The API views render their data with ``CSVRenderer`` when asked for ``?format=csv`` (DRF picks the renderer
+from the ``format`` query parameter) and with JSON for ``?format=json``. The same ``table_csv`` function
+serves pages that want a CSV link without going through the API.
+
+CSV layout: one header row, then one row per record. Nested objects become dotted columns
+(``model.key``), lists become ``;``-joined cells, ``None`` an empty cell, booleans ``true``/``false``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rest_framework.renderers import BaseRenderer
+
+
+def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested mapping as one level of dotted keys (lists kept as lists)."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ";".join(_cell(v) for v in value)
+    return str(value)
+
+
+def table_csv(records: Iterable[Mapping[str, Any]], columns: list[str] | None = None) -> str:
+    """Records as CSV text with a header row. ``columns`` fixes the columns (and their order); by default
+    every key seen, in first-seen order. An empty table still has its header when ``columns`` is given."""
+    rows = [flatten(r) for r in records]
+    if columns is None:
+        columns = []
+        for row in rows:
+            columns.extend(k for k in row if k not in columns)
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_cell(row.get(c)) for c in columns])
+    return buf.getvalue()
+
+
+def records_of(data: Any) -> list[Mapping[str, Any]]:
+    """The table inside an API payload: the ``results`` list of a page or envelope, a bare list, or an
+    error object as (field, message) rows so that a failed CSV request still says why."""
+    if isinstance(data, Mapping) and isinstance(data.get("results"), list):
+        return data["results"]
+    if isinstance(data, list):
+        return data
+    if isinstance(data, Mapping):
+        return [{"field": k, "message": _cell(v)} for k, v in data.items()]
+    return [{"value": data}]
+
+
+class CSVRenderer(BaseRenderer):
+    """DRF renderer for ``?format=csv``. A view may set ``export_name`` (the download's file name) and
+    ``csv_columns`` (fixed columns, so an empty table still has its header)."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: dict | None = None):
+        context = renderer_context or {}
+        view = context.get("view")
+        response = context.get("response")
+        failed = response is not None and response.status_code >= 400
+        columns = None if failed else getattr(view, "csv_columns", None)
+        if response is not None and not failed:
+            name = getattr(view, "export_name", "export")
+            response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
+        return table_csv(records_of(data), columns).encode(self.charset)
