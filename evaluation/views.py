@@ -1,10 +1,189 @@
-"""Pages of evaluation runs."""
+"""Pages of evaluation runs: list, detail with live progress, predictions upload, maintainer model pages.
+
+Views only parse input, call one selector or service and render. With htmx a view answers with the
+fragment (a template partial) that the page swaps in; without it, with the whole page.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from evaluation import selectors
+from evaluation.forms import LanguageModelForm, PredictionsUploadForm, RunFilterForm
+from evaluation.models import EvaluationRun, LanguageModel
+from evaluation.services import generation, runs
+from evaluation.services.language_models import language_model_create, language_model_update
+from evaluation.services.uploads import PredictionsInvalid, predictions_upload, predictions_upload_new_model
+
+RUNS_PER_PAGE = 50
+
+
+def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Anonymous users go to the login page; signed-in users who are not staff get 403."""
+
+    @wraps(view)
+    @login_required
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_staff:
+            raise PermissionDenied("Maintainers only.")
+        return view(request, *args, **kwargs)
+
+    return wrapped
 
 
 def run_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "evaluation/run_list.html", {})
+    """Runs with filters (model, status, source, release); htmx swaps only the table."""
+    form = RunFilterForm(request.GET)
+    values = form.values()
+    runs = selectors.run_list(filters=selectors.RunFilters(**values))
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    query = {k: v for k, v in values.items() if v}
+    context = {
+        "form": form,
+        "page": page,
+        "query": urlencode(query),
+        "filtered": bool(query),
+        "status_links": [(value, label) for value, label in EvaluationRun.Status.choices],
+        "values": values,
+    }
+    template = "evaluation/run_list.html"
+    if request.htmx and not request.htmx.boosted:
+        template += "#run-table"
+    return render(request, template, context)
+
+
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    """One run with its live progress; an htmx poll gets only the progress fragment."""
+    run = selectors.run_get(run_id=run_id)
+    context = {"run": run, "progress": selectors.run_progress(run=run)}
+    template = "evaluation/run_detail.html"
+    if request.htmx and request.htmx.target == "run-progress":
+        template += "#progress"
+    return render(request, template, context)
+
+
+@require_POST
+@staff_required
+def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.run_get(run_id=run_id)
+    if run.is_final:
+        messages.error(request, f"Run {run.pk} is already {run.get_status_display().lower()}.")
+    else:
+        runs.run_cancel(run=run, by=request.user)
+        messages.success(request, f"Run {run.pk} was cancelled.")
+    return redirect("evaluation:run_detail", run_id=run.pk)
+
+
+#: what the "re-run" buttons may ask for: infrastructure failures, or every failed item
+RERUN_CHOICES = {
+    "infra": ("infra_error", runs.RERUN_GENERATION_FAILED),
+    "failed": ("failed", "timeout", "oom", "no_code", "infra_error", runs.RERUN_GENERATION_FAILED),
+}
+
+
+@require_POST
+@staff_required
+def run_rerun_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Queue the failed items of a run again (``which``: "infra" or "failed")."""
+    run = selectors.run_get(run_id=run_id)
+    outcomes = RERUN_CHOICES.get(request.POST.get("which", "infra"))
+    if outcomes is None:
+        messages.error(request, "Choose which items to re-run.")
+        return redirect("evaluation:run_detail", run_id=run.pk)
+    count = runs.run_rerun(run=run, outcomes=outcomes, by=request.user)
+    if count:
+        messages.success(
+            request, f"{count} item{'s' if count != 1 else ''} of run {run.pk} were queued again."
+        )
+    else:
+        messages.info(request, f"Run {run.pk} has no such items to re-run.")
+    return redirect("evaluation:run_detail", run_id=run.pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def run_upload(request: HttpRequest) -> HttpResponse:
+    """Upload a predictions JSONL: on success go to the new run; otherwise show every error by line."""
+    line_errors: list[str] = []
+    if request.method == "POST":
+        form = PredictionsUploadForm(request.POST, request.FILES)
+        if form.is_valid():
+            data = form.cleaned_data["file"].read()
+            common = {
+                "release": form.cleaned_data["release"],
+                "data": data,
+                "template": form.cleaned_data["template"],
+                "requester": request.user,
+            }
+            try:
+                if form.cleaned_data["model"] is not None:
+                    run = predictions_upload(model=form.cleaned_data["model"], **common)
+                else:
+                    run = predictions_upload_new_model(model_fields=form.new_model_fields(), **common)
+            except PredictionsInvalid as exc:
+                line_errors = exc.errors
+            else:
+                messages.success(request, f"Run {run.pk} was created from {form.cleaned_data['file'].name}.")
+                return redirect("evaluation:run_detail", run_id=run.pk)
+    else:
+        form = PredictionsUploadForm(initial={"model": request.GET.get("model")})
+    return render(
+        request,
+        "evaluation/run_upload.html",
+        {"form": form, "line_errors": line_errors},
+        status=400 if request.method == "POST" else 200,
+    )
+
+
+@staff_required
+def model_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "evaluation/model_list.html", {"models": selectors.language_model_list()})
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def model_add(request: HttpRequest) -> HttpResponse:
+    form = LanguageModelForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        model = language_model_create(**form.cleaned_data)
+        messages.success(request, f"Model {model.name} was added.")
+        return redirect("evaluation:model_list")
+    status = 400 if request.method == "POST" else 200
+    return render(request, "evaluation/model_form.html", {"form": form, "model": None}, status=status)
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def model_edit(request: HttpRequest, model_id: int) -> HttpResponse:
+    model = get_object_or_404(LanguageModel, pk=model_id)
+    form = LanguageModelForm(request.POST or None, instance=model)
+    if request.method == "POST" and form.is_valid():
+        language_model_update(model=model, **form.cleaned_data)
+        messages.success(request, f"Model {model.name} was saved.")
+        return redirect("evaluation:model_list")
+    status = 400 if request.method == "POST" else 200
+    return render(request, "evaluation/model_form.html", {"form": form, "model": model}, status=status)
+
+
+@require_POST
+@staff_required
+def model_test(request: HttpRequest, model_id: int) -> HttpResponse:
+    """Send one small request to the model's endpoint; htmx swaps the result in next to the button."""
+    model = get_object_or_404(LanguageModel, pk=model_id)
+    ok, message = generation.model_test_connection(model=model)
+    context = {"model": model, "ok": ok, "message": message}
+    if request.htmx:
+        return render(request, "evaluation/model_list.html#test-result", context)
+    (messages.success if ok else messages.error)(request, f"{model.name}: {message}")
+    return redirect("evaluation:model_list")

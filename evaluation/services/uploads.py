@@ -26,6 +26,7 @@ from contributions.models import Release, Snippet
 from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services import runs
 from evaluation.services.language_models import language_model_create
+from researchcodebench.problems import reindent
 
 #: past this many errors the report ends with a count of the rest
 MAX_REPORTED_ERRORS = 200
@@ -63,6 +64,8 @@ class Prediction:
     task: str
     snippet: str
     snippet_id: int
+    #: the snippet's indentation (columns): ``code`` is re-indented to it, as the CLI's evaluate does
+    indent: int
     completion_idx: int
     code: str | None
     response: str | None
@@ -97,9 +100,12 @@ class ParsedPredictions:
         return self.covered_snippets / self.total_snippets if self.total_snippets else 0.0
 
 
-def _release_snippets(release: Release) -> tuple[dict[str, dict[str, int] | None], dict[str, list[str]]]:
-    """Task key -> {snippet name -> id} for the release (None for a task without files), and name order."""
-    tasks: dict[str, dict[str, int] | None] = {}
+def _release_snippets(
+    release: Release,
+) -> tuple[dict[str, dict[str, tuple[int, int]] | None], dict[str, list[str]]]:
+    """Task key -> {snippet name -> (id, indent)} for the release (None for a task without files), and
+    snippet names in document order per task."""
+    tasks: dict[str, dict[str, tuple[int, int]] | None] = {}
     order: dict[str, list[str]] = {}
     for entry in release.entries.select_related("task", "task_version"):
         tasks[entry.task.key] = {} if entry.task_version.has_files else None
@@ -107,12 +113,12 @@ def _release_snippets(release: Release) -> tuple[dict[str, dict[str, int] | None
     rows = (
         Snippet.objects.filter(task_version__release_entries__release=release, task_version__has_files=True)
         .order_by("task_version__task__key", "ordinal")
-        .values_list("id", "name", "task_version__task__key")
+        .values_list("id", "name", "indent", "task_version__task__key")
     )
-    for snippet_id, name, task_key in rows:
+    for snippet_id, name, indent, task_key in rows:
         by_name = tasks.get(task_key)
         if by_name is not None:
-            by_name[name] = snippet_id
+            by_name[name] = (snippet_id, indent)
             order[task_key].append(name)
     return tasks, order
 
@@ -225,7 +231,8 @@ def predictions_parse(*, data: bytes, release: Release) -> ParsedPredictions:
                 line=number,
                 task=task,
                 snippet=snippet,
-                snippet_id=by_name[snippet],
+                snippet_id=by_name[snippet][0],
+                indent=by_name[snippet][1],
                 completion_idx=idx,
                 code=obj.get("code"),
                 response=obj.get("response"),
@@ -251,7 +258,9 @@ def predictions_upload(
 
     Raises ``PredictionsInvalid`` with every error when the file does not validate (nothing is created).
     The run has source and verification "uploaded"; its items are the valid lines, and snippets the file
-    leaves out are not part of it (the run page shows them as missing coverage).
+    leaves out are not part of it (the run page shows them as missing coverage). ``code`` is re-indented
+    to its snippet's indentation, exactly as ``python -m researchcodebench evaluate`` does, so the portal
+    and the CLI test the same file the same way.
     """
     parsed = predictions_parse(data=data, release=release)
     if not parsed.ok:
@@ -274,7 +283,7 @@ def predictions_upload(
                 snippet=p.snippet,
                 completion_idx=p.completion_idx,
                 response=p.response or "",
-                code=p.code,
+                code=None if p.code is None else reindent(p.code, p.indent),
             )
             for p in parsed.predictions
         ],

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from contributions.models import Snippet
 from evaluation.models import Completion, EvaluationRun, LanguageModel
 from evaluation.services.uploads import (
     PredictionsInvalid,
@@ -192,3 +193,12 @@ def test_new_model_and_its_run_are_created_together(release):
     )
     assert run.model.key == "new" and run.template == "rcb-2025"
     assert json.loads(json.dumps(run.counts))["total"] == 1
+
+
+def test_uploaded_code_is_reindented_to_its_snippet_like_the_cli(release):
+    Snippet.objects.filter(name="a1").update(indent=8)
+    data = jsonl({"task": "alpha", "snippet": "a1", "code": "x = 1\nif x:\n    y = 2"})
+    run = predictions_upload(
+        model=make_model(), release=release, data=data, template="rcb-v2", requester=None
+    )
+    assert Completion.objects.get(run=run).code == "        x = 1\n        if x:\n            y = 2"

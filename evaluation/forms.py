@@ -1,0 +1,223 @@
+"""Forms of the evaluation pages: run filters, the predictions upload and the language model editor."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from contributions.models import Release
+from evaluation.models import EvaluationRun, LanguageModel
+from evaluation.services.uploads import upload_limit_bytes
+from researchcodebench.problems import TEMPLATES
+
+#: a model key: letters, digits, '.', '_' and '-', starting with a letter or digit (e.g. "GPT_4O", "o3-mini")
+MODEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+#: an environment variable name as the portal accepts it (POSIX portable, upper case: OPENAI_API_KEY)
+ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
+#: prefixes of real provider keys (OpenAI, Anthropic, OpenRouter, xAI, Groq, Google, Hugging Face, GitHub, ...)
+KEY_PREFIXES = ("sk-", "sk_", "xai-", "gsk_", "aiza", "hf_", "ghp_", "github_pat_", "pplx-", "r8_", "nvapi-")
+
+
+def validate_model_key(value: str) -> None:
+    if not MODEL_KEY_RE.match(value):
+        raise ValidationError(
+            "Use 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit (e.g. gpt-4.1).",
+            code="invalid_key",
+        )
+
+
+def looks_like_api_key(value: str) -> bool:
+    """True for a value that is probably a secret rather than the name of a variable holding one.
+
+    Known provider prefixes, or a long token mixing lower case, upper case and digits (names of
+    environment variables are upper case words joined by '_').
+    """
+    lowered = value.lower()
+    if lowered.startswith(KEY_PREFIXES) or lowered.startswith("bearer "):
+        return True
+    compact = value.replace("-", "").replace("_", "")
+    mixed = any(c.islower() for c in compact) and any(c.isdigit() for c in compact)
+    return len(value) >= 24 and mixed
+
+
+def validate_api_key_env(value: str) -> None:
+    if looks_like_api_key(value):
+        raise ValidationError(
+            "This looks like an API key. Never paste keys here: give the NAME of the environment variable "
+            "that holds the key on the workers (e.g. OPENAI_API_KEY).",
+            code="looks_like_key",
+        )
+    if not ENV_NAME_RE.match(value):
+        raise ValidationError(
+            "Give an environment variable name: upper-case letters, digits and '_' (e.g. OPENAI_API_KEY).",
+            code="invalid_env_name",
+        )
+
+
+class LanguageModelForm(forms.ModelForm):
+    """Add or edit a model. The API key itself never passes through this form (only its variable's name)."""
+
+    class Meta:
+        model = LanguageModel
+        fields = [
+            "key",
+            "name",
+            "provider",
+            "provider_model_id",
+            "developer",
+            "company",
+            "open_weights",
+            "knowledge_cutoff",
+            "release_date",
+            "input_cost_per_mtok",
+            "output_cost_per_mtok",
+            "base_url",
+            "api_key_env",
+            "request_options",
+            "max_concurrency",
+            "active",
+        ]
+        widgets = {
+            "knowledge_cutoff": forms.DateInput(attrs={"type": "date"}),
+            "release_date": forms.DateInput(attrs={"type": "date"}),
+            "request_options": forms.Textarea(attrs={"rows": 3, "cols": 50}),
+            "open_weights": forms.NullBooleanSelect(),
+        }
+        labels = {
+            "api_key_env": "API key environment variable",
+            "base_url": "Base URL",
+            "input_cost_per_mtok": "USD per 1M input tokens",
+            "output_cost_per_mtok": "USD per 1M output tokens",
+        }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["key"].validators.append(validate_model_key)
+        self.fields["api_key_env"].validators.append(validate_api_key_env)
+        self.fields["request_options"].required = False
+
+    def clean_base_url(self) -> str:
+        url: str = self.cleaned_data.get("base_url", "")
+        if url and not url.startswith(("http://", "https://")):
+            raise ValidationError("The base URL must start with http:// or https://.")
+        if url and ("@" in url.split("//", 1)[1].split("/", 1)[0]):
+            raise ValidationError("Do not put credentials in the URL; name an environment variable instead.")
+        return url
+
+    def clean_request_options(self) -> dict:
+        options = self.cleaned_data.get("request_options") or {}
+        if not isinstance(options, dict):
+            raise ValidationError('Request options must be a JSON object, e.g. {"temperature": 0}.')
+        secrets = [k for k, v in options.items() if isinstance(v, str) and looks_like_api_key(v)]
+        if secrets or any(k.lower() in ("api_key", "authorization") for k in options):
+            raise ValidationError("Request options must not hold API keys.")
+        return options
+
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        # A rejected api_key_env may be a pasted secret: never echo it back into the page.
+        if "api_key_env" in self.errors:
+            self.data = self.data.copy()
+            self.data[self.add_prefix("api_key_env")] = ""
+
+
+def _release_choices() -> forms.ModelChoiceField:
+    return forms.ModelChoiceField(
+        queryset=Release.objects.order_by("-is_default", "-created_at"),
+        to_field_name="name",
+        empty_label=None,
+        help_text="the benchmark release the predictions answer",
+    )
+
+
+class PredictionsUploadForm(forms.Form):
+    """A predictions JSONL for a release, for an existing model or a new one named here."""
+
+    model = forms.ModelChoiceField(
+        queryset=LanguageModel.objects.order_by("name"),
+        to_field_name="key",
+        required=False,
+        empty_label="— a new model (fill in below) —",
+    )
+    new_model_key = forms.CharField(
+        required=False, max_length=100, validators=[validate_model_key], label="New model key"
+    )
+    new_model_name = forms.CharField(required=False, max_length=200, label="New model display name")
+    new_model_developer = forms.CharField(required=False, max_length=100, label="Developer")
+    release = forms.ModelChoiceField(queryset=Release.objects.none())
+    template = forms.ChoiceField(
+        choices=[(t, t) for t in TEMPLATES],
+        initial="rcb-v2",
+        help_text="how code is extracted from lines that give a raw 'response'",
+    )
+    file = forms.FileField(label="Predictions (JSONL)")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["release"] = _release_choices()
+        limit = upload_limit_bytes()
+        self.fields["file"].help_text = (
+            f'one JSON object per line: {{"task", "snippet", "completion_idx", "code" or "response"}}; '
+            f"at most {limit // (1024 * 1024)} MB"
+        )
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        limit = upload_limit_bytes()
+        # Refuse before reading: the size is known from the request.
+        if upload.size > limit:
+            raise ValidationError(
+                f"The file is too large ({upload.size / 1024 / 1024:.1f} MB); "
+                f"the limit is {limit / 1024 / 1024:.0f} MB."
+            )
+        return upload
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("model") is None:
+            key, name = data.get("new_model_key", ""), data.get("new_model_name", "")
+            if not key and "new_model_key" not in self.errors:
+                self.add_error("new_model_key", "Choose a model above or give the new model's key.")
+            if not name:
+                self.add_error("new_model_name", "Give the new model's display name.")
+            if key and LanguageModel.objects.filter(key=key).exists():
+                self.add_error("new_model_key", f"A model with the key {key} exists: choose it above.")
+            if name and LanguageModel.objects.filter(name=name).exists():
+                self.add_error("new_model_name", f"A model named {name} exists: choose it above.")
+        return data
+
+    def new_model_fields(self) -> dict[str, str]:
+        return {
+            "key": self.cleaned_data["new_model_key"],
+            "name": self.cleaned_data["new_model_name"],
+            "developer": self.cleaned_data.get("new_model_developer", ""),
+        }
+
+
+class RunFilterForm(forms.Form):
+    """The run list's GET filters; an invalid value is dropped (the list shows every run for it)."""
+
+    model = forms.ChoiceField(required=False)
+    status = forms.ChoiceField(required=False, choices=[("", "any status"), *EvaluationRun.Status.choices])
+    source = forms.ChoiceField(required=False, choices=[("", "any source"), *EvaluationRun.Source.choices])
+    release = forms.ChoiceField(required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["model"].choices = [
+            ("", "any model"),
+            *LanguageModel.objects.order_by("name").values_list("key", "name"),
+        ]
+        self.fields["release"].choices = [
+            ("", "any release"),
+            *((n, n) for n in Release.objects.order_by("-created_at").values_list("name", flat=True)),
+        ]
+
+    def values(self) -> dict[str, str]:
+        """The valid filter values (every field present, "" for "any")."""
+        self.is_valid()
+        cleaned = getattr(self, "cleaned_data", {})
+        return {name: cleaned.get(name, "") or "" for name in self.fields}
