@@ -279,10 +279,21 @@ def _paper_from_entry(key: str, entry: Mapping[str, Any], where: str) -> Publish
     )
 
 
+class _TextDatesLoader(yaml.SafeLoader):
+    """A safe YAML loader that leaves dates as text, so a bad date is reported with its paper and field
+    (PyYAML's own date constructor fails on '2024-13-45' without saying where)."""
+
+
+_TextDatesLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def read_registry(path: Path) -> dict[str, dict[str, Any]]:
     """A ``papers.yaml``-style registry as ``{id: entry}``; clear errors naming the file and entry."""
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_TextDatesLoader)  # noqa: S506
     except OSError as exc:
         raise PublishedSourceError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except yaml.YAMLError as exc:
@@ -329,7 +340,9 @@ def _cost(value: Any, where: str) -> float | None:
         raise PublishedSourceError(f"{where}: not a number: {value!r}") from exc
 
 
-def _read_original(path: Path, raw: dict[str, Any], registry: Mapping[str, Any] | None) -> PublishedSource:
+def _read_original(
+    path: Path, raw: dict[str, Any], registry: Mapping[str, Any] | None, registry_where: str
+) -> PublishedSource:
     try:
         published = load_published(path)
     except ResultsFormatError as exc:
@@ -417,7 +430,7 @@ def _read_original(path: Path, raw: dict[str, Any], registry: Mapping[str, Any] 
         path=where,
         format="original overall_stats.json",
         models=tuple(models),
-        papers=_merge_registry(papers, registry, where),
+        papers=_merge_registry(papers, registry, registry_where),
         snippets={p: tuple(order.items()) for p, order in snippets.items()},
         records=records,
         scores=scores,
@@ -433,7 +446,9 @@ def _require(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], 
     return value
 
 
-def _read_fixture(path: Path, data: dict[str, Any], registry: Mapping[str, Any] | None) -> PublishedSource:
+def _read_fixture(
+    path: Path, data: dict[str, Any], registry: Mapping[str, Any] | None, registry_where: str
+) -> PublishedSource:
     where = str(path)
     models = []
     for i, entry in enumerate(_require(data, "models", list, where)):
@@ -517,7 +532,7 @@ def _read_fixture(path: Path, data: dict[str, Any], registry: Mapping[str, Any] 
         path=where,
         format=FIXTURE_FORMAT,
         models=tuple(models),
-        papers=_merge_registry(papers, registry, where),
+        papers=_merge_registry(papers, registry, registry_where),
         snippets={p: tuple(names.items()) for p, names in snippets.items()},
         records=records,
         scores=scores,
@@ -547,9 +562,9 @@ def published_source_read(path: Path, *, papers: Path | None = None) -> Publishe
             raise PublishedSourceError(
                 f"{path}: field 'format' is {data['format']!r}; this version reads {FIXTURE_FORMAT!r}"
             )
-        return _read_fixture(path, data, registry)
+        return _read_fixture(path, data, registry, str(papers))
     if isinstance(data, dict) and isinstance(data.get("results"), dict):
-        return _read_original(path, data, registry)
+        return _read_original(path, data, registry, str(papers))
     raise PublishedSourceError(
         f"{path}: neither the original's overall_stats.json (an object with 'results') "
         f"nor a {FIXTURE_FORMAT!r} fixture (an object with 'format')"

@@ -1,0 +1,392 @@
+"""Importing the paper's published results: both formats, idempotency, exact scores, names, links, errors."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from django.core.management import CommandError, call_command
+from django.db.models import Count
+
+from contributions.models import Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
+from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
+from evaluation.selectors import run_snippet_results
+from evaluation.services.published import (
+    FIXTURE_FORMAT,
+    RELEASE_NAME,
+    PublishedSourceError,
+    published_fixture_write,
+    published_import,
+    published_source_read,
+    published_verify,
+)
+from researchcodebench.scoring import line_rates, load_published, per_paper, task_rates
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "demo" / "rcb-2025-published.json.gz"
+SHARED = REPO.parent / "shared" / "data"
+ORIGINAL = SHARED / "overall_stats.json"
+REGISTRY = SHARED / "papers.yaml"
+
+needs_original = pytest.mark.skipif(
+    not ORIGINAL.exists() or not REGISTRY.exists(),
+    reason=f"the original published results ({ORIGINAL}, {REGISTRY}) are not available on this machine",
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def row_counts() -> dict[str, int]:
+    return {
+        model.__name__: model.objects.count()
+        for model in (
+            LanguageModel,
+            Paper,
+            Task,
+            TaskVersion,
+            Snippet,
+            Release,
+            ReleaseEntry,
+            EvaluationRun,
+            Completion,
+            TestResult,
+        )
+    }
+
+
+def scores_of(model_key: str) -> tuple[float, float]:
+    run = EvaluationRun.objects.get(model__key=model_key, release__name=RELEASE_NAME)
+    results = run_snippet_results(run=run)
+    return line_rates(results).mean, task_rates(results).mean
+
+
+def small_fixture(tmp_path: Path, **overrides) -> Path:
+    """A two-paper, three-model fixture in our format; ``overrides`` replace top-level fields."""
+    model = {
+        "provider_model_id": "",
+        "developer": "Acme",
+        "company": "OPENROUTER",
+        "open_weights": True,
+        "knowledge_cutoff": "2024-7",
+        "input_cost_per_mtok": 0.5,
+        "output_cost_per_mtok": 1.5,
+    }
+    document = {
+        "format": FIXTURE_FORMAT,
+        "source": "test data",
+        "models": [
+            {**model, "key": "ACME_HIGH", "name": "Acme-1", "provider_model_id": "acme/one",
+             "request_options": {"reasoning_effort": "high"}},
+            {**model, "key": "ACME_LOW", "name": "Acme-1", "provider_model_id": "acme/one",
+             "request_options": {"reasoning": {"effort": "low"}}},
+            {**model, "key": "OTHER", "name": "Other", "company": "XAI", "knowledge_cutoff": "2024-11-17",
+             "request_options": {}},
+        ],
+        "papers": [
+            {"key": "alpha", "title": "Alpha", "arxiv_abs": "https://arxiv.org/abs/2401.00001v2",
+             "first_commit_date": "2024-03-01", "annotated_file_paths": ["model.py"]},
+            {"key": "beta", "title": "Beta", "first_commit_date": None},
+        ],
+        "snippets": [["alpha", "a1", 4], ["alpha", "a2", 1], ["beta", "b1", 10]],
+        "outcomes": {"P": {"passed": True, "exit_code": 0}, "F": {"passed": False, "exit_code": 1},
+                     "T": {"passed": False, "exit_code": 124}},
+        "verdicts": {"ACME_HIGH": ["PFT", "PPF"], "ACME_LOW": ["FF."], "OTHER": ["PPP"]},
+        "published_scores": {
+            "ACME_HIGH": {"line": (100 * 4 / 15 + 100 * 5 / 15) / 2, "task": (100 / 3 + 200 / 3) / 2,
+                          "papers": {"alpha": 90.0, "beta": 0.0}},
+            "OTHER": {"line": 100.0, "task": 100.0, "papers": {"alpha": 100.0, "beta": 100.0}},
+        },
+    }  # fmt: skip
+    document.update(overrides)
+    path = tmp_path / "small.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------------------------------------ shipped fixture
+
+
+def test_shipped_fixture_reproduces_the_papers_headline_scores_quickly():
+    report = published_import(source=FIXTURE)
+
+    assert report.models_created == 32
+    assert report.runs_created == 32
+    assert report.duration_s < 30
+    line, task = scores_of("GEMINI_2_5_PRO_PREVIEW_05_06")
+    assert (round(line, 2), round(task, 2)) == (37.34, 64.15)
+    line, task = scores_of("OPENROUTER_MISTRAL_CODESTRAL_MAMBA")
+    assert (round(line, 2), round(task, 2)) == (0.76, 1.42)
+    best = max(EvaluationRun.objects.all(), key=lambda run: line_rates(run_snippet_results(run=run)).mean)
+    assert best.model.key == "GEMINI_2_5_PRO_PREVIEW_05_06"
+    assert published_verify(source=FIXTURE) == []
+
+
+def test_shipped_fixture_is_small_and_in_our_format():
+    assert FIXTURE.stat().st_size < 300_000
+    document = json.loads(gzip.decompress(FIXTURE.read_bytes()))
+    assert document["format"] == FIXTURE_FORMAT
+    assert "arXiv:2506.02314" in document["source"]
+    assert {"results", "overall_scores"}.isdisjoint(document)
+
+
+def test_second_import_changes_no_rows():
+    published_import(source=FIXTURE)
+    before = row_counts()
+
+    again = published_import(source=FIXTURE)
+
+    assert row_counts() == before
+    assert not again.changed
+    assert before["Completion"] == before["TestResult"] == 6784
+    assert before["Snippet"] == 212 and before["Paper"] == 20 and before["LanguageModel"] == 32
+
+
+def test_runs_are_finished_published_imports_with_one_result_per_record():
+    published_import(source=FIXTURE)
+    runs = EvaluationRun.objects.all()
+
+    assert {
+        (r.source, r.verification, r.status, r.template, r.with_paper, r.n_completions) for r in runs
+    } == {("imported", "published", "finished", "rcb-2025", True, 1)}
+    assert Release.objects.get(name=RELEASE_NAME).is_default
+    assert set(TaskVersion.objects.values_list("origin", "has_files")) == {("published", False)}
+    assert not Completion.objects.exclude(stage=Completion.Stage.DONE).exists()
+    assert not Completion.objects.exclude(code="").exists()
+
+
+def test_exit_code_124_becomes_a_timeout_and_plain_failures_have_no_guessed_category():
+    published_import(source=FIXTURE)
+
+    timeouts = TestResult.objects.filter(exit_code=124)
+    assert timeouts.exists()
+    assert set(timeouts.values_list("outcome", "category", "passed")) == {("timeout", "timeout", False)}
+    assert set(TestResult.objects.filter(exit_code=1).values_list("outcome", "category")) == {("failed", "")}
+    assert set(TestResult.objects.filter(exit_code=0).values_list("outcome", "passed")) == {("passed", True)}
+
+
+def test_model_metadata_is_normalised_and_models_are_inactive():
+    published_import(source=FIXTURE)
+
+    deepseek = LanguageModel.objects.get(key="OPENROUTER_DEEPSEEK_CHAT_V3_0324")
+    assert deepseek.knowledge_cutoff == dt.date(2024, 7, 1)
+    assert deepseek.knowledge_cutoff_raw == "2024-7"
+    assert deepseek.provider == LanguageModel.Provider.OPENROUTER
+    grok = LanguageModel.objects.get(key="GROK_3_BETA")
+    assert grok.knowledge_cutoff == dt.date(2024, 11, 17)
+    assert grok.provider == LanguageModel.Provider.XAI
+    o3 = LanguageModel.objects.get(key="O3_HIGH")
+    assert o3.request_options["reasoning"] == {"effort": "high"}
+    assert o3.provider_model_id == "o3-2025-04-16"
+    assert str(o3.input_cost_per_mtok) == "10.0000"
+    assert LanguageModel.objects.filter(name__in=["O3 (High)", "O4-Mini (High)"]).count() == 2
+    assert not LanguageModel.objects.filter(active=True).exists()
+    assert LanguageModel.objects.values("name").distinct().count() == 32
+
+
+# -------------------------------------------------------------------------------------- the original file
+
+
+@needs_original
+def test_original_file_import_reproduces_every_published_score():
+    report = published_import(source=ORIGINAL, papers=REGISTRY)
+
+    assert report.runs_created == 32 and report.snippets_created == 212
+    assert published_verify(source=ORIGINAL) == []
+    published = load_published(ORIGINAL)
+    for run in EvaluationRun.objects.select_related("model"):
+        results = run_snippet_results(run=run)
+        expected = published.overall[run.model.key]
+        assert line_rates(results).mean == pytest.approx(expected["line_rates"]["mean"], abs=1e-6)
+        assert task_rates(results).mean == pytest.approx(expected["task_rates"]["mean"], abs=1e-6)
+        for paper, rates in per_paper(results).items():
+            want = published.problem_scores[paper][run.model.key]["mean"]
+            assert rates.mean == pytest.approx(want, abs=1e-6)
+    outcomes = dict(TestResult.objects.values_list("outcome").annotate(n=Count("id")))
+    raw = json.loads(ORIGINAL.read_text())
+    codes = [
+        rec["exit_code"]
+        for paper in raw["results"].values()
+        for model in paper["results"].values()
+        for recs in model["results"].values()
+        for rec in recs
+    ]
+    assert outcomes == {"passed": codes.count(0), "failed": codes.count(1), "timeout": codes.count(124)}
+
+
+@needs_original
+def test_shipped_fixture_is_what_the_exporter_makes_from_the_original(tmp_path):
+    out = published_fixture_write(source=ORIGINAL, out=tmp_path / "fixture.json.gz", papers=REGISTRY)
+
+    assert out.read_bytes() == FIXTURE.read_bytes()
+
+
+@needs_original
+def test_fixture_and_original_describe_the_same_results():
+    original = published_source_read(ORIGINAL, papers=REGISTRY)
+    fixture = published_source_read(FIXTURE)
+
+    assert fixture.models == original.models
+    assert fixture.papers == original.papers
+    assert fixture.snippets == original.snippets
+    assert fixture.records == original.records
+    assert fixture.scores == original.scores
+
+
+@needs_original
+def test_fixture_import_gives_the_original_files_scores():
+    published_import(source=FIXTURE)
+
+    assert published_verify(source=ORIGINAL) == []
+
+
+@needs_original
+def test_registry_dates_override_the_result_files_paper_metadata():
+    published_import(source=ORIGINAL, papers=REGISTRY)
+
+    minp = Paper.objects.get(key="minp")
+    raw = json.loads(ORIGINAL.read_text())["results"]["minp"]["paper_metadata"]
+    registry = {e["id"]: e for e in yaml.safe_load(REGISTRY.read_text())}["minp"]
+    assert str(registry["first_commit_date"]) != raw["first_commit_date"]
+    assert minp.first_commit_date.isoformat() == str(registry["first_commit_date"])
+    assert minp.arxiv_id == "2407.01082"
+
+
+# ---------------------------------------------------------------------------------------- small fixtures
+
+
+def test_colliding_display_names_get_the_reasoning_effort(tmp_path):
+    report = published_import(source=small_fixture(tmp_path))
+
+    names = dict(LanguageModel.objects.values_list("key", "name"))
+    assert names == {"ACME_HIGH": "Acme-1 (high)", "ACME_LOW": "Acme-1 (low)", "OTHER": "Other"}
+    assert report.renamed == {"ACME_HIGH": "Acme-1 (high)", "ACME_LOW": "Acme-1 (low)"}
+
+
+def test_colliding_names_with_the_same_effort_fall_back_to_the_key_or_provider_id(tmp_path):
+    models = json.loads(small_fixture(tmp_path).read_text())["models"]
+    models[1]["request_options"] = {"reasoning_effort": "high"}
+    models[1]["provider_model_id"] = "acme/one-preview"
+    published_import(source=small_fixture(tmp_path, models=models))
+
+    names = dict(LanguageModel.objects.values_list("key", "name"))
+    assert names["ACME_HIGH"] == "Acme-1 (acme/one)"
+    assert names["ACME_LOW"] == "Acme-1 (acme/one-preview)"
+
+
+def test_a_name_taken_by_another_model_is_not_reused(tmp_path):
+    LanguageModel.objects.create(key="SOMEONE", name="Other")
+
+    published_import(source=small_fixture(tmp_path))
+
+    assert LanguageModel.objects.get(key="OTHER").name != "Other"
+    assert LanguageModel.objects.values("name").distinct().count() == 4
+
+
+def test_completion_indices_give_n_completions_and_missing_records_stay_missing(tmp_path):
+    source = small_fixture(tmp_path)
+    published_import(source=source)
+
+    high = EvaluationRun.objects.get(model__key="ACME_HIGH")
+    low = EvaluationRun.objects.get(model__key="ACME_LOW")
+    assert (high.n_completions, high.completions.count()) == (2, 6)
+    assert (low.n_completions, low.completions.count()) == (1, 2)
+    assert high.counts == {"failed": 2, "passed": 3, "timeout": 1, "total": 6}
+    assert published_verify(source=source) == []
+
+
+def test_verify_reports_a_score_the_database_does_not_reproduce(tmp_path):
+    published_import(source=small_fixture(tmp_path))
+    wrong = small_fixture(
+        tmp_path, published_scores={"OTHER": {"line": 99.0, "task": 100.0, "papers": {"alpha": 100.0}}}
+    )
+
+    mismatches = published_verify(source=wrong)
+
+    assert [(m.model, m.what, m.expected, m.actual) for m in mismatches] == [("OTHER", "line", 99.0, 100.0)]
+
+
+def test_results_link_to_an_imported_version_with_the_same_snippets(tmp_path):
+    paper = Paper.objects.create(key="alpha", title="Alpha")
+    task = Task.objects.create(key="alpha", paper=paper)
+    version = TaskVersion.objects.create(task=task, number=1, content_hash="f" * 64, origin="imported")
+    Snippet.objects.create(task_version=version, name="a1", ordinal=0, lines=4, code="x = 1")
+    Snippet.objects.create(task_version=version, name="a2", ordinal=1, lines=1, code="y = 2")
+
+    report = published_import(source=small_fixture(tmp_path))
+
+    assert report.task_versions_linked == 1 and report.task_versions_created == 1
+    assert ReleaseEntry.objects.get(release__name=RELEASE_NAME, task=task).task_version == version
+    assert Completion.objects.filter(snippet__task_version=version).count() == 4 + 2 + 2
+    assert not TaskVersion.objects.filter(task=task, has_files=False).exists()
+    assert Paper.objects.get(key="alpha").arxiv_id == "2401.00001"
+
+
+def test_an_imported_version_with_other_line_counts_is_not_linked(tmp_path):
+    paper = Paper.objects.create(key="alpha", title="Alpha")
+    task = Task.objects.create(key="alpha", paper=paper)
+    version = TaskVersion.objects.create(task=task, number=1, content_hash="f" * 64, origin="imported")
+    Snippet.objects.create(task_version=version, name="a1", ordinal=0, lines=5)
+    Snippet.objects.create(task_version=version, name="a2", ordinal=1, lines=1)
+
+    report = published_import(source=small_fixture(tmp_path))
+
+    linked = ReleaseEntry.objects.get(release__name=RELEASE_NAME, task=task).task_version
+    assert linked != version and not linked.has_files and linked.number == 2
+    assert any("other line counts" in note for note in report.notes)
+
+
+def test_an_existing_default_release_stays_the_default(tmp_path):
+    Release.objects.create(name="main", is_default=True)
+
+    report = published_import(source=small_fixture(tmp_path))
+
+    assert not report.made_default
+    assert Release.objects.get(is_default=True).name == "main"
+
+
+def test_rejects_a_verdict_string_of_the_wrong_length_naming_the_field(tmp_path):
+    bad = small_fixture(tmp_path, verdicts={"OTHER": ["PP"]})
+
+    with pytest.raises(PublishedSourceError, match=r"verdicts\['OTHER'\]\[0\]: 2 verdicts for 3 snippets"):
+        published_import(source=bad)
+    assert LanguageModel.objects.count() == 0
+
+
+def test_rejects_an_unknown_format_and_a_non_results_file(tmp_path):
+    with pytest.raises(PublishedSourceError, match="this version reads"):
+        published_import(source=small_fixture(tmp_path, format="rcb-hub-published/9"))
+    other = tmp_path / "other.json"
+    other.write_text("[1, 2]")
+    with pytest.raises(PublishedSourceError, match="neither the original's overall_stats.json"):
+        published_import(source=other)
+
+
+def test_rejects_a_bad_registry_date_naming_file_paper_and_field(tmp_path):
+    registry = tmp_path / "papers.yaml"
+    registry.write_text("- id: alpha\n  first_commit_date: 2024-13-45\n")
+
+    with pytest.raises(PublishedSourceError, match=r"papers.yaml: paper 'alpha': field 'first_commit_date'"):
+        published_import(source=small_fixture(tmp_path), papers=registry)
+
+
+def test_registry_values_override_and_null_strings_are_none(tmp_path):
+    registry = tmp_path / "papers.yaml"
+    registry.write_text("- id: beta\n  first_commit_date: 2025-01-02\n  venue: 'null'\n  title: Beta paper\n")
+
+    published_import(source=small_fixture(tmp_path), papers=registry)
+
+    beta = Paper.objects.get(key="beta")
+    assert (beta.first_commit_date, beta.venue, beta.title) == (dt.date(2025, 1, 2), "", "Beta paper")
+
+
+def test_command_imports_verifies_and_reports_bad_input(tmp_path, capsys):
+    call_command("import_published", str(small_fixture(tmp_path)))
+    out = capsys.readouterr().out
+    assert "runs: 3 created" in out and "recomputed scores equal the file's" in out
+
+    with pytest.raises(CommandError, match="cannot read"):
+        call_command("import_published", str(tmp_path / "missing.json"))
