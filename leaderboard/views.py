@@ -1,10 +1,622 @@
-"""Leaderboard pages."""
+"""Leaderboard pages: thin views that parse the query string, call one selector and render.
+
+The URL holds the whole state of a page (filters, sort, chosen run), so every view can be shared and every
+control works as a plain link or GET form; with htmx (``request.htmx``) the same view returns only the
+``results`` partial of its template, and the client pushes the URL.
+"""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from contributions.models import Paper, Snippet, TaskVersion
+from evaluation.models import EvaluationRun, LanguageModel
+from leaderboard import charts, code_diff, page_selectors, selectors
+from leaderboard.models import Contamination
+from researchcodebench import problems
+
+CONTAMINATION_LABELS = {
+    "none": "None (every paper)",
+    "global": "Original global rule",
+    "per-model": "Per model (papers after its own cutoff)",
+}
+PAPER_CHOICES = {"with": "With paper", "without": "Without paper", "any": "Both"}
+WEIGHTS_CHOICES = {"": "Any", "open": "Open weights", "closed": "Closed"}
+FILTER_CHOICES = {
+    "contamination_labels": CONTAMINATION_LABELS,
+    "paper_choices": PAPER_CHOICES,
+    "weights_choices": WEIGHTS_CHOICES,
+}
+
+
+@dataclass
+class FilterForm:
+    """The filter controls' state as parsed from the query string, with a message per rejected value."""
+
+    values: dict[str, str]
+    filters: selectors.LeaderboardFilters
+    errors: dict[str, str] = field(default_factory=dict)
+    choices: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        return any(
+            self.values.get(k) for k in ("developer", "weights", "verification", "release", "template")
+        ) or (
+            self.values.get("paper", "with") != "with" or self.values.get("contamination", "none") != "none"
+        )
+
+
+def _choice(
+    params: QueryDict,
+    name: str,
+    allowed: Mapping[str, str] | list[str],
+    errors: dict[str, str],
+    default: str = "",
+) -> str:
+    value = params.get(name, default).strip()
+    if value and value not in allowed:
+        shown = ", ".join(repr(a) for a in allowed if a) or "none available"
+        errors[name] = f"Unknown {name} {value!r}; choose one of {shown}. Showing all instead."
+        return default
+    return value
+
+
+def parse_filters(params: QueryDict) -> FilterForm:
+    """Query string -> ``LeaderboardFilters``. Unknown values are reported (``errors``) and ignored."""
+    choices = selectors.filter_choices()
+    errors: dict[str, str] = {}
+    developer = params.get("developer", "").strip()
+    if developer and developer.lower() not in {d.lower() for d in choices["developer"]}:
+        errors["developer"] = f"No scored model is by developer {developer!r}."
+    values = {
+        "developer": developer,
+        "weights": _choice(params, "weights", WEIGHTS_CHOICES, errors),
+        "verification": _choice(params, "verification", choices["verification"], errors),
+        "release": _choice(params, "release", choices["release"], errors),
+        "template": _choice(params, "template", list(problems.TEMPLATES) + choices["template"], errors),
+        "paper": _choice(params, "paper", PAPER_CHOICES, errors, "with"),
+        "contamination": _choice(params, "contamination", CONTAMINATION_LABELS, errors, "none"),
+    }
+    sort = params.get("sort", "").strip()
+    if sort and sort.lstrip("-") not in selectors.SORT_KEYS:
+        errors["sort"] = f"Unknown sort {sort!r}."
+        sort = ""
+    values["sort"] = sort
+    filters = selectors.LeaderboardFilters(
+        developer=developer or None,
+        open_weights={"open": True, "closed": False}.get(values["weights"]),
+        verification=values["verification"] or None,
+        release=values["release"] or None,
+        template=values["template"] or None,
+        with_paper={"with": True, "without": False, "any": None}[values["paper"]],
+        contamination=values["contamination"],
+        sort=sort or "-scaled_pass_at_1",
+    )
+    return FilterForm(values=values, filters=filters, errors=errors, choices=choices)
+
+
+def _page(request: HttpRequest, template: str, context: dict) -> HttpResponse:
+    """The full page, or only its ``results`` partial for an htmx request."""
+    if getattr(request, "htmx", False) and not request.htmx.history_restore_request:
+        return render(request, f"{template}#results", context)
+    return render(request, template, context)
+
+
+def _model_url(key: str) -> str:
+    return reverse("leaderboard:model", args=[key])
+
+
+def snippet_url(paper_key: str, name: str, snippet_id: int | None = None) -> str:
+    """The snippet page URL; ``snippet_id`` pins the exact task version."""
+    url = reverse("leaderboard:snippet", args=[paper_key, name])
+    return f"{url}?{urlencode({'id': snippet_id})}" if snippet_id is not None else url
+
+
+def _csv_url(name: str, params: QueryDict | None = None, **extra: str) -> str | None:
+    """URL of an export endpoint of the data layer (``leaderboard:export_<name>``), None if absent."""
+    from django.urls import NoReverseMatch
+
+    try:
+        url = reverse(f"leaderboard:export_{name}")
+    except NoReverseMatch:
+        return None
+    query = params.copy() if params is not None else QueryDict(mutable=True)
+    query.pop("sort", None)
+    query["format"] = "csv"
+    for k, v in extra.items():
+        query[k] = v
+    return f"{url}?{query.urlencode()}"
+
+
+# --- the board ---------------------------------------------------------------------------------------
+
+
+BOARD_COLUMNS = (
+    ("name", "Model", False),
+    ("developer", "Developer", False),
+    ("", "Weights", False),
+    ("cutoff", "Cutoff", False),
+    ("scaled_pass_at_1", "Scaled Pass@1", True),
+    ("pass_at_1", "Pass@1", True),
+    ("coverage", "Coverage", True),
+    ("cost", "Cost", True),
+    ("", "Verification", False),
+    ("date", "Date", False),
+)
+SORT_LABELS = {
+    "scaled_pass_at_1": "Scaled Pass@1",
+    "pass_at_1": "Pass@1",
+    "std": "standard deviation",
+    "coverage": "coverage",
+    "snippets": "snippets tested",
+    "cost": "cost",
+    "name": "model name",
+    "developer": "developer",
+    "cutoff": "knowledge cutoff",
+    "date": "date",
+}
+
+
+def _columns(form: FilterForm, params: QueryDict) -> list[dict]:
+    """The board's sortable headers: label, the URL that sorts by the column (toggling direction when it
+    is the current sort) and its ``aria-sort`` state."""
+    current = form.filters.sort
+    out = []
+    for key, label, numeric in BOARD_COLUMNS:
+        if not key:
+            out.append({"label": label, "num": numeric, "url": "", "aria": ""})
+            continue
+        descending_first = key in ("scaled_pass_at_1", "pass_at_1", "coverage", "date", "cutoff")
+        if current.lstrip("-") == key:
+            target = key if current.startswith("-") else f"-{key}"
+            state = "descending" if current.startswith("-") else "ascending"
+        else:
+            target = f"-{key}" if descending_first else key
+            state = ""
+        query = params.copy()
+        query["sort"] = target
+        out.append({"label": label, "num": numeric, "url": f"?{query.urlencode()}", "aria": state})
+    return out
+
+
+def board_chart(rows: list[selectors.Row], *, title: str) -> str:
+    """The paper's main figure: Scaled Pass@1 per model, colour by developer, open weights outlined."""
+    bars = [
+        charts.Bar(
+            label=r.model.name,
+            value=r.scaled_pass_at_1,
+            group=r.model.developer or "Unknown",
+            outlined=bool(r.model.open_weights),
+            err=r.score.ci95,
+            href=_model_url(r.model.key),
+            note="" if r.coverage_complete else f"(coverage {r.score.coverage:.0%})",
+        )
+        for r in sorted(rows, key=lambda r: (r.scaled_pass_at_1 is None, -(r.scaled_pass_at_1 or 0)))
+    ]
+    return charts.bar_chart(
+        bars,
+        chart_id="board-chart",
+        title=title,
+        x_label="Scaled Pass@1 (%)",
+        desc="Line-weighted pass rate per model; bars coloured by developer.",
+        error_label="95% bootstrap interval" if any(b.err for b in bars) else "",
+    )
 
 
 def board(request: HttpRequest) -> HttpResponse:
-    return render(request, "leaderboard/board.html", {})
+    form = parse_filters(request.GET)
+    rows = selectors.leaderboard_rows(filters=form.filters)
+    mode = form.filters.contamination
+    title = "Scaled Pass@1 per model" + ("" if mode == "none" else f" ({CONTAMINATION_LABELS[mode].lower()})")
+    context = {
+        "form": form,
+        "rows": rows,
+        "incomplete": [r for r in rows if not r.coverage_complete],
+        "chart": board_chart(rows, title=title),
+        "columns": _columns(form, request.GET),
+        "sort_label": SORT_LABELS.get(form.filters.sort.lstrip("-"), form.filters.sort.lstrip("-"))
+        + (" (descending)" if form.filters.sort.startswith("-") else " (ascending)"),
+        **FILTER_CHOICES,
+        "csv_url": _csv_url("leaderboard", request.GET),
+        "json_url": (_csv_url("leaderboard", request.GET) or "").replace("format=csv", "format=json") or None,
+        "selection": rows[0].selection if rows and rows[0].selection is not None else None,
+    }
+    return _page(request, "leaderboard/board.html", context)
+
+
+# --- model page --------------------------------------------------------------------------------------
+
+
+def model_page(request: HttpRequest, key: str) -> HttpResponse:
+    run_id = request.GET.get("run")
+    try:
+        detail = selectors.model_detail(key=key, run_id=int(run_id) if run_id and run_id.isdigit() else None)
+    except (LanguageModel.DoesNotExist, EvaluationRun.DoesNotExist) as exc:
+        raise Http404(str(exc)) from None
+    name = detail.model.name
+    papers = [p.paper_key for p in detail.per_paper]
+    heat = charts.heatmap(
+        [name],
+        papers,
+        [[p.scaled_pass_at_1 for p in detail.per_paper]],
+        chart_id="model-heatmap",
+        title=f"{name}: Scaled Pass@1 per paper",
+        value_label="Scaled Pass@1 (%)",
+        col_hrefs=[reverse("leaderboard:paper", args=[k]) for k in papers],
+    )
+    error_chart = charts.bar_chart(
+        [charts.Bar(e.label, float(e.count), e.label) for e in detail.errors],
+        chart_id="model-errors",
+        title=f"{name}: failures by category",
+        x_label="Failed completions",
+        legend=False,
+        digits=0,
+    )
+    cutoff_chart = ""
+    if detail.before_cutoff is not None and detail.after_cutoff is not None:
+        cutoff_chart = charts.grouped_bar_chart(
+            [name],
+            [
+                charts.Series("On or before its cutoff", [detail.before_cutoff.scaled_pass_at_1]),
+                charts.Series("After its cutoff", [detail.after_cutoff.scaled_pass_at_1]),
+            ],
+            chart_id="model-cutoff",
+            title="Scaled Pass@1 on papers before vs after the knowledge cutoff",
+            x_label="Scaled Pass@1 (%)",
+        )
+    grid: dict[str, list[dict]] = defaultdict(list)
+    for v in detail.verdict_grid:
+        grid[v.paper_key].append(
+            {
+                "v": v,
+                "url": snippet_url(v.paper_key, v.name, v.snippet_id),
+                "state": _verdict_state(v.verdicts),
+            }
+        )
+    context = {
+        "d": detail,
+        "heatmap": heat,
+        "error_chart": error_chart,
+        "cutoff_chart": cutoff_chart,
+        "grid": dict(grid),
+        "modes": [(m, CONTAMINATION_LABELS[m], detail.scores.get(m)) for m in CONTAMINATION_LABELS],
+    }
+    return render(request, "leaderboard/model_detail.html", context)
+
+
+def _verdict_state(verdicts: str) -> str:
+    """A grid cell's class: all passed, all failed, mixed (several completions), or no result."""
+    tested = [c for c in verdicts if c in "PF"]
+    if not tested:
+        return "none"
+    if all(c == "P" for c in tested):
+        return "pass"
+    if all(c == "F" for c in tested):
+        return "fail"
+    return "partial"
+
+
+# --- paper page --------------------------------------------------------------------------------------
+
+
+def _tree(paper_key: str, nodes: tuple[selectors.SnippetNode, ...]) -> list[dict]:
+    """Snippet nodes -> nested dicts (node, page URL, children under their parent), document order kept."""
+    items = {n.id: {"n": n, "url": snippet_url(paper_key, n.name, n.id), "children": []} for n in nodes}
+    roots = []
+    for n in nodes:
+        parent = items.get(n.parent_id) if n.parent_id else None
+        (parent["children"] if parent else roots).append(items[n.id])
+    return roots
+
+
+def paper_page(request: HttpRequest, key: str) -> HttpResponse:
+    form = parse_filters(request.GET)
+    try:
+        detail = selectors.paper_detail(key=key, filters=replace(form.filters, contamination="none"))
+    except Paper.DoesNotExist:
+        raise Http404(f"no paper {key!r}") from None
+    multi_task = len(detail.tasks) > 1
+    col_labels = [f"{n.task_key}/{n.name}" if multi_task else n.name for n in detail.snippets]
+    values = []
+    for m in detail.matrix:
+        row = []
+        for n in detail.snippets:
+            text = m.verdicts.get(n.id, "")
+            tested = [c for c in text if c in "PF"]
+            row.append(100 * tested.count("P") / len(tested) if tested else None)
+        values.append(row)
+    heat = charts.heatmap(
+        [m.model.name for m in detail.matrix],
+        col_labels,
+        values,
+        chart_id="paper-heatmap",
+        title=f"{detail.key}: pass rate per model and snippet",
+        value_label="Pass rate (%)",
+        row_hrefs=[_model_url(m.model.key) for m in detail.matrix],
+        col_hrefs=[snippet_url(detail.key, n.name, n.id) for n in detail.snippets],
+        show_values=False,
+    )
+    context = {
+        "d": detail,
+        "form": form,
+        **FILTER_CHOICES,
+        "tree": _tree(detail.key, detail.snippets),
+        "heatmap": heat,
+        "total_lines": sum(n.lines for n in detail.snippets if n.depth in (0, None) or n.parent_id is None),
+    }
+    return _page(request, "leaderboard/paper_detail.html", context)
+
+
+# --- snippet page ------------------------------------------------------------------------------------
+
+
+def _problem_params(request: HttpRequest, attempts: tuple[selectors.Attempt, ...]) -> tuple[str, bool]:
+    template = request.GET.get("template", "")
+    paper = request.GET.get("paper", "")
+    if template not in problems.TEMPLATES:
+        template = attempts[0].template if attempts and attempts[0].template in problems.TEMPLATES else ""
+        template = template or problems.DEFAULT_TEMPLATE
+    with_paper = (
+        paper != "without" if paper in ("with", "without") else (attempts[0].with_paper if attempts else True)
+    )
+    return template, with_paper
+
+
+def _snippet_detail(key: str, name: str, request: HttpRequest) -> selectors.SnippetDetail:
+    raw_id = request.GET.get("id", "")
+    try:
+        snippet_id = page_selectors.snippet_lookup(
+            paper_key=key, name=name, snippet_id=int(raw_id) if raw_id.isdigit() else None
+        )
+        return selectors.snippet_detail(snippet_id=snippet_id)
+    except Snippet.DoesNotExist as exc:
+        raise Http404(str(exc)) from None
+
+
+def snippet_page(request: HttpRequest, key: str, name: str) -> HttpResponse:
+    detail = _snippet_detail(key, name, request)
+    version = TaskVersion.objects.select_related("task").get(pk=detail.task_version_id)
+    template, with_paper = _problem_params(request, detail.attempts)
+    problem = page_selectors.snippet_problem(
+        task_version=version, name=detail.name, template=template, with_paper=with_paper
+    )
+    attempts = [
+        {
+            "a": a,
+            "diff": code_diff.code_diff(detail.reference_code, a.code)
+            if detail.reference_code and a.code
+            else None,
+            "code_lines": code_diff.highlight_lines(a.code) if a.code and not detail.reference_code else None,
+        }
+        for a in sorted(
+            detail.attempts, key=lambda a: (a.passed is not True, a.model.name.lower(), a.completion_idx)
+        )
+    ]
+    base = snippet_url(detail.paper_key, detail.name, detail.id)
+    context = {
+        "d": detail,
+        "version": version,
+        "problem": problem,
+        "attempts": attempts,
+        "reference_lines": code_diff.highlight_lines(detail.reference_code) if detail.reference_code else [],
+        "pygments_css": code_diff.stylesheet(),
+        "prompt_url": reverse("leaderboard:snippet_prompt", args=[detail.paper_key, detail.name])
+        + "?"
+        + urlencode({"id": detail.id, "template": template, "paper": "with" if with_paper else "without"}),
+        "problem_links": [
+            (
+                t,
+                p,
+                f"{base}&{urlencode({'template': t, 'paper': p})}",
+                t == template and (p == "with") == with_paper,
+            )
+            for t in problems.TEMPLATES
+            for p in ("with", "without")
+        ],
+        "paper_url": reverse("leaderboard:paper", args=[detail.paper_key]),
+    }
+    return render(request, "leaderboard/snippet_detail.html", context)
+
+
+def snippet_prompt(request: HttpRequest, key: str, name: str) -> HttpResponse:
+    """The full prompt of a snippet as plain text (the page shows the code; the paper text is long)."""
+    detail = _snippet_detail(key, name, request)
+    version = TaskVersion.objects.select_related("task").get(pk=detail.task_version_id)
+    template, with_paper = _problem_params(request, detail.attempts)
+    problem = page_selectors.snippet_problem(
+        task_version=version, name=detail.name, template=template, with_paper=with_paper
+    )
+    if not problem.available:
+        return HttpResponse(problem.reason, content_type="text/plain; charset=utf-8", status=404)
+    return HttpResponse(problem.prompt, content_type="text/plain; charset=utf-8")
+
+
+# --- errors, contamination, ablation -----------------------------------------------------------------
+
+
+def errors_page(request: HttpRequest) -> HttpResponse:
+    form = parse_filters(request.GET)
+    data = selectors.error_breakdown(filters=form.filters)
+    share_chart = charts.bar_chart(
+        [charts.Bar(c.label, c.share, c.label, note=f"({c.count})") for c in data.categories],
+        chart_id="error-shares",
+        title="Share of each category across all model failures",
+        x_label="Share of failed completions (%)",
+        unit="%",
+        max_value=100,
+        legend=False,
+        digits=1,
+    )
+    categories = [c.category for c in data.categories]
+    with_failures = [m for m in data.per_model if m.total]
+    per_model_chart = charts.stacked_bar_chart(
+        [m.model.name for m in with_failures],
+        [
+            charts.Series(data.labels.get(c, c), [m.counts.get(c, 0) for m in with_failures])
+            for c in categories
+        ],
+        chart_id="error-per-model",
+        title="Failures per model by category",
+        x_label="Failed completions",
+        row_hrefs=[_model_url(m.model.key) for m in with_failures],
+    )
+    infra_total = sum(c.count for c in data.infrastructure)
+    model_rows = [
+        {
+            "model": m.model,
+            "cells": [m.counts.get(c, 0) for c in categories],
+            "total": m.total,
+            "infra": sum(m.infrastructure.values()),
+        }
+        for m in data.per_model
+    ]
+    context = {
+        "model_rows": model_rows,
+        "form": form,
+        "data": data,
+        **FILTER_CHOICES,
+        "categories": categories,
+        "share_chart": share_chart,
+        "per_model_chart": per_model_chart,
+        "infra_total": infra_total,
+        "model_total": sum(c.count for c in data.categories),
+        "csv_url": _csv_url("errors", request.GET),
+    }
+    return _page(request, "leaderboard/errors.html", context)
+
+
+def contamination_page(request: HttpRequest) -> HttpResponse:
+    form = parse_filters(request.GET)
+    data = selectors.contamination_overview(filters=form.filters)
+    items = [
+        charts.TimelineItem(m.model.name, m.model.knowledge_cutoff, "model", _model_url(m.model.key))
+        for m in sorted(
+            data.models,
+            key=lambda m: (m.model.knowledge_cutoff is None, m.model.knowledge_cutoff or 0, m.model.name),
+        )
+    ]
+    items += [
+        charts.TimelineItem(p.key, p.first_commit_date, "paper", reverse("leaderboard:paper", args=[p.key]))
+        for p in data.papers
+    ]
+    markers = []
+    if data.global_cutoff:
+        markers.append(("Original global cutoff", data.global_cutoff))
+    if data.global_cutoff_fixed and data.global_cutoff_fixed != data.global_cutoff:
+        markers.append(("Latest cutoff as a date", data.global_cutoff_fixed))
+    timeline = charts.timeline(
+        items,
+        chart_id="contamination-timeline",
+        title="Model knowledge cutoffs vs paper first-commit dates",
+        markers=markers,
+    )
+    dated = [m for m in data.models if m.before is not None]
+    before_after = charts.grouped_bar_chart(
+        [m.model.name for m in dated],
+        [
+            charts.Series("Papers on or before its cutoff", [m.before.scaled_pass_at_1 for m in dated]),
+            charts.Series("Papers after its cutoff", [m.after.scaled_pass_at_1 for m in dated]),
+        ],
+        chart_id="contamination-before-after",
+        title="Scaled Pass@1 before vs after each model's cutoff",
+        x_label="Scaled Pass@1 (%)",
+        hrefs=[_model_url(m.model.key) for m in dated],
+    )
+    context = {
+        "form": form,
+        "data": data,
+        **FILTER_CHOICES,
+        "timeline": timeline,
+        "before_after": before_after,
+        "kept": sum(1 for p in data.papers if p.kept_by_global_rule),
+        "csv_url": _csv_url("contamination", request.GET),
+    }
+    return _page(request, "leaderboard/contamination.html", context)
+
+
+def ablation_page(request: HttpRequest) -> HttpResponse:
+    form = parse_filters(request.GET)
+    data = selectors.ablation_pairs(filters=form.filters)
+    pairs = [
+        p
+        for p in data.pairs
+        if p.with_paper.scaled_pass_at_1 is not None and p.without_paper.scaled_pass_at_1 is not None
+    ]
+    scatter = charts.scatter(
+        [
+            charts.Point(
+                p.model.name,
+                p.without_paper.scaled_pass_at_1,
+                p.with_paper.scaled_pass_at_1,
+                p.model.developer or "Unknown",
+                _model_url(p.model.key),
+            )
+            for p in pairs
+        ],
+        chart_id="ablation-scatter",
+        title="Scaled Pass@1 with vs without the paper",
+        x_label="Without paper (%)",
+        y_label="With paper (%)",
+    )
+    deltas = charts.bar_chart(
+        [
+            charts.Bar(
+                p.model.name,
+                p.delta,
+                p.model.developer or "Unknown",
+                bool(p.model.open_weights),
+                href=_model_url(p.model.key),
+            )
+            for p in pairs
+        ],
+        chart_id="ablation-delta",
+        title="Gain from the paper (with minus without, points)",
+        x_label="Scaled Pass@1 difference (points)",
+    )
+    snippet_chart = charts.grouped_bar_chart(
+        [f"{s.paper_key}: {s.name}" for s in data.snippets[:40]],
+        [
+            charts.Series("With paper", [s.with_paper_solve_rate for s in data.snippets[:40]]),
+            charts.Series("Without paper", [s.without_paper_solve_rate for s in data.snippets[:40]]),
+        ],
+        chart_id="ablation-snippets",
+        title="Solve rate per snippet with vs without the paper (largest gain first)",
+        x_label="Solve rate (%)",
+        max_value=100,
+        hrefs=[snippet_url(s.paper_key, s.name, s.snippet_id) for s in data.snippets[:40]],
+    )
+    context = {
+        "form": form,
+        "data": data,
+        **FILTER_CHOICES,
+        "scatter": scatter,
+        "deltas": deltas,
+        "snippet_chart": snippet_chart,
+        "snippet_rows": [
+            {"s": s, "url": snippet_url(s.paper_key, s.name, s.snippet_id)} for s in data.snippets
+        ],
+        "csv_url": _csv_url("ablation", request.GET),
+    }
+    return _page(request, "leaderboard/ablation.html", context)
+
+
+__all__ = [
+    "Contamination",
+    "ablation_page",
+    "board",
+    "contamination_page",
+    "errors_page",
+    "model_page",
+    "paper_page",
+    "parse_filters",
+    "snippet_page",
+    "snippet_prompt",
+]
