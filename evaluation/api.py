@@ -1,0 +1,108 @@
+"""The evaluation API: submitters upload predictions for a release with a token."""
+
+from __future__ import annotations
+
+from django.db.models import Q
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.authentication import TokenAuthentication
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from contributions.models import Release
+from evaluation import selectors
+from evaluation.models import LanguageModel
+from evaluation.serializers import ErrorListOutput, PredictionsUploadInput, PredictionsUploadOutput
+from evaluation.services.uploads import (
+    PredictionsInvalid,
+    predictions_upload,
+    predictions_upload_new_model,
+    upload_limit_bytes,
+)
+
+
+class RunUploadApi(APIView):
+    """POST /api/v1/runs/upload/: validate a predictions JSONL and start a run that tests it."""
+
+    authentication_classes = [TokenAuthentication]
+    permission_classes = [IsAuthenticated]
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "uploads"
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(
+        request={"multipart/form-data": PredictionsUploadInput},
+        responses={201: PredictionsUploadOutput, 400: ErrorListOutput},
+        summary="Upload predictions for a release",
+    )
+    def post(self, request: Request) -> Response:
+        form = PredictionsUploadInput(data=request.data)
+        if not form.is_valid():
+            return Response({"errors": _flatten(form.errors)}, status=status.HTTP_400_BAD_REQUEST)
+        data = form.validated_data
+        upload = data["file"]
+        if upload.size > upload_limit_bytes():
+            limit_mb = upload_limit_bytes() / 1024 / 1024
+            return Response(
+                {
+                    "errors": [
+                        f"the file is too large ({upload.size / 1024 / 1024:.1f} MB); the limit is {limit_mb:.0f} MB"
+                    ]
+                },
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        release = Release.objects.filter(name=data["release"]).first()
+        if release is None:
+            return Response(
+                {"errors": [f"release: unknown release '{data['release']}'"]},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        model = LanguageModel.objects.filter(key=data["model"]).first()
+        common = {
+            "release": release,
+            "data": upload.read(),
+            "template": data["template"],
+            "requester": request.user,
+        }
+        try:
+            if model is not None:
+                run = predictions_upload(model=model, **common)
+            else:
+                name = data.get("model_name", "")
+                if not name:
+                    return Response(
+                        {"errors": [f"model: unknown model '{data['model']}'; give model_name to create it"]},
+                        status=status.HTTP_400_BAD_REQUEST,
+                    )
+                if LanguageModel.objects.filter(Q(name=name)).exists():
+                    return Response(
+                        {"errors": [f"model_name: a model named '{name}' exists with another key"]},
+                        status=status.HTTP_400_BAD_REQUEST,
+                    )
+                run = predictions_upload_new_model(
+                    model_fields={"key": data["model"], "name": name}, **common
+                )
+        except PredictionsInvalid as exc:
+            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+        progress = selectors.run_progress(run=run)
+        body = {
+            "id": run.pk,
+            "url": request.build_absolute_uri(reverse("evaluation:run_detail", args=[run.pk])),
+            "status": run.status,
+            "items": progress.total,
+            "coverage": {
+                "covered_snippets": progress.covered_snippets,
+                "release_snippets": progress.release_snippets,
+            },
+        }
+        return Response(PredictionsUploadOutput(body).data, status=status.HTTP_201_CREATED)
+
+
+def _flatten(errors: dict) -> list[str]:
+    """DRF's {field: [messages]} as "field: message" lines, like the file's line errors."""
+    return [f"{field}: {message}" for field, messages in errors.items() for message in messages]

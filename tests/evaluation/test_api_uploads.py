@@ -1,0 +1,150 @@
+"""POST /api/v1/runs/upload/: token auth, throttled, 201 with the run or 400 with every error."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+from rest_framework.throttling import ScopedRateThrottle
+
+from evaluation.models import Completion, EvaluationRun, LanguageModel
+from tests.evaluation.runs_fixtures import full_predictions, jsonl, make_model, make_release
+
+pytestmark = pytest.mark.django_db
+
+URL = "/api/v1/runs/upload/"
+
+
+@pytest.fixture(autouse=True)
+def fresh_throttle_cache():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def release():
+    return make_release()
+
+
+@pytest.fixture
+def submitter(django_user_model):
+    return django_user_model.objects.create_user("submitter", password="pw")
+
+
+@pytest.fixture
+def api(submitter) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=submitter).key}")
+    return client
+
+
+def payload(data: bytes, **fields) -> dict:
+    return {"model": "m1", "release": "r1", "file": SimpleUploadedFile("p.jsonl", data), **fields}
+
+
+def test_upload_with_a_token_creates_a_run_and_returns_its_id_and_url(api, submitter, release):
+    make_model("m1")
+    response = api.post(
+        URL, payload(jsonl({"task": "alpha", "snippet": "a1", "code": "x = 1"})), format="multipart"
+    )
+    assert response.status_code == 201, response.content
+    body = response.json()
+    run = EvaluationRun.objects.get()
+    assert body["id"] == run.pk
+    assert body["url"] == f"http://testserver/runs/{run.pk}/"
+    assert body["items"] == 1
+    assert body["coverage"] == {"covered_snippets": 1, "release_snippets": 3}
+    assert run.requester == submitter and run.source == "uploaded" and run.verification == "uploaded"
+    assert run.template == "rcb-v2"
+    assert Completion.objects.filter(run=run).count() == 1
+
+
+def test_upload_returns_400_with_every_line_error(api, release):
+    make_model("m1")
+    data = jsonl(
+        "{nope", {"task": "x", "snippet": "a1", "code": ""}, {"task": "alpha", "snippet": "a1", "code": ""}
+    )
+    response = api.post(URL, payload(data), format="multipart")
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert errors[0].startswith("line 1 is not JSON (")
+    assert errors[1:] == ["line 2: unknown task 'x' in release r1"]
+    assert not EvaluationRun.objects.exists()
+
+
+def test_upload_names_missing_fields_of_the_request(api, release):
+    response = api.post(URL, {"release": "r1"}, format="multipart")
+    assert response.status_code == 400
+    errors = response.json()["errors"]
+    assert "model: This field is required." in errors and "file: No file was submitted." in errors
+
+
+def test_upload_rejects_unknown_release_and_unknown_model_without_a_name(api, release):
+    make_model("m1")
+    response = api.post(URL, payload(full_predictions(), release="nope"), format="multipart")
+    assert response.json() == {"errors": ["release: unknown release 'nope'"]}
+    response = api.post(URL, payload(full_predictions(), model="ghost"), format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {"errors": ["model: unknown model 'ghost'; give model_name to create it"]}
+
+
+def test_upload_creates_a_new_model_when_given_its_name(api, release):
+    response = api.post(
+        URL, payload(full_predictions(), model="fresh", model_name="Fresh"), format="multipart"
+    )
+    assert response.status_code == 201
+    assert LanguageModel.objects.get(key="fresh").name == "Fresh"
+    assert response.json()["items"] == 3
+
+
+def test_upload_rejects_a_file_over_the_limit(api, release, settings):
+    settings.RCB_UPLOAD_MAX_BYTES = 1024 * 1024
+    make_model("m1")
+    response = api.post(URL, payload(b"x" * (2 * 1024 * 1024)), format="multipart")
+    assert response.status_code == 400
+    assert response.json()["errors"] == ["the file is too large (2.0 MB); the limit is 1 MB"]
+
+
+def test_unauthenticated_upload_is_401(release):
+    make_model("m1")
+    response = APIClient().post(URL, payload(full_predictions()), format="multipart")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
+    assert not EvaluationRun.objects.exists()
+
+
+def test_a_bad_token_is_401(release):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+    assert client.post(URL, payload(full_predictions()), format="multipart").status_code == 401
+
+
+def test_a_logged_in_session_without_a_token_is_refused(client, submitter, release):
+    client.force_login(submitter)
+    assert client.post(URL, payload(full_predictions())).status_code == 401
+
+
+def test_uploads_are_throttled_per_user_with_429_after_the_limit(api, release, monkeypatch):
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"uploads": "2/hour"})
+    make_model("m1")
+    statuses = [api.post(URL, payload(full_predictions()), format="multipart").status_code for _ in range(3)]
+    assert statuses == [201, 201, 429]
+    assert EvaluationRun.objects.count() == 2
+
+
+def test_upload_rate_comes_from_the_settings():
+    from django.conf import settings
+
+    assert settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["uploads"]
+    assert (
+        ScopedRateThrottle.THROTTLE_RATES["uploads"]
+        == settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["uploads"]
+    )
+
+
+def test_upload_endpoint_is_in_the_openapi_schema(client):
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json").content.decode()
+    assert "/api/v1/runs/upload/" in schema
