@@ -1,12 +1,83 @@
-"""Load the demo data that ships with the repository (idempotent; `make demo` runs it)."""
+"""Load the demo data that ships with the repository (idempotent; `make demo` runs it).
+
+1. ``examples/pset`` as the release ``demo`` (through the catalogue service; skipped if the folder is absent);
+2. the paper's published results, ``demo/rcb-2025-published.json.gz``, as the release
+   ``rcb-2025-published`` with one run per model (the default release when no other is).
+"""
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from contributions.models import Release
+from contributions.services import CatalogueError, release_create_from_pset
+from evaluation.services.published import PublishedSourceError, published_import, published_verify
+
+DEMO_RELEASE = "demo"
 
 
 class Command(BaseCommand):
-    help = "Load the demo data shipped with the repository. Safe to run repeatedly."
+    help = (
+        "Load the demo data shipped with the repository (example tasks, published results). Safe to repeat."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--examples",
+            type=Path,
+            default=settings.BASE_DIR / "examples" / "pset",
+            help="example pset folder",
+        )
+        parser.add_argument(
+            "--published",
+            type=Path,
+            default=settings.BASE_DIR / "demo" / "rcb-2025-published.json.gz",
+            help="published-results fixture",
+        )
 
     def handle(self, *args, **options) -> None:
-        self.stdout.write("No demo data ships with this version yet; the portal starts empty.")
+        self._load_examples(options["examples"])
+        self._load_published(options["published"])
+
+    def _load_examples(self, path: Path) -> None:
+        if not path.is_dir():
+            self.stdout.write(f"examples: {path} not found; skipped")
+            return
+        existed = Release.objects.filter(name=DEMO_RELEASE).exists()
+        try:
+            release = release_create_from_pset(path=path, name=DEMO_RELEASE, title="Example tasks")
+        except CatalogueError as exc:
+            if not existed:
+                raise CommandError(f"examples: {exc}") from exc
+            # Releases never change: examples edited since the first load keep the release as it was.
+            self.stdout.write(
+                f"examples: release {DEMO_RELEASE!r} exists and differs from {path}; kept as it is ({exc})"
+            )
+            return
+        entries = release.entries.select_related("task_version")
+        snippets = sum(e.task_version.snippets.count() for e in entries)
+        state = "already loaded" if existed else "loaded"
+        self.stdout.write(
+            f"examples: release {release.name!r} {state}: {entries.count()} tasks, {snippets} snippets"
+        )
+
+    def _load_published(self, path: Path) -> None:
+        try:
+            report = published_import(source=path)
+        except PublishedSourceError as exc:
+            raise CommandError(f"published results: {exc}") from exc
+        mismatches = published_verify(source=path)
+        if mismatches:
+            raise CommandError(
+                f"published results: {len(mismatches)} recomputed scores differ from the fixture's "
+                f"(first: {mismatches[0]})"
+            )
+        state = "loaded" if report.changed else "already loaded"
+        self.stdout.write(
+            f"published results: release {report.release!r} {state}: "
+            f"{report.models_created} models, {report.runs_created} runs, {report.results_created} "
+            f"results created in {report.duration_s:.2f} s; scores equal the published ones"
+        )
