@@ -83,6 +83,10 @@ class RunError:
     outcome: str
     reason: str
 
+    @property
+    def stage_label(self) -> str:
+        return str(Completion.Stage(self.stage).label)
+
 
 @dataclass(frozen=True)
 class RunProgress:

@@ -423,6 +423,7 @@ def test_upload_form_creates_a_run_and_lands_on_its_page(client, member, release
     assert run.requester == member and run.source == EvaluationRun.Source.UPLOADED
     page = client.get(response["Location"]).content.decode()
     assert "3 of 3 snippets" in page and 'hx-trigger="every 2s"' in page
+    assert "uploaded predictions: no generation" in page
 
 
 def test_upload_form_with_a_new_model_creates_it(client, member, release):
