@@ -316,10 +316,10 @@ def _rank_and_sort(rows: list[Row], sort: str) -> list[Row]:
     keyfunc = SORT_KEYS[sort.lstrip("-")]
     present = [r for r in rows if keyfunc(r) is not None]
     absent = [r for r in rows if keyfunc(r) is None]
-    # Stable tie-break: model name, then run id, whatever the direction.
-    present.sort(key=lambda r: (r.model.name.lower(), r.run_id))
+    # Stable tie-break: model key (as the core's ``score_published``), then run id, whatever the direction.
+    present.sort(key=lambda r: (r.model.key, r.run_id))
     present.sort(key=keyfunc, reverse=descending)
-    absent.sort(key=lambda r: (r.model.name.lower(), r.run_id))
+    absent.sort(key=lambda r: (r.model.key, r.run_id))
     return present + absent
 
 

@@ -79,3 +79,35 @@ def test_model_paper_snippet_and_run_endpoints_answer_for_published_rows(client,
     page = client.get(f"/api/v1/runs/{run_id}/results/?limit=50").json()
     assert page["count"] == 212 and len(page["results"]) == 50 and page["next"]
     assert client.get(f"/api/v1/runs/{run_id}/results/?outcome=passed").json()["count"] == 136
+
+
+@pytest.mark.parametrize("mode", ["none", "global", "per-model"])
+def test_every_published_row_equals_core_scoring_exactly(published_board, mode):  # noqa: F811
+    import yaml
+
+    from leaderboard.selectors import LeaderboardFilters, leaderboard_rows
+    from researchcodebench.pset import normalise_date
+    from researchcodebench.scoring import load_published, score_published
+    from tests.leaderboard.factories import ORIGINAL, REGISTRY
+
+    dates = {
+        str(e["id"]): normalise_date(e["first_commit_date"]) for e in yaml.safe_load(REGISTRY.read_text())
+    }
+    core = {
+        s.key: s for s in score_published(load_published(ORIGINAL), contamination=mode, registry_dates=dates)
+    }
+    rows = leaderboard_rows(filters=LeaderboardFilters(contamination=mode))
+    assert [r.model.key for r in rows if r.scaled_pass_at_1 is not None] == [
+        k for k, s in core.items() if s.snippets
+    ]
+    for row in rows:
+        expected = core[row.model.key].to_dict()
+        assert row.scaled_pass_at_1 == expected["scaled_pass_at_1"]
+        assert row.pass_at_1 == expected["pass_at_1"]
+        assert row.score.scaled_pass_at_1_std == expected["scaled_pass_at_1_std"]
+        assert list(row.score.ci95 or [None, None]) == expected["ci95"]
+        assert (row.score.snippets, row.score.lines, row.score.coverage) == (
+            expected["snippets"],
+            expected["lines"],
+            expected["coverage"],
+        )

@@ -1,0 +1,170 @@
+"""Aggregation: read models equal the core library's scoring for the same results, exactly; subsets of
+papers recombine exactly; infrastructure failures never count; results trigger one debounced refresh."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+
+import pytest
+from django.db import transaction
+
+from evaluation.models import Completion, TestResult
+from evaluation.signals import results_recorded
+from leaderboard.models import RunAggregation, RunErrorCount, RunPaperScore, RunScore, SnippetStat
+from leaderboard.selectors import LeaderboardFilters, leaderboard_rows, score_from_papers
+from leaderboard.services import leaderboard_refresh_run, leaderboard_refresh_stale
+from researchcodebench import scoring
+from tests.leaderboard.factories import LanguageModelFactory, make_benchmark, make_run, snippet_results
+
+pytestmark = pytest.mark.django_db
+
+PAPERS = {
+    "a": (dt.date(2024, 3, 1), [5, 1, 12, 3]),
+    "b": (dt.date(2024, 11, 5), [2, 7]),
+    "c": (dt.date(2025, 4, 2), [4, 4, 9]),
+}
+
+
+def random_verdicts(seed: int, n: int = 3) -> dict[str, str]:
+    rng = random.Random(seed)
+    return {
+        paper: " ".join("".join(rng.choice("PPF-") for _ in range(n)) for _ in lines)
+        for paper, (_date, lines) in PAPERS.items()
+    }
+
+
+def test_stored_scores_equal_core_scoring_exactly_for_every_mode():
+    rel, snippets = make_benchmark(PAPERS)
+    verdicts = random_verdicts(1)
+    model = LanguageModelFactory(knowledge_cutoff=dt.date(2024, 6, 1))
+    run = make_run(snippets, verdicts, model=model, release=rel)
+    leaderboard_refresh_run(run=run)
+    results = snippet_results(snippets, verdicts)
+    expected = {(p, s.name): s.lines for p, ss in snippets.items() for s in ss}
+    for mode, papers in (("none", None), ("per-model", ["b", "c"]), ("global", ["b", "c"])):
+        core = scoring.score_model("k", "n", results, expected=expected, papers=papers)
+        row = RunScore.objects.get(run=run, mode=mode)
+        assert row.selection == papers
+        assert (row.line_mean, row.line_std, tuple(row.line_rates)) == (
+            core.line.mean,
+            core.line.std,
+            core.line.rates,
+        )
+        assert (row.task_mean, row.task_std, tuple(row.task_rates)) == (
+            core.task.mean,
+            core.task.std,
+            core.task.rates,
+        )
+        assert (row.ci_low, row.ci_high) == core.ci95
+        assert (row.snippets, row.lines, row.coverage) == (core.snippets, core.lines, core.coverage)
+    core_papers = scoring.per_paper(results)
+    for p in RunPaperScore.objects.filter(run=run).select_related("paper"):
+        assert (p.line_mean, p.line_std) == (core_papers[p.paper.key].mean, core_papers[p.paper.key].std)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_any_subset_of_papers_recombines_exactly_from_per_paper_sums(seed):
+    rel, snippets = make_benchmark(PAPERS)
+    verdicts = random_verdicts(seed, n=1 + seed % 4)
+    run = make_run(snippets, verdicts, release=rel)
+    leaderboard_refresh_run(run=run)
+    results = snippet_results(snippets, verdicts)
+    expected = {(p, s.name): s.lines for p, ss in snippets.items() for s in ss}
+    rows = {p.paper.key: p for p in RunPaperScore.objects.filter(run=run).select_related("paper")}
+    for subset in (["a"], ["a", "c"], ["b", "c"], ["a", "b", "c"]):
+        core = scoring.score_model("k", "n", results, expected=expected, papers=subset)
+        mine = score_from_papers(rows[p] for p in subset)
+        same_nan = lambda x, y: (x is None and math.isnan(y)) or x == y  # noqa: E731
+        assert same_nan(mine.scaled_pass_at_1, core.line.mean) and same_nan(mine.pass_at_1, core.task.mean)
+        assert same_nan(mine.scaled_pass_at_1_std, core.line.std)
+        assert (mine.snippets, mine.lines, mine.coverage) == (core.snippets, core.lines, core.coverage)
+
+
+def test_infrastructure_failures_never_count_and_are_counted_apart():
+    _rel, snippets = make_benchmark({"a": (dt.date(2025, 1, 1), [2, 6])})
+    run = make_run(snippets, {"a": "P I"}, categories={"a": "logic"})
+    score = leaderboard_refresh_run(run=run)
+    assert score.line_mean == 100.0 and score.coverage == 0.5 and score.snippets == 1
+    assert list(RunErrorCount.objects.filter(run=run).values_list("category", "tier", "count")) == [
+        ("sandbox_failure", "infrastructure", 1)
+    ]
+
+
+def test_snippet_stats_count_results_across_runs_split_by_paper_context():
+    _rel, snippets = make_benchmark({"a": (dt.date(2025, 1, 1), [2, 6])})
+    for verdicts, with_paper in (({"a": "PP F"}, True), ({"a": "P F"}, True), ({"a": "F F"}, False)):
+        leaderboard_refresh_run(run=make_run(snippets, verdicts, with_paper=with_paper))
+    first = SnippetStat.objects.get(snippet=snippets["a"][0])
+    assert (first.runs, first.results, first.passed) == (3, 4, 3) and first.solve_rate == 75.0
+    assert (first.with_paper_results, first.with_paper_passed) == (3, 3)
+    assert (first.without_paper_results, first.without_paper_passed) == (1, 0)
+
+
+def test_a_new_model_with_a_later_cutoff_moves_every_runs_global_row():
+    _rel, snippets = make_benchmark(PAPERS)
+    early = make_run(
+        snippets, random_verdicts(2), model=LanguageModelFactory(knowledge_cutoff=dt.date(2024, 1, 1))
+    )
+    leaderboard_refresh_run(run=early)
+    assert RunScore.objects.get(run=early, mode="global").selection == ["a", "b", "c"]
+    late = make_run(
+        snippets, random_verdicts(3), model=LanguageModelFactory(knowledge_cutoff=dt.date(2024, 12, 1))
+    )
+    leaderboard_refresh_run(run=late)
+    assert RunScore.objects.get(run=early, mode="global").selection == ["c"]
+    rows = leaderboard_rows(filters=LeaderboardFilters(contamination="global"))
+    assert {r.selection for r in rows} == {("c",)} and all(r.score.ci95 is not None for r in rows)
+
+
+def test_original_text_comparison_bug_is_kept_for_the_global_rule():
+    _rel, snippets = make_benchmark(PAPERS)
+    # As text "2024-7" > "2024-10", so the global cutoff is July 2024 although October is later.
+    for raw, date in (("2024-7", dt.date(2024, 7, 1)), ("2024-10", dt.date(2024, 10, 1))):
+        model = LanguageModelFactory(knowledge_cutoff=date, knowledge_cutoff_raw=raw)
+        leaderboard_refresh_run(run=make_run(snippets, random_verdicts(4), model=model))
+    rows = leaderboard_rows(filters=LeaderboardFilters(contamination="global"))
+    assert {r.selection for r in rows} == {("b", "c")}  # b (2024-11-05) is after July, would not be after Oct
+
+
+def test_refresh_is_idempotent():
+    _rel, snippets = make_benchmark(PAPERS)
+    run = make_run(snippets, random_verdicts(5))
+    first = leaderboard_refresh_run(run=run)
+    second = leaderboard_refresh_run(run=run)
+    assert (first.line_mean, first.ci_low) == (second.line_mean, second.ci_low)
+    assert (
+        RunScore.objects.filter(run=run).count() == 3 and RunAggregation.objects.get(run=run).refreshes == 2
+    )
+
+
+def test_stale_sweep_aggregates_runs_written_in_bulk_and_only_those():
+    _rel, snippets = make_benchmark(PAPERS)
+    run = make_run(snippets, random_verdicts(6))
+    assert leaderboard_refresh_stale() == [run.pk]
+    assert leaderboard_refresh_stale() == []
+    assert RunScore.objects.filter(run=run, mode="none").exists()
+
+
+def test_a_burst_of_results_schedules_one_refresh_after_commit(transactional_db, monkeypatch):
+    from leaderboard import tasks
+
+    sent: list[tuple] = []
+    monkeypatch.setattr(
+        tasks.refresh_run, "apply_async", lambda args, countdown: sent.append((args, countdown))
+    )
+    _rel, snippets = make_benchmark({"a": (dt.date(2025, 1, 1), [2, 6, 1])})
+    run = make_run(snippets, {"a": "- - -"})
+    with transaction.atomic():
+        for snippet in snippets["a"]:
+            completion = Completion.objects.create(run=run, snippet=snippet, stage="done")
+            TestResult.objects.create(completion=completion, outcome="passed", passed=True, tier="none")
+        results_recorded.send(sender=TestResult, run_id=run.pk)
+        assert sent == []  # nothing leaves before the results are committed
+    assert len(sent) == 1 and sent[0][0] == [run.pk]
+    # The task clears the marker first, aggregates, and a later result schedules again.
+    assert tasks.refresh_run(run.pk) is True
+    assert RunScore.objects.get(run=run, mode="none").line_mean == 100.0
+    results_recorded.send(sender=TestResult, run_id=run.pk)
+    assert len(sent) == 2
