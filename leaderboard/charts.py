@@ -90,7 +90,7 @@ def _open(chart_id: str, width: float, height: float, title: str, desc: str) -> 
     cid = _check_id(chart_id)
     return [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{cid}" '
-        f'viewBox="0 0 {_num(width)} {_num(height)}" role="img" '
+        f'viewBox="0 0 {_num(width)} {_num(height)}" style="max-width: {_num(width)}px" role="img" '
         f'aria-labelledby="{cid}-title {cid}-desc" font-family="system-ui, sans-serif" '
         f'font-size="{FONT}" fill="{TEXT}">',
         f'<title id="{cid}-title">{_e(title)}</title>',
@@ -273,7 +273,11 @@ def bar_chart(
     lo_raw = min((b.value for b in bars if b.value is not None), default=0.0)
     lo = -_nice_max(-lo_raw) if lo_raw < 0 else 0.0
     row, left = 22, _label_width([b.label for b in bars]) + 8
-    right = 8 + len(f"{hi:.{digits}f}{unit}") * CHAR_W + 8
+    # Room right of the longest bar for its value label and note.
+    widest = max(
+        len(f"{hi:.{digits}f}{unit}"), *(len(f"{b.value or 0:.{digits}f}{unit} {b.note}") for b in bars)
+    )
+    right = 8 + widest * CHAR_W + 8
     plot_w = width - left - right
     top = 34
 

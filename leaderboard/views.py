@@ -342,7 +342,6 @@ def paper_page(request: HttpRequest, key: str) -> HttpResponse:
         value_label="Pass rate (%)",
         row_hrefs=[_model_url(m.model.key) for m in detail.matrix],
         col_hrefs=[snippet_url(detail.key, n.name, n.id) for n in detail.snippets],
-        show_values=False,
     )
     context = {
         "d": detail,
