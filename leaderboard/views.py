@@ -120,17 +120,29 @@ def snippet_url(paper_key: str, name: str, snippet_id: int | None = None) -> str
     return f"{url}?{urlencode({'id': snippet_id})}" if snippet_id is not None else url
 
 
-def _csv_url(name: str, params: QueryDict | None = None, **extra: str) -> str | None:
-    """URL of an export endpoint of the data layer (``leaderboard:export_<name>``), None if absent."""
+#: chart/table data exports of the read API (leaderboard/api_urls.py); they take the page's filter parameters
+EXPORTS = {
+    "leaderboard": "api-leaderboard",
+    "errors": "api-leaderboard-errors",
+    "papers": "api-leaderboard-papers",
+    "snippets": "api-leaderboard-snippets",
+}
+
+
+def _csv_url(name: str, params: QueryDict | None = None, fmt: str = "csv", **extra: str) -> str | None:
+    """URL of the data export behind a chart, with the page's filters; None when the API lacks it."""
     from django.urls import NoReverseMatch
 
     try:
-        url = reverse(f"leaderboard:export_{name}")
+        url = reverse(EXPORTS[name])
     except NoReverseMatch:
         return None
-    query = params.copy() if params is not None else QueryDict(mutable=True)
-    query.pop("sort", None)
-    query["format"] = "csv"
+    query = QueryDict(mutable=True)
+    for key, value in (params or QueryDict()).items():
+        # Empty form fields ("Any") mean no restriction; the API rejects empty values.
+        if value and key != "sort":
+            query[key] = value
+    query["format"] = fmt
     for k, v in extra.items():
         query[k] = v
     return f"{url}?{query.urlencode()}"
@@ -226,7 +238,7 @@ def board(request: HttpRequest) -> HttpResponse:
         + (" (descending)" if form.filters.sort.startswith("-") else " (ascending)"),
         **FILTER_CHOICES,
         "csv_url": _csv_url("leaderboard", request.GET),
-        "json_url": (_csv_url("leaderboard", request.GET) or "").replace("format=csv", "format=json") or None,
+        "json_url": _csv_url("leaderboard", request.GET, fmt="json"),
         "selection": rows[0].selection if rows and rows[0].selection is not None else None,
     }
     return _page(request, "leaderboard/board.html", context)
@@ -287,6 +299,7 @@ def model_page(request: HttpRequest, key: str) -> HttpResponse:
         "error_chart": error_chart,
         "cutoff_chart": cutoff_chart,
         "grid": dict(grid),
+        "csv_url": _csv_url("papers", QueryDict()),
         "modes": [(m, CONTAMINATION_LABELS[m], detail.scores.get(m)) for m in CONTAMINATION_LABELS],
     }
     return render(request, "leaderboard/model_detail.html", context)
@@ -349,6 +362,7 @@ def paper_page(request: HttpRequest, key: str) -> HttpResponse:
         **FILTER_CHOICES,
         "tree": _tree(detail.key, detail.snippets),
         "heatmap": heat,
+        "csv_url": _csv_url("snippets", QueryDict(), paper=detail.key),
         "total_lines": sum(n.lines for n in detail.snippets if n.depth in (0, None) or n.parent_id is None),
     }
     return _page(request, "leaderboard/paper_detail.html", context)
@@ -536,7 +550,7 @@ def contamination_page(request: HttpRequest) -> HttpResponse:
         "timeline": timeline,
         "before_after": before_after,
         "kept": sum(1 for p in data.papers if p.kept_by_global_rule),
-        "csv_url": _csv_url("contamination", request.GET),
+        "csv_url": _csv_url("papers", request.GET),
     }
     return _page(request, "leaderboard/contamination.html", context)
 
@@ -602,7 +616,7 @@ def ablation_page(request: HttpRequest) -> HttpResponse:
         "snippet_rows": [
             {"s": s, "url": snippet_url(s.paper_key, s.name, s.snippet_id)} for s in data.snippets
         ],
-        "csv_url": _csv_url("ablation", request.GET),
+        "csv_url": _csv_url("snippets", QueryDict()),
     }
     return _page(request, "leaderboard/ablation.html", context)
 

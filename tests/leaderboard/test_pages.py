@@ -308,3 +308,21 @@ def test_ablation_page_is_honest_when_no_pairs_exist(client, published_board):  
     html = get(client, reverse("leaderboard:ablation"))
     assert "No with/without-paper pairs yet" in html
     assert "No snippet has results both with and without the paper yet" in html
+
+
+def test_chart_data_links_return_csv_of_the_filtered_rows(client, published_board):  # noqa: F811
+    import csv
+    import io
+
+    html = get(client, "/", developer="OpenAI", weights="", contamination="global")
+    link = re.search(r'<a href="([^"]+)">Chart data \(CSV\)</a>', html).group(1).replace("&amp;", "&")
+    assert "weights=" not in link and "contamination=global" in link
+    response = client.get(link)
+    assert response.status_code == 200
+    records = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert [r["model.key"] for r in records] == [r["key"] for r in Page(html).rows]
+    for page_name in ("errors", "contamination", "ablation"):
+        page_html = get(client, reverse(f"leaderboard:{page_name}"))
+        match = re.search(r'<a href="([^"]+)">Chart data \(CSV\)</a>', page_html)
+        if match:
+            assert client.get(match.group(1).replace("&amp;", "&")).status_code == 200
