@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 from evaluation.models import EvaluationRun
 from tests.conftest import wait_for
@@ -45,6 +46,9 @@ def browser_page(monkeypatch):
         page.set_default_timeout(20_000)
         yield page
         browser.close()
+        # ORM calls made while Playwright's loop runs get their own connection (asgiref's context-local
+        # connections); close it here, or it would keep the test database from being dropped.
+        connections.close_all()
 
 
 def predictions_file(tmp_path: Path) -> tuple[Path, int]:
@@ -66,7 +70,7 @@ def predictions_file(tmp_path: Path) -> tuple[Path, int]:
 
 
 def test_staff_uploads_predictions_and_watches_the_run_finish(
-    live_server, browser_page, start_worker, django_user_model, tmp_path
+    transactional_db, live_server, browser_page, start_worker, django_user_model, tmp_path
 ):
     page = browser_page
     django_user_model.objects.create_user("maintainer", password="a-long-test-password", is_staff=True)
