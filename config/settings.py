@@ -142,6 +142,8 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_RATES": {"uploads": env_str("RCB_UPLOAD_THROTTLE", "30/hour")},
 }
+#: the largest predictions file an upload (web form or API) accepts, in bytes
+RCB_UPLOAD_MAX_BYTES = env_int("RCB_UPLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "ResearchCodeBench Hub API",
     "DESCRIPTION": "Read the leaderboard, models, papers, snippets, runs and results; submit predictions.",
