@@ -32,12 +32,11 @@ from researchcodebench.problems import reindent
 MAX_REPORTED_ERRORS = 200
 #: completion indices above this are surely a mistake (n completions per snippet)
 MAX_COMPLETION_IDX = 99
-DEFAULT_MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 
 
 def upload_limit_bytes() -> int:
     """The largest predictions file accepted, from ``settings.RCB_UPLOAD_MAX_BYTES``."""
-    return int(getattr(settings, "RCB_UPLOAD_MAX_BYTES", DEFAULT_MAX_UPLOAD_BYTES))
+    return int(settings.RCB_UPLOAD_MAX_BYTES)
 
 
 def _human_size(n: int) -> str:

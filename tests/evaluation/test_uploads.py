@@ -13,6 +13,7 @@ from evaluation.services.uploads import (
     predictions_parse,
     predictions_upload,
     predictions_upload_new_model,
+    upload_limit_bytes,
 )
 from tests.evaluation.runs_fixtures import full_predictions, jsonl, make_model, make_release
 
@@ -112,6 +113,10 @@ def test_rejects_a_file_over_the_size_limit_naming_the_limit(release, settings):
     settings.RCB_UPLOAD_MAX_BYTES = 1024 * 1024
     errors = errors_of(b"x" * (1024 * 1024 + 1), release)
     assert errors == ["the file is too large (1.0 MB); the limit is 1 MB"]
+
+
+def test_the_default_size_limit_is_20_mb():
+    assert upload_limit_bytes() == 20 * 1024 * 1024
 
 
 @pytest.mark.parametrize("data", [b"", b"\n\n  \n"])
