@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.db.models import Q
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
@@ -79,7 +78,7 @@ class RunUploadApi(APIView):
                         {"errors": [f"model: unknown model '{data['model']}'; give model_name to create it"]},
                         status=status.HTTP_400_BAD_REQUEST,
                     )
-                if LanguageModel.objects.filter(Q(name=name)).exists():
+                if LanguageModel.objects.filter(name=name).exists():
                     return Response(
                         {"errors": [f"model_name: a model named '{name}' exists with another key"]},
                         status=status.HTTP_400_BAD_REQUEST,
