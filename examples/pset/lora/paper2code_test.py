@@ -10,6 +10,12 @@ import inject
 import lora_layer
 
 
+def assert_close(got: torch.Tensor, want: torch.Tensor, rtol: float = 1e-7, atol: float = 1e-9) -> None:
+    """Tolerance comparison (cheaper to start than torch.testing.assert_close)."""
+    assert got.shape == want.shape, f"shape {tuple(got.shape)} != {tuple(want.shape)}"
+    assert torch.allclose(got, want, rtol=rtol, atol=atol), f"{got} != {want}"
+
+
 class Block(nn.Module):
     def __init__(self, d: int) -> None:
         super().__init__()
@@ -56,11 +62,11 @@ class LoRALinearTest(unittest.TestCase):
     def test_forward_matches_formula(self) -> None:
         layer = lora_layer.LoRALinear(self.base, r=3, alpha=6.0).double()
         with torch.no_grad():
-            torch.testing.assert_close(layer(self.x), self.base(self.x))
+            assert_close(layer(self.x), self.base(self.x))
             layer.lora_B.normal_()
             want = self.x @ self.base.weight.T + self.base.bias + 2.0 * (self.x @ layer.lora_A.T @ layer.lora_B.T)
-            torch.testing.assert_close(layer(self.x), want, rtol=1e-10, atol=1e-10)
-            torch.testing.assert_close(layer.delta_weight(), 2.0 * layer.lora_B @ layer.lora_A)
+            assert_close(layer(self.x), want, rtol=1e-10, atol=1e-10)
+            assert_close(layer.delta_weight(), 2.0 * layer.lora_B @ layer.lora_A)
 
     def test_merge_and_unmerge(self) -> None:
         layer = lora_layer.LoRALinear(self.base, r=2, alpha=3.0).double()
@@ -71,13 +77,13 @@ class LoRALinearTest(unittest.TestCase):
             layer.merge()
             layer.merge()  # merging twice must not add the update twice
             self.assertTrue(layer.merged)
-            torch.testing.assert_close(self.base.weight, original + 1.5 * layer.lora_B @ layer.lora_A)
-            torch.testing.assert_close(layer(self.x), before, rtol=1e-10, atol=1e-10)
+            assert_close(self.base.weight, original + 1.5 * layer.lora_B @ layer.lora_A)
+            assert_close(layer(self.x), before, rtol=1e-10, atol=1e-10)
             layer.unmerge()
             layer.unmerge()
             self.assertFalse(layer.merged)
-            torch.testing.assert_close(self.base.weight, original, rtol=1e-12, atol=1e-12)
-            torch.testing.assert_close(layer(self.x), before, rtol=1e-10, atol=1e-10)
+            assert_close(self.base.weight, original, rtol=1e-12, atol=1e-12)
+            assert_close(layer(self.x), before, rtol=1e-10, atol=1e-10)
 
     def test_gradients_reach_only_adapter(self) -> None:
         layer = lora_layer.LoRALinear(self.base, r=2, alpha=2.0).double()
@@ -95,7 +101,7 @@ class LoRALinearTest(unittest.TestCase):
             torch.manual_seed(0)
             noisy = layer(self.x)
         self.assertGreater(float((noisy - clean).abs().max()), 1e-6)
-        torch.testing.assert_close(clean, self.base(self.x) + layer.scaling * (self.x @ layer.lora_A.T @ layer.lora_B.T))
+        assert_close(clean, self.base(self.x) + layer.scaling * (self.x @ layer.lora_A.T @ layer.lora_B.T))
 
 
 class InjectTest(unittest.TestCase):
@@ -117,7 +123,7 @@ class InjectTest(unittest.TestCase):
         # q: 2 * (8 + 8), v: 2 * (8 + 8), mlp.q: 2 * (16 + 8)
         self.assertEqual(inject.trainable_parameter_count(model), 32 + 32 + 48)
         with torch.no_grad():
-            torch.testing.assert_close(model(x), before, rtol=1e-12, atol=1e-12)
+            assert_close(model(x), before, rtol=1e-12, atol=1e-12)
 
     def test_set_merged_round_trip(self) -> None:
         torch.manual_seed(6)
@@ -130,11 +136,11 @@ class InjectTest(unittest.TestCase):
             inject.set_merged(model, True)
             self.assertTrue(model.q.merged and model.k.merged and model.mlp.q.merged)
             self.assertGreater(float((model.k.base.weight - weight).abs().max()), 1e-6)
-            torch.testing.assert_close(model(x), adapted, rtol=1e-10, atol=1e-10)
+            assert_close(model(x), adapted, rtol=1e-10, atol=1e-10)
             inject.set_merged(model, False)
             self.assertFalse(model.q.merged or model.k.merged)
-            torch.testing.assert_close(model.k.base.weight, weight, rtol=1e-12, atol=1e-12)
-            torch.testing.assert_close(model(x), adapted, rtol=1e-10, atol=1e-10)
+            assert_close(model.k.base.weight, weight, rtol=1e-12, atol=1e-12)
+            assert_close(model(x), adapted, rtol=1e-10, atol=1e-10)
         self.assertEqual(inject.trainable_parameter_count(nn.Linear(3, 2)), 8)
 
 

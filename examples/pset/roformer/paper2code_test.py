@@ -10,6 +10,12 @@ import rope
 from attention import merge_heads, scaled_dot_product, split_heads
 
 
+def assert_close(got: torch.Tensor, want: torch.Tensor, rtol: float = 1e-7, atol: float = 1e-9) -> None:
+    """Tolerance comparison (cheaper to start than torch.testing.assert_close)."""
+    assert got.shape == want.shape, f"shape {tuple(got.shape)} != {tuple(want.shape)}"
+    assert torch.allclose(got, want, rtol=rtol, atol=atol), f"{got} != {want}"
+
+
 def complex_rotary(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
     """Reference: view each feature pair as a complex number and multiply by exp(i * m * theta_j)."""
     d = x.shape[-1]
@@ -36,15 +42,15 @@ class RotaryTest(unittest.TestCase):
     def test_frequencies(self) -> None:
         theta = rope.rotary_frequencies(8, base=100.0)
         expected = torch.tensor([1.0, 100.0 ** -0.25, 100.0 ** -0.5, 100.0 ** -0.75], dtype=torch.float64)
-        torch.testing.assert_close(theta, expected, rtol=1e-12, atol=1e-12)
+        assert_close(theta, expected, rtol=1e-12, atol=1e-12)
         with self.assertRaises(ValueError):
             rope.rotary_frequencies(7)
 
     def test_angles(self) -> None:
         theta = torch.tensor([1.0, 0.5], dtype=torch.float64)
         cos, sin = rope.rotation_angles(torch.tensor([0, 3]), theta)
-        torch.testing.assert_close(cos, torch.tensor([[1.0, 1.0], [math.cos(3.0), math.cos(1.5)]], dtype=torch.float64))
-        torch.testing.assert_close(sin, torch.tensor([[0.0, 0.0], [math.sin(3.0), math.sin(1.5)]], dtype=torch.float64))
+        assert_close(cos, torch.tensor([[1.0, 1.0], [math.cos(3.0), math.cos(1.5)]], dtype=torch.float64))
+        assert_close(sin, torch.tensor([[0.0, 0.0], [math.sin(3.0), math.sin(1.5)]], dtype=torch.float64))
 
     def test_matches_explicit_rotation_matrix(self) -> None:
         d, seq = 8, 6
@@ -54,7 +60,7 @@ class RotaryTest(unittest.TestCase):
         out = rope.apply_rotary(x, cos, sin)
         for i in range(seq):
             expected = rotation_matrix(int(positions[i]), d) @ x[i]
-            torch.testing.assert_close(out[i], expected, rtol=1e-10, atol=1e-10)
+            assert_close(out[i], expected, rtol=1e-10, atol=1e-10)
 
     def test_matches_complex_form_and_keeps_dtype(self) -> None:
         x = torch.randn(2, 3, 5, 16)
@@ -62,7 +68,7 @@ class RotaryTest(unittest.TestCase):
         cos, sin = rope.rotation_angles(positions, rope.rotary_frequencies(16))
         out = rope.apply_rotary(x, cos, sin)
         self.assertEqual(out.dtype, torch.float32)
-        torch.testing.assert_close(out, complex_rotary(x, positions), rtol=1e-5, atol=1e-5)
+        assert_close(out, complex_rotary(x, positions), rtol=1e-5, atol=1e-5)
 
     def test_scores_depend_only_on_relative_position(self) -> None:
         d = 16
@@ -91,7 +97,7 @@ class RotaryTest(unittest.TestCase):
         with torch.no_grad():
             out = layer(x)
             expected = self._manual_attention(layer, x, torch.arange(7))
-        torch.testing.assert_close(out, expected, rtol=1e-9, atol=1e-9)
+        assert_close(out, expected, rtol=1e-9, atol=1e-9)
 
     def test_attention_layer_explicit_positions(self) -> None:
         layer = rope.RotarySelfAttention(dim=24, num_heads=3).double()
@@ -101,9 +107,9 @@ class RotaryTest(unittest.TestCase):
             out = layer(x, positions)
             expected = self._manual_attention(layer, x, positions)
             shifted = layer(x, positions + 11)
-        torch.testing.assert_close(out, expected, rtol=1e-9, atol=1e-9)
+        assert_close(out, expected, rtol=1e-9, atol=1e-9)
         # a common shift of all positions leaves non-causal attention unchanged
-        torch.testing.assert_close(shifted, out, rtol=1e-8, atol=1e-8)
+        assert_close(shifted, out, rtol=1e-8, atol=1e-8)
 
 
 if __name__ == "__main__":
