@@ -1,0 +1,116 @@
+"""Warm (forked from a pre-imported interpreter) and cold (a fresh interpreter per run) evaluation must give
+identical verdicts: every example snippet with its reference and with a blank body, plus mutated
+completions for a deterministic subset (the first snippet of each task).
+
+Cold runs import torch afresh (~2-3 s of CPU each), so identical inputs are run cold once: every reference
+completion of a task yields the same filled-in folder, and the test groups items by the exact file they
+produce.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from researchcodebench.problems import blank_body, fill_in
+from researchcodebench.pset import read_pset
+from researchcodebench.runner import EvalItem, Runner
+from researchcodebench.sandbox.base import SandboxUnavailable
+from researchcodebench.sandbox.local import LocalSandbox
+
+from .runner_fixtures import eval_python
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pset"
+
+
+def _code_lines(code: str) -> list[int]:
+    lines = code.split("\n")
+    return [i for i, line in enumerate(lines) if line.strip() and not line.strip().startswith("#")]
+
+
+def mutate_operator(code: str) -> str | None:
+    """Swap the first arithmetic operator outside comments (+ <-> -, * -> /)."""
+    lines = code.split("\n")
+    for i in _code_lines(code):
+        match = re.search(r"(?<=\s)([+\-*])(?=\s)", lines[i])
+        if match:
+            swapped = {"+": "-", "-": "+", "*": "/"}[match.group(1)]
+            lines[i] = lines[i][: match.start()] + swapped + lines[i][match.end() :]
+            return "\n".join(lines)
+    return None
+
+
+def mutate_drop_last(code: str) -> str | None:
+    """Drop the last code line (a snippet of one line becomes its indentation + ``pass``)."""
+    lines = code.split("\n")
+    numbered = _code_lines(code)
+    if not numbered:
+        return None
+    last = numbered[-1]
+    indent = lines[last][: len(lines[last]) - len(lines[last].lstrip())]
+    lines[last] = indent + "pass"
+    return "\n".join(lines)
+
+
+def _items() -> list[EvalItem]:
+    pset = read_pset(EXAMPLES)
+    items: list[EvalItem] = []
+    for task in pset.tasks:
+        for snippet in task.snippets:
+            items.append(EvalItem(task, snippet, snippet.code, completion_idx=0))
+            items.append(EvalItem(task, snippet, blank_body(snippet), completion_idx=1))
+        first = task.snippets[0]
+        # Cold runs cost ~2.5 s of CPU each: mutate the first snippet of each task (an operator swap), and
+        # the first task's also by dropping its last line, to keep this test near two minutes on 2 cores.
+        mutations = [(2, mutate_operator)] + ([(3, mutate_drop_last)] if task is pset.tasks[0] else [])
+        for idx, mutate in mutations:
+            mutated = mutate(first.code)
+            if mutated is not None and mutated != first.code:
+                items.append(EvalItem(task, first, mutated, completion_idx=idx))
+    return items
+
+
+def _content_key(item: EvalItem) -> str:
+    filled = fill_in(item.task.read_text(item.snippet.file), item.snippet, item.code or "")
+    return hashlib.sha256(f"{item.task.root}\0{item.snippet.file}\0{filled}".encode()).hexdigest()
+
+
+@pytest.mark.skipif(not (EXAMPLES / "papers.yaml").exists(), reason="examples/pset is not present")
+def test_warm_and_cold_runs_give_identical_verdicts(tmp_path):
+    sandbox = LocalSandbox(scratch_root=str(tmp_path / "scratch"))
+    try:
+        sandbox.check()
+    except SandboxUnavailable as exc:
+        pytest.skip(str(exc))
+    items = _items()
+    representatives: dict[str, EvalItem] = {}
+    for item in items:
+        representatives.setdefault(_content_key(item), item)
+    unique = list(representatives.values())
+    with Runner(sandbox=sandbox, environment=eval_python(), warm=True, calibrate=False, workers=2) as warm:
+        warm_verdicts = warm.evaluate_batch(items)
+    with Runner(sandbox=sandbox, environment=eval_python(), warm=False, calibrate=False, workers=2) as cold:
+        cold_unique = cold.evaluate_batch(unique)
+    cold_by_key = {_content_key(item): v for item, v in zip(unique, cold_unique, strict=True)}
+
+    assert all(v.warm for v in warm_verdicts), "every warm verdict came from a warm server"
+    assert not any(v.warm for v in cold_unique)
+    mismatches = []
+    for item, verdict in zip(items, warm_verdicts, strict=True):
+        other = cold_by_key[_content_key(item)]
+        if not verdict.same_result(other) or (verdict.tests_run, verdict.tests_failed) != (
+            other.tests_run,
+            other.tests_failed,
+        ):
+            mismatches.append(
+                (item.task.id, item.snippet.name, item.completion_idx, verdict.reason, other.reason)
+            )
+    assert mismatches == []
+    references = [v for item, v in zip(items, warm_verdicts, strict=True) if item.completion_idx == 0]
+    blanks = [v for item, v in zip(items, warm_verdicts, strict=True) if item.completion_idx == 1]
+    assert references and all(v.outcome == "passed" for v in references)
+    assert blanks and not any(v.outcome == "passed" for v in blanks)
+    assert sum(1 for item in items if item.completion_idx >= 2) >= len({i.task.id for i in items})
