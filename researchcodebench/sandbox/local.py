@@ -401,7 +401,11 @@ class LocalSandbox:
             if os.path.isdir(target):
                 args += ["--tmpfs", inside]
             elif os.path.exists(target):
-                args += ["--ro-bind", "/dev/null", inside]
+                # An empty read-only file: a bound /dev/null would be unopenable (device nodes are nodev here).
+                empty = os.path.join(scratch, "empty")
+                if not os.path.exists(empty):
+                    open(empty, "wb").close()
+                args += ["--ro-bind", empty, inside]
         if io_dir is not None:
             args += ["--bind", io_dir, IO_DIR]
         args += ["--remount-ro", "/", "--chdir", TASK_DIR, "--clearenv"]

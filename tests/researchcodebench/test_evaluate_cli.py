@@ -1,0 +1,123 @@
+"""``python -m researchcodebench evaluate``: fixed interface, JSON output, exit statuses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from researchcodebench.cli import main
+from researchcodebench.sandbox.local import LocalSandbox
+
+from .runner_fixtures import eval_python, make_pset
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_bwrap():
+    try:
+        LocalSandbox().check()
+    except Exception as exc:  # noqa: BLE001 - any reason the sandbox cannot run here skips the module
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def pset(tmp_path, monkeypatch):
+    monkeypatch.setenv("RCB_CACHE_DIR", str(tmp_path / "cache"))
+    return make_pset(tmp_path / "pset")
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    status = main(["evaluate", *args, "--python", eval_python(), "--workers", "1"])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_oracle_passes_and_blank_fails_with_json_scores(pset, capsys):
+    status, out, _ = _run(capsys, str(pset), "--oracle", "--no-cache", "--json")
+    data = json.loads(out)
+    assert status == 0
+    assert [v["outcome"] for v in data["verdicts"]] == ["passed"]
+    assert data["verdicts"][0]["task"] == "toy" and data["verdicts"][0]["completion_idx"] == 0
+    assert data["scores"]["line_rate"]["mean"] == 100.0 and data["scores"]["coverage"] == 1.0
+    status, out, _ = _run(capsys, str(pset), "--blank", "--no-cache", "--json")
+    assert status == 0
+    assert json.loads(out)["scores"]["passed"] == 0
+
+
+def test_predictions_with_code_and_responses_are_evaluated(pset, tmp_path, capsys):
+    lines = [
+        {
+            "task": "toy",
+            "snippet": "scale values",
+            "completion_idx": 0,
+            "code": "result = [v * factor for v in values]",
+        },
+        {"task": "toy", "snippet": "scale values", "completion_idx": 1, "response": "No code, sorry."},
+        {
+            "task": "toy",
+            "snippet": "scale values",
+            "completion_idx": 2,
+            "response": "Here:\n```python\nresult = [v + factor for v in values]\n```",
+        },
+    ]
+    path = tmp_path / "preds.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    status, out, _ = _run(capsys, str(pset), "--predictions", str(path), "--json")
+    data = json.loads(out)
+    assert status == 0
+    assert [(v["completion_idx"], v["outcome"], v["category"]) for v in data["verdicts"]] == [
+        (0, "passed", "passed"),
+        (1, "no_code", "no_code"),
+        (2, "failed", "logic"),
+    ]
+    assert data["scores"]["task_rate"]["rates"] == [100.0, 0.0, 0.0]
+    status, out, _ = _run(capsys, str(pset), "--predictions", str(path), "--json")
+    assert [v["cached"] for v in json.loads(out)["verdicts"]] == [True, False, True]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            '{"task": "toy", "snippet": "scale values", "code": "x"}\n{broken\n',
+            "preds.jsonl:2: not valid JSON",
+        ),
+        (
+            '{"task": "toy", "snippet": "nope", "code": "x"}\n',
+            "preds.jsonl:1: task 'toy' has no snippet 'nope'",
+        ),
+        ('{"task": "other", "snippet": "s", "code": "x"}\n', "preds.jsonl:1: unknown task 'other'"),
+        (
+            '{"task": "toy", "snippet": "scale values"}\n',
+            "preds.jsonl:1: give exactly one of 'code' and 'response'",
+        ),
+        ('{"snippet": "scale values", "code": "x"}\n', "preds.jsonl:1: missing field 'task'"),
+        (
+            '{"task": "toy", "snippet": "scale values", "completion_idx": "0", "code": "x"}\n',
+            "must be an integer",
+        ),
+        (
+            '{"task": "toy", "snippet": "scale values", "code": "x"}\n' * 2,
+            "preds.jsonl:2: duplicate prediction",
+        ),
+    ],
+)
+def test_bad_predictions_exit_2_naming_file_and_line(pset, tmp_path, capsys, content, message):
+    path = tmp_path / "preds.jsonl"
+    path.write_text(content)
+    status, out, err = _run(capsys, str(pset), "--predictions", str(path))
+    assert status == 2
+    assert message in err
+    assert out == ""
+
+
+def test_unknown_task_filter_exits_2(pset, capsys):
+    status, _, err = _run(capsys, str(pset), "--tasks", "missing", "--oracle")
+    assert status == 2 and "unknown task id(s) missing" in err
+
+
+def test_human_output_lists_each_verdict_and_the_scores(pset, capsys):
+    status, out, _ = _run(capsys, str(pset), "--blank", "--no-cache")
+    assert status == 0
+    assert "toy / scale values #0" in out and "[name]" in out
+    assert "0/1 passed" in out
