@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
@@ -70,14 +71,17 @@ class LeaderboardApi(_Table):
     def get(self, request: Request) -> Response:
         query = _parse(s.BoardQuerySerializer, request)
         filters = query.to_filters()
-        rows = selectors.leaderboard_rows(filters=filters)
-        return Response(
-            {
+
+        def payload() -> dict[str, Any]:
+            rows = selectors.leaderboard_rows_uncached(filters=filters)
+            return {
                 "results": s.LeaderboardRowSerializer(rows, many=True).data,
                 "count": len(rows),
                 "contamination": filters.contamination,
             }
-        )
+
+        # The serialized payload is cached like the rows (keyed by the board version): a hit is one query.
+        return Response(selectors.cached_read("api-leaderboard", (filters,), payload))
 
 
 class LeaderboardPapersApi(_Table):
@@ -308,3 +312,8 @@ class RunResultsApi(ListAPIView):
         if q.get("paper"):
             qs = qs.filter(snippet__task_version__task__paper__key=q["paper"])
         return qs
+
+
+def bench_trivial(request: HttpRequest) -> HttpResponse:
+    """The load benchmark's baseline: a Django view doing no work (routed only when RCB_BENCH is set)."""
+    return HttpResponse("ok", content_type="text/plain")

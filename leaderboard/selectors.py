@@ -25,6 +25,8 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any
 
+from django.core.cache import cache
+from django.db import connection
 from django.db.models import Q, QuerySet
 
 from contributions.models import Paper, Release, Snippet
@@ -323,7 +325,46 @@ def _rank_and_sort(rows: list[Row], sort: str) -> list[Row]:
     return present + absent
 
 
+#: upper bound on how long a cached read can lag a change the version does not see (e.g. a run cancelled
+#: without re-aggregation)
+CACHE_TTL_S = 60
+
+
+def board_version() -> str:
+    """A token that changes whenever the read models or the metadata they show change: the number and
+    the latest computation time of the score rows, and the latest edit of models and papers (one query,
+    on small tables). Cached reads are keyed by it, so a refresh is visible on the next request."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT (SELECT COUNT(*) FROM {RunScore._meta.db_table}),"
+            f" (SELECT MAX(computed_at) FROM {RunScore._meta.db_table}),"
+            f" (SELECT MAX(updated_at) FROM {LanguageModel._meta.db_table}),"
+            f" (SELECT MAX(updated_at) FROM {Paper._meta.db_table})"
+        )
+        return "|".join(str(v) for v in cur.fetchone())
+
+
+def cached_read(name: str, args: tuple, build: Callable[[], Any]) -> Any:
+    """``build()`` cached per process under (``name``, ``args``, ``board_version()``) for ``CACHE_TTL_S``."""
+    key = f"leaderboard:{name}:{hash((args, board_version()))}"
+    value = cache.get(key)
+    if value is None:
+        value = build()
+        cache.set(key, value, CACHE_TTL_S)
+    return value
+
+
 def leaderboard_rows(
+    *, release: Release | None = None, filters: LeaderboardFilters | None = None
+) -> list[Row]:
+    """``leaderboard_rows_uncached`` behind ``cached_read`` (one query on a hit)."""
+    filters = filters or LeaderboardFilters()
+    if release is not None:
+        filters = replace(filters, release=release.name)
+    return cached_read("rows", (filters,), lambda: leaderboard_rows_uncached(filters=filters))
+
+
+def leaderboard_rows_uncached(
     *, release: Release | None = None, filters: LeaderboardFilters | None = None
 ) -> list[Row]:
     """The leaderboard rows for ``filters`` (``release`` overrides ``filters.release``), ranked and sorted.
@@ -489,6 +530,11 @@ def _summary(run: EvaluationRun, score: RunScore | None) -> RunSummary:
 
 
 def model_detail(*, key: str, run_id: int | None = None) -> ModelDetail:
+    """``model_detail_uncached`` behind ``cached_read`` (one query on a hit)."""
+    return cached_read("model", (key, run_id), lambda: model_detail_uncached(key=key, run_id=run_id))
+
+
+def model_detail_uncached(*, key: str, run_id: int | None = None) -> ModelDetail:
     """The model page for ``key``: by default its latest finished run with the paper in the prompt (else
     its latest scored run); ``run_id`` picks another of its runs. Raises ``LanguageModel.DoesNotExist``
     for an unknown key and ``EvaluationRun.DoesNotExist`` for a run of another model. Seven queries."""
@@ -616,6 +662,11 @@ class PaperDetail:
 
 
 def paper_detail(*, key: str, filters: LeaderboardFilters | None = None) -> PaperDetail:
+    """``paper_detail_uncached`` behind ``cached_read`` (one query on a hit)."""
+    return cached_read("paper", (key, filters), lambda: paper_detail_uncached(key=key, filters=filters))
+
+
+def paper_detail_uncached(*, key: str, filters: LeaderboardFilters | None = None) -> PaperDetail:
     """The paper page for ``key``: metadata, the snippet tree of each task's latest version with its
     difficulty, and the model x snippet matrix over the runs ``filters`` keep (the board's runs by
     default). Raises ``Paper.DoesNotExist``. Four queries."""
