@@ -150,6 +150,21 @@ def _semaphore(model: LanguageModel, base_url: str) -> threading.BoundedSemaphor
         return _semaphores[key]
 
 
+_clients: dict[tuple[str, str, float], openai.OpenAI] = {}
+_clients_lock = threading.Lock()
+
+
+def _client(base_url: str, api_key: str, timeout_s: float) -> openai.OpenAI:
+    """One SDK client per endpoint, key and timeout in this process (building one costs ~0.1 s: TLS set-up)."""
+    key = (base_url, api_key, timeout_s)
+    with _clients_lock:
+        if key not in _clients:
+            _clients[key] = openai.OpenAI(
+                api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+            )
+        return _clients[key]
+
+
 def _request_options(model: LanguageModel, temperature: float | None) -> dict[str, Any]:
     options = dict(model.request_options or {})
     if temperature is not None:
@@ -178,7 +193,7 @@ def chat_complete(
     not retryable. An empty answer is returned as such (the caller records "no code extracted").
     """
     base_url = base_url_for(model)
-    client = openai.OpenAI(api_key=api_key_for(model), base_url=base_url, timeout=timeout_s, max_retries=0)
+    client = _client(base_url, api_key_for(model), timeout_s)
     kwargs = _request_options(model, temperature)
     waited = 0.0
     last_error = ""

@@ -8,7 +8,8 @@ import random
 import socket
 import threading
 
-from celery import Task, shared_task
+from celery import Task, current_app, shared_task
+from celery.signals import worker_process_init
 from django.conf import settings
 from django.db import connection
 
@@ -148,3 +149,26 @@ def reap_expired_leases() -> dict[str, int]:
         "resent": len(report.resent),
         "runs_finished": len(report.runs_finished),
     }
+
+
+def _prewarm() -> None:
+    from evaluation.workspace import shared_runner
+
+    try:
+        runner = shared_runner()
+        if runner.pool is not None:
+            runner.pool.release(runner.pool.acquire(runner.environment, False))
+    except Exception:
+        log.exception("could not pre-start the warm test interpreter (tests will start it on demand)")
+
+
+@worker_process_init.connect(dispatch_uid="rcb-prewarm-runner")
+def _prewarm_on_start(**kwargs: object) -> None:
+    """Start the warm test interpreter of a worker process that consumes a test queue in the background,
+    so that its ~2-8 s start overlaps with generation instead of delaying the first test."""
+    try:
+        queues = set(current_app.amqp.queues.consume_from)
+    except Exception:
+        queues = set()
+    if queues & {"eval-cpu", "eval-gpu"}:
+        threading.Thread(target=_prewarm, name="rcb-prewarm", daemon=True).start()
