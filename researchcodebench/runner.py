@@ -3,7 +3,7 @@
 A completion passes only when the test script ran to its end and exited 0 (the in-sandbox harness writes
 a nonce-bearing result line only then; ``sys.exit``/``os._exit`` from the completion end the run early
 and fail it). Before anything runs, a completion that names one of the task's oracle files (``*_ref.py``
-and the manifest's ``oracle_files``: imports, string literals, names) fails as ``oracle_access``; oracle
+and the manifest's ``oracle_files``: imports and string literals) fails as ``oracle_access``; oracle
 files that no other task file refers to are also hidden from the test.
 
 Speed: ``Runner`` keeps warm interpreters per environment (local sandbox only; ``warm.py``), calibrates
@@ -213,21 +213,27 @@ def task_facts(task: Task) -> TaskFacts:
 
 def oracle_access(task: Task, snippet: Snippet, code: str, oracles: Sequence[str]) -> str | None:
     """Why the completion reaches for an oracle file, or None. Static: the completion's lines of the
-    filled-in file are searched for imports of oracle modules, names bound to them and string literals
+    filled-in file are searched for imports of oracle modules and string literals
     naming the modules or files."""
     if not oracles:
         return None
     modules: set[str] = set()
     filenames: set[str] = set()
     for oracle in oracles:
-        modules |= _module_names(oracle)
-        filenames.add(PurePosixPath(oracle).name)
+        path = PurePosixPath(oracle)
         filenames.add(oracle)
+        if path.suffix == ".py":
+            # A nested oracle (ref/model.py) is only reachable by its dotted path; its bare stem ("model")
+            # would flag unrelated names.
+            modules.add(".".join(path.with_suffix("").parts))
+        if len(path.parts) == 1 or path.name.endswith("_ref.py"):
+            filenames.add(path.name)
+            if path.suffix == ".py":
+                modules.add(path.stem)
 
     def hit_module(name: str) -> str | None:
-        parts = name.split(".")
         for candidate in modules:
-            if name == candidate or candidate in parts:
+            if name == candidate or name.startswith(candidate + ".") or name.endswith("." + candidate):
                 return candidate
         return None
 
@@ -265,8 +271,6 @@ def oracle_access(task: Task, snippet: Snippet, code: str, oracles: Sequence[str
             found = found or next((hit_module(a.name) for a in node.names if hit_module(a.name)), None)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             found = hit_string(node.value)
-        elif isinstance(node, ast.Name):
-            found = node.id if node.id in modules else None
         if found:
             return f"the completion refers to the oracle {found!r}"
     return None
@@ -479,8 +483,10 @@ class Runner:
         warm: bool = True,
         calibrate: bool = True,
         workers: int = 2,
+        timeout_floor_s: float = TIMEOUT_FLOOR_S,
     ) -> None:
         sandbox.check()
+        self.timeout_floor_s = timeout_floor_s
         self.sandbox = sandbox
         self.environment = (
             environment if isinstance(environment, Environment) else resolve_environment(environment)
@@ -537,7 +543,7 @@ class Runner:
             if task.root not in self._timeouts:
                 reference = self._run(task, None, None, facts, replace(self.limits, timeout_s=cap))
                 if reference.outcome == "passed":
-                    value = min(max(TIMEOUT_FACTOR * reference.duration_s, TIMEOUT_FLOOR_S), cap)
+                    value = min(max(TIMEOUT_FACTOR * reference.duration_s, self.timeout_floor_s), cap)
                 else:
                     value = cap
                 self._timeouts[task.root] = value
@@ -569,7 +575,9 @@ class Runner:
                 if server is not None:
                     self.pool.release(server, broken=True)
                     server = None
-                # The item is re-run cold once (below): the server's failure says nothing about it.
+                # The item is re-run cold once (below): the server's failure says nothing about it. A
+                # calibrated timeout measured warm does not cover a cold start, so the cap applies.
+                limits = replace(limits, timeout_s=max(limits.timeout_s, self.cap_s(task)))
             else:
                 self.pool.release(server)
                 return replace(

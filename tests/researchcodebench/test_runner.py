@@ -205,16 +205,27 @@ def test_normalised_code_ignores_line_endings_and_trailing_space():
 
 def test_timeout_is_calibrated_from_the_reference_run_and_capped(sandbox, tmp_path):
     task = toy_task(tmp_path)
-    with Runner(sandbox=sandbox, environment=eval_python(), warm=False, calibrate=True) as runner:
-        assert runner.timeout_for(task) == 10.0  # toy reference takes ~0.1 s: the floor applies
+    with Runner(sandbox=sandbox, environment=eval_python(), warm=False, timeout_floor_s=2.0) as runner:
+        assert runner.timeout_for(task) == 2.0  # the toy reference takes ~0.1 s: the floor applies
         verdict = runner.evaluate(task, task.snippets[0], body("while True:\n    pass"))
-    assert (verdict.outcome, verdict.timeout_s) == ("timeout", 10.0)
-    with Runner(
-        sandbox=sandbox, environment=eval_python(), warm=False, calibrate=True, limits=Limits(timeout_s=4)
-    ) as r:
-        task_without_cap = toy_task(tmp_path / "other")
-        object.__setattr__(task_without_cap.manifest, "timeout_s", None)
-        assert r.timeout_for(task_without_cap) == 4.0
+    assert (verdict.outcome, verdict.timeout_s) == ("timeout", 2.0)
+    with Runner(sandbox=sandbox, environment=eval_python(), warm=False, timeout_floor_s=30.0) as runner:
+        assert runner.timeout_for(task) == 20.0  # capped by the manifest's timeout_s
+    with Runner(sandbox=sandbox, environment=eval_python(), warm=False, limits=Limits(timeout_s=4)) as runner:
+        other = toy_task(tmp_path / "other")
+        object.__setattr__(other.manifest, "timeout_s", None)
+        assert runner.timeout_for(other) == 4.0  # no manifest timeout: the limits' default is the cap
+
+
+def test_nested_oracle_is_matched_by_its_dotted_path_only(tmp_path):
+    from researchcodebench.runner import oracle_access
+
+    task = toy_task(tmp_path)
+    snippet = task.snippets[0]
+    oracles = ("ref/toy.py",)
+    assert oracle_access(task, snippet, body("import ref.toy\nresult = values"), oracles)
+    assert oracle_access(task, snippet, body("toy = 1\nresult = values"), oracles) is None
+    assert oracle_access(task, snippet, body("result = open('ref/toy.py').read()"), oracles)
 
 
 def test_forged_result_line_without_the_nonce_is_an_early_exit():
