@@ -33,7 +33,7 @@ def row_counts() -> dict[str, int]:
 
 
 @pytest.mark.skipif(not EXAMPLES.is_dir(), reason=f"{EXAMPLES} is not in this checkout")
-def test_load_demo_twice_loads_examples_and_published_results_once(capsys):
+def test_load_demo_twice_loads_examples_and_published_results_once(capsys, client):
     call_command("load_demo")
     first = capsys.readouterr().out
     counts = row_counts()
@@ -49,6 +49,12 @@ def test_load_demo_twice_loads_examples_and_published_results_once(capsys):
     assert Release.objects.get(name="demo").entries.exists()
     assert Release.objects.get(is_default=True).name == RELEASE_NAME
     assert EvaluationRun.objects.filter(release__name=RELEASE_NAME).count() == 32
+    assert "leaderboard: 32 runs aggregated" in first and "leaderboard: 0 runs aggregated" in second
+    # The board is ready on first start, without a worker having run.
+    board = client.get("/api/v1/leaderboard/").json()["results"]
+    assert len(board) == 32
+    assert board[0]["model"]["key"] == "GEMINI_2_5_PRO_PREVIEW_05_06"
+    assert round(board[0]["scaled_pass_at_1"], 2) == 37.34
 
 
 def test_load_demo_without_examples_still_loads_the_published_results(tmp_path, capsys):
