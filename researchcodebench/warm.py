@@ -15,6 +15,7 @@ re-runs that item cold once.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
@@ -23,6 +24,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 
@@ -64,7 +66,7 @@ class WarmServer:
         self.sandbox = sandbox
         self.environment = env
         self.needs_gpu = needs_gpu
-        self.base = tempfile.mkdtemp(prefix="warm-", dir=_scratch_root(sandbox))
+        self.base = tempfile.mkdtemp(prefix=f"warm-{os.getpid()}-", dir=_scratch_root(sandbox))
         self.slot = os.path.join(self.base, "task")
         self.io = os.path.join(self.base, "io")
         os.mkdir(self.slot)
@@ -209,6 +211,16 @@ def _scratch_root(sandbox: LocalSandbox) -> str:
     return sandbox.scratch_root
 
 
+_LIVE_POOLS: weakref.WeakSet[WarmPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_pools() -> None:
+    # A runner that was never closed must not leave cgroups and scratch folders behind at exit.
+    for pool in list(_LIVE_POOLS):
+        pool.close()
+
+
 class WarmPool:
     """Idle warm servers per (environment, needs_gpu); at most ``size`` per key exist at once."""
 
@@ -220,6 +232,7 @@ class WarmPool:
         self._count: dict[tuple[str, bool], int] = {}
         self._lock = threading.Condition()
         self._closed = False
+        _LIVE_POOLS.add(self)
 
     def acquire(self, env: Environment, needs_gpu: bool) -> WarmServer:
         """An idle server for the key, a new one if fewer than ``size`` exist, else wait for one."""

@@ -228,6 +228,31 @@ class RunCgroup:
                     time.sleep(0.01)
 
 
+def _owner_pid(name: str) -> int | None:
+    """The host pid in a ``rcb-<pid>-<n>`` cgroup or ``box-<pid>-...``/``warm-<pid>-...`` folder name."""
+    parts = name.split("-")
+    if len(parts) >= 3 and parts[0] in ("rcb", "box", "warm") and parts[1].isdigit():
+        return int(parts[1])
+    return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _ints(path: str) -> list[int]:
+    try:
+        return [int(x) for x in _read(path).split()]
+    except (OSError, ValueError):
+        return []
+
+
 class SandboxedProcess:
     """A running bwrap sandbox: the Popen of the outer bwrap, its cgroup and its temporary files."""
 
@@ -285,6 +310,38 @@ class LocalSandbox:
             )
         self._checked = False
         self._check_lock = threading.Lock()
+        self.cleanup_stale()
+
+    def cleanup_stale(self) -> int:
+        """Remove cgroups and scratch folders left by runner processes that no longer exist (a host
+        process killed mid-run cannot clean up after itself); returns how many were removed."""
+        removed = 0
+        parents = list(self.cgroups.parents.values()) if self.cgroups is not None else []
+        for folder in [*parents, self.scratch_root]:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                owner = _owner_pid(name)
+                if owner is None or _pid_alive(owner):
+                    continue
+                path = os.path.join(folder, name)
+                if folder == self.scratch_root:
+                    shutil.rmtree(path, ignore_errors=True)
+                    removed += 1
+                    continue
+                for pid in _ints(os.path.join(path, "cgroup.procs")):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                try:
+                    os.rmdir(path)
+                    removed += 1
+                except OSError:
+                    pass
+        return removed
 
     # ------------------------------------------------------------------ availability
 
@@ -450,7 +507,7 @@ class LocalSandbox:
         self.check()
         environment = resolve_environment(python)
         os.makedirs(self.scratch_root, exist_ok=True)
-        scratch = tempfile.mkdtemp(prefix="box-", dir=self.scratch_root)
+        scratch = tempfile.mkdtemp(prefix=f"box-{os.getpid()}-", dir=self.scratch_root)
         cgroup = None
         try:
             if self.cgroups is not None:
