@@ -122,3 +122,23 @@ def test_cgroup_layout_is_detected_here():
         pytest.skip("no cgroup controllers available")
     assert layout.mode in ("v1", "v2")
     assert all(os.path.isdir(p) for p in layout.parents.values())
+
+
+def test_leftovers_of_dead_runner_processes_are_removed(tmp_path):
+    import subprocess
+
+    dead = subprocess.Popen(["/bin/true"])
+    dead.wait()
+    scratch = tmp_path / "scratch"
+    box = LocalSandbox(scratch_root=str(scratch))
+    (scratch / f"box-{dead.pid}-abc").mkdir(parents=True)
+    (scratch / f"box-{os.getpid()}-live").mkdir()
+    leftovers = []
+    if box.cgroups is not None:
+        for parent in box.cgroups.parents.values():
+            path = os.path.join(parent, f"rcb-{dead.pid}-0")
+            os.mkdir(path)
+            leftovers.append(path)
+    assert box.cleanup_stale() == 1 + len(leftovers)
+    assert sorted(p.name for p in scratch.iterdir()) == [f"box-{os.getpid()}-live"]
+    assert not any(os.path.exists(p) for p in leftovers)
