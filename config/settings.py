@@ -94,6 +94,30 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# The cache holds leaderboard reads and rendered page bodies, keyed by the board version (leaderboard/views.py).
+# Embedded default: per-process memory. RCB_CACHE_URL=redis://host:6379/1 shares one cache between the web
+# workers (needs the redis package, pinned in requirements.txt).
+CACHE_URL = env_str("RCB_CACHE_URL", "")
+if CACHE_URL.startswith(("redis://", "rediss://", "unix://")):
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CACHE_URL,
+            "KEY_PREFIX": "rcb",
+        }
+    }
+elif CACHE_URL:
+    raise ImproperlyConfigured(
+        f"RCB_CACHE_URL={CACHE_URL!r}: only redis:// (or rediss://, unix://) is supported."
+    )
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "OPTIONS": {"MAX_ENTRIES": env_int("RCB_CACHE_MAX_ENTRIES", 500, minimum=10)},
+        }
+    }
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -18,6 +18,7 @@ only the latest run per (model, release, template, with/without paper).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -332,21 +333,28 @@ CACHE_TTL_S = 60
 
 def board_version() -> str:
     """A token that changes whenever the read models or the metadata they show change: the number and
-    the latest computation time of the score rows, and the latest edit of models and papers (one query,
-    on small tables). Cached reads are keyed by it, so a refresh is visible on the next request."""
+    the latest computation time of the score rows (a refresh deletes and recreates a run's rows, so every
+    aggregation moves it), the latest edit of models and papers, and the releases (filter choices). One
+    query, on small tables. Cached reads and page bodies are keyed by it, so a refresh is visible on the
+    next request."""
     with connection.cursor() as cur:
         cur.execute(
             f"SELECT (SELECT COUNT(*) FROM {RunScore._meta.db_table}),"
             f" (SELECT MAX(computed_at) FROM {RunScore._meta.db_table}),"
             f" (SELECT MAX(updated_at) FROM {LanguageModel._meta.db_table}),"
-            f" (SELECT MAX(updated_at) FROM {Paper._meta.db_table})"
+            f" (SELECT MAX(updated_at) FROM {Paper._meta.db_table}),"
+            f" (SELECT COUNT(*) FROM {Release._meta.db_table}),"
+            f" (SELECT MAX(id) FROM {Release._meta.db_table})"
         )
         return "|".join(str(v) for v in cur.fetchone())
 
 
 def cached_read(name: str, args: tuple, build: Callable[[], Any]) -> Any:
-    """``build()`` cached per process under (``name``, ``args``, ``board_version()``) for ``CACHE_TTL_S``."""
-    key = f"leaderboard:{name}:{hash((args, board_version()))}"
+    """``build()`` cached under (``name``, ``args``, ``board_version()``) for ``CACHE_TTL_S``. The key is
+    a stable digest of their ``repr`` (not ``hash()``, which differs between processes), so a cache shared
+    by several processes (Redis) shares the entries too."""
+    raw = repr((name, args, board_version()))
+    key = f"leaderboard:{name}:{hashlib.sha256(raw.encode()).hexdigest()[:40]}"
     value = cache.get(key)
     if value is None:
         value = build()

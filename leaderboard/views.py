@@ -3,18 +3,32 @@
 The URL holds the whole state of a page (filters, sort, chosen run), so every view can be shared and every
 control works as a plain link or GET form; with htmx (``request.htmx``) the same view returns only the
 ``results`` partial of its template, and the client pushes the URL.
+
+Speed (issue 6, item 6): a page's body is a pure function of the board version (``selectors.board_version``),
+the page's arguments, its query string (normalised: known parameters only, sorted) and whether htmx asked
+for a fragment. ``_serve`` caches the rendered body under exactly that (Django's cache framework), so a
+repeat request costs one query (the version) and a template render of the small shell
+(``leaderboard/_shell.html``: CSRF token, messages, nav); a new result changes the version, hence the key.
+The same digest is the (weak) ETag, so a conditional GET gets a 304 without rendering anything. The largest
+parts (a model's verdict grid, a paper's model x snippet heatmap) are loaded lazily by htmx
+(``hx-trigger="revealed"``) once they pass ``LAZY_CELLS`` cells; their placeholder links to the full page.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
 
 from contributions.models import Paper, Snippet, TaskVersion
 from evaluation.models import EvaluationRun, LanguageModel
@@ -103,11 +117,113 @@ def parse_filters(params: QueryDict) -> FilterForm:
     return FilterForm(values=values, filters=filters, errors=errors, choices=choices)
 
 
-def _page(request: HttpRequest, template: str, context: dict) -> HttpResponse:
-    """The full page, or only its ``results`` partial for an htmx request."""
-    if getattr(request, "htmx", False) and not request.htmx.history_restore_request:
-        return render(request, f"{template}#results", context)
-    return render(request, template, context)
+# --- the page cache ----------------------------------------------------------------------------------
+
+#: the query parameters of the filter form (every board-like page takes them)
+FILTER_PARAMS = (
+    "developer",
+    "weights",
+    "verification",
+    "release",
+    "template",
+    "paper",
+    "contamination",
+    "sort",
+)
+#: seconds a rendered body stays cached; keys carry the board version, so this only bounds memory
+PAGE_TTL_S = 600
+#: browsers may reuse a page this long without asking (then they revalidate with If-None-Match)
+BROWSER_MAX_AGE_S = 10
+#: a verdict grid or heatmap with more cells than this is loaded lazily (htmx, on scroll) instead of inline
+LAZY_CELLS = 600
+
+
+@dataclass(frozen=True)
+class Body:
+    """A rendered page body (``fragment``: an htmx partial, sent as is) and the page's title."""
+
+    html: str
+    title: str
+    fragment: bool
+
+
+def is_htmx(request: HttpRequest) -> bool:
+    """True for an htmx request that wants a fragment (a history restore wants the whole page)."""
+    return bool(getattr(request, "htmx", False)) and not request.htmx.history_restore_request
+
+
+def normalised_query(params: QueryDict, keys: Iterable[str]) -> QueryDict:
+    """``params`` restricted to ``keys`` (every value kept), in sorted key order: equivalent URLs share one
+    cache entry and unknown parameters (tracking tags and the like) can neither multiply entries nor leak
+    into the page's links."""
+    query = QueryDict(mutable=True)
+    for key in sorted(set(keys) & set(params)):
+        query.setlist(key, params.getlist(key))
+    return query
+
+
+def page_digest(*, version: str, page: str, args: tuple, query: QueryDict, fragment: bool) -> str:
+    """The cache key and ETag of one body: a digest of everything the body depends on."""
+    raw = repr((version, page, args, query.urlencode(), fragment))
+    return hashlib.sha256(raw.encode()).hexdigest()[:40]
+
+
+def _headers(response: HttpResponse, etag: str) -> HttpResponse:
+    # Weak: the shell around a cached body carries a per-visitor CSRF token. Private: for the same reason a
+    # shared cache must not store the page (another visitor would get this one's token).
+    response["ETag"] = etag
+    patch_cache_control(response, private=True, max_age=BROWSER_MAX_AGE_S)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def _serve(
+    request: HttpRequest,
+    *,
+    page: str,
+    args: tuple,
+    keys: Iterable[str],
+    fragment: bool,
+    build: Callable[[QueryDict], Body],
+) -> HttpResponse:
+    """Answer a GET from the page cache: 304 when the client's ETag matches, else the cached body (built
+    by ``build(normalised query)`` on a miss) in the shell or, for a fragment, alone. ``build`` may raise
+    ``Http404`` (nothing is cached then)."""
+    query = normalised_query(request.GET, keys)
+    digest = page_digest(
+        version=selectors.board_version(), page=page, args=args, query=query, fragment=fragment
+    )
+    etag = f'W/"{digest}"'
+    not_modified = get_conditional_response(request, etag=etag)
+    if not_modified is not None:
+        return _headers(not_modified, etag)
+    key = f"leaderboard:page:{digest}"
+    body = cache.get(key)
+    if body is None:
+        body = build(query)
+        cache.set(key, body, PAGE_TTL_S)
+    if body.fragment:
+        response = HttpResponse(body.html)
+    else:
+        response = render(
+            request, "leaderboard/_shell.html", {"body": mark_safe(body.html), "page_title": body.title}
+        )
+    return _headers(response, etag)
+
+
+def _body(template: str, context: dict, *, title: str, partial: str = "") -> Body:
+    """Render ``template`` (or its ``partial``) to a cacheable body. The body templates read only their
+    context, never the request, which is what makes them cacheable across visitors."""
+    name = f"{template}#{partial}" if partial else template
+    return Body(html=render_to_string(name, context), title=title, fragment=bool(partial))
+
+
+def _with(query: QueryDict, **extra: str) -> str:
+    """``?query`` with ``extra`` set (a link to the same page with one more parameter)."""
+    q = query.copy()
+    for k, v in extra.items():
+        q[k] = v
+    return f"?{q.urlencode()}"
 
 
 def _model_url(key: str) -> str:
@@ -224,7 +340,15 @@ def board_chart(rows: list[selectors.Row], *, title: str) -> str:
 
 
 def board(request: HttpRequest) -> HttpResponse:
-    form = parse_filters(request.GET)
+    fragment = is_htmx(request)
+    return _serve(
+        request, page="board", args=(), keys=FILTER_PARAMS, fragment=fragment,
+        build=lambda query: _board_body(query, fragment),
+    )  # fmt: skip
+
+
+def _board_body(params: QueryDict, fragment: bool) -> Body:
+    form = parse_filters(params)
     rows = selectors.leaderboard_rows(filters=form.filters)
     mode = form.filters.contamination
     title = "Scaled Pass@1 per model" + ("" if mode == "none" else f" ({CONTAMINATION_LABELS[mode].lower()})")
@@ -233,27 +357,42 @@ def board(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "incomplete": [r for r in rows if not r.coverage_complete],
         "chart": board_chart(rows, title=title),
-        "columns": _columns(form, request.GET),
+        "columns": _columns(form, params),
         "sort_label": SORT_LABELS.get(form.filters.sort.lstrip("-"), form.filters.sort.lstrip("-"))
         + (" (descending)" if form.filters.sort.startswith("-") else " (ascending)"),
         **FILTER_CHOICES,
-        "csv_url": _csv_url("leaderboard", request.GET),
-        "json_url": _csv_url("leaderboard", request.GET, fmt="json"),
+        "csv_url": _csv_url("leaderboard", params),
+        "json_url": _csv_url("leaderboard", params, fmt="json"),
         "selection": rows[0].selection if rows and rows[0].selection is not None else None,
     }
-    return _page(request, "leaderboard/board.html", context)
+    return _body(
+        "leaderboard/board.html", context, title="Leaderboard", partial="results" if fragment else ""
+    )
 
 
 # --- model page --------------------------------------------------------------------------------------
 
 
 def model_page(request: HttpRequest, key: str) -> HttpResponse:
-    run_id = request.GET.get("run")
+    """The model page; its verdict grid past ``LAZY_CELLS`` cells comes from ``?grid=all`` (the grid
+    alone for htmx, the whole page with the grid inline otherwise)."""
+    fragment = is_htmx(request) and request.GET.get("grid") == "all"
+    return _serve(
+        request, page="model", args=(key,), keys=("run", "grid"), fragment=fragment,
+        build=lambda query: _model_body(key, query, fragment),
+    )  # fmt: skip
+
+
+def _model_body(key: str, params: QueryDict, fragment: bool) -> Body:
+    run_id = params.get("run")
     try:
         detail = selectors.model_detail(key=key, run_id=int(run_id) if run_id and run_id.isdigit() else None)
     except (LanguageModel.DoesNotExist, EvaluationRun.DoesNotExist) as exc:
         raise Http404(str(exc)) from None
     name = detail.model.name
+    grid_inline = params.get("grid") == "all" or len(detail.verdict_grid) <= LAZY_CELLS
+    if fragment:
+        return _body("leaderboard/model_detail.html", {"grid": _grid(detail)}, title=name, partial="grid")
     papers = [p.paper_key for p in detail.per_paper]
     heat = charts.heatmap(
         [name],
@@ -284,6 +423,21 @@ def model_page(request: HttpRequest, key: str) -> HttpResponse:
             title="Scaled Pass@1 on papers before vs after the knowledge cutoff",
             x_label="Scaled Pass@1 (%)",
         )
+    context = {
+        "d": detail,
+        "heatmap": heat,
+        "error_chart": error_chart,
+        "cutoff_chart": cutoff_chart,
+        "grid": _grid(detail) if grid_inline else {},
+        "grid_url": "" if grid_inline else _with(params, grid="all"),
+        "csv_url": _csv_url("papers", QueryDict()),
+        "modes": [(m, CONTAMINATION_LABELS[m], detail.scores.get(m)) for m in CONTAMINATION_LABELS],
+    }
+    return _body("leaderboard/model_detail.html", context, title=name)
+
+
+def _grid(detail: selectors.ModelDetail) -> dict[str, list[dict]]:
+    """The verdict grid's cells by paper (document order): verdict, snippet page URL and state."""
     grid: dict[str, list[dict]] = defaultdict(list)
     for v in detail.verdict_grid:
         grid[v.paper_key].append(
@@ -293,16 +447,7 @@ def model_page(request: HttpRequest, key: str) -> HttpResponse:
                 "state": _verdict_state(v.verdicts),
             }
         )
-    context = {
-        "d": detail,
-        "heatmap": heat,
-        "error_chart": error_chart,
-        "cutoff_chart": cutoff_chart,
-        "grid": dict(grid),
-        "csv_url": _csv_url("papers", QueryDict()),
-        "modes": [(m, CONTAMINATION_LABELS[m], detail.scores.get(m)) for m in CONTAMINATION_LABELS],
-    }
-    return render(request, "leaderboard/model_detail.html", context)
+    return dict(grid)
 
 
 def _verdict_state(verdicts: str) -> str:
@@ -331,11 +476,53 @@ def _tree(paper_key: str, nodes: tuple[selectors.SnippetNode, ...]) -> list[dict
 
 
 def paper_page(request: HttpRequest, key: str) -> HttpResponse:
-    form = parse_filters(request.GET)
+    """The paper page; its heatmap past ``LAZY_CELLS`` cells comes from ``?heatmap=all`` (the heatmap
+    alone for htmx, the whole page with it inline otherwise)."""
+    fragment = is_htmx(request)
+    return _serve(
+        request, page="paper", args=(key,), keys=(*FILTER_PARAMS, "heatmap"), fragment=fragment,
+        build=lambda query: _paper_body(key, query, fragment),
+    )  # fmt: skip
+
+
+def _paper_body(key: str, params: QueryDict, fragment: bool) -> Body:
+    form = parse_filters(params)
     try:
         detail = selectors.paper_detail(key=key, filters=replace(form.filters, contamination="none"))
     except Paper.DoesNotExist:
         raise Http404(f"no paper {key!r}") from None
+    title = f"{detail.key}: {detail.title}"
+    wants_heatmap = params.get("heatmap") == "all"
+    if len(detail.matrix) * len(detail.snippets) > LAZY_CELLS and not wants_heatmap:
+        context = {
+            "d": detail,
+            "form": form,
+            **FILTER_CHOICES,
+            "heatmap": "",
+            "heatmap_url": _with(params, heatmap="all"),
+        }
+        context.update(_paper_tree_context(detail))
+        return _body(
+            "leaderboard/paper_detail.html", context, title=title, partial="results" if fragment else ""
+        )
+    heat = _paper_heatmap(detail)
+    if fragment and wants_heatmap:
+        return _body("leaderboard/paper_detail.html", {"heatmap": heat}, title=title, partial="heatmap")
+    context = {"d": detail, "form": form, **FILTER_CHOICES, "heatmap": heat, "heatmap_url": ""}
+    context.update(_paper_tree_context(detail))
+    return _body("leaderboard/paper_detail.html", context, title=title, partial="results" if fragment else "")
+
+
+def _paper_tree_context(detail: selectors.PaperDetail) -> dict:
+    return {
+        "tree": _tree(detail.key, detail.snippets),
+        "csv_url": _csv_url("snippets", QueryDict(), paper=detail.key),
+        "total_lines": sum(n.lines for n in detail.snippets if n.depth in (0, None) or n.parent_id is None),
+    }
+
+
+def _paper_heatmap(detail: selectors.PaperDetail) -> str:
+    """The paper's model x snippet heatmap: per cell the share of the model's completions that passed."""
     multi_task = len(detail.tasks) > 1
     col_labels = [f"{n.task_key}/{n.name}" if multi_task else n.name for n in detail.snippets]
     values = []
@@ -346,7 +533,7 @@ def paper_page(request: HttpRequest, key: str) -> HttpResponse:
             tested = [c for c in text if c in "PF"]
             row.append(100 * tested.count("P") / len(tested) if tested else None)
         values.append(row)
-    heat = charts.heatmap(
+    return charts.heatmap(
         [m.model.name for m in detail.matrix],
         col_labels,
         values,
@@ -356,16 +543,6 @@ def paper_page(request: HttpRequest, key: str) -> HttpResponse:
         row_hrefs=[_model_url(m.model.key) for m in detail.matrix],
         col_hrefs=[snippet_url(detail.key, n.name, n.id) for n in detail.snippets],
     )
-    context = {
-        "d": detail,
-        "form": form,
-        **FILTER_CHOICES,
-        "tree": _tree(detail.key, detail.snippets),
-        "heatmap": heat,
-        "csv_url": _csv_url("snippets", QueryDict(), paper=detail.key),
-        "total_lines": sum(n.lines for n in detail.snippets if n.depth in (0, None) or n.parent_id is None),
-    }
-    return _page(request, "leaderboard/paper_detail.html", context)
 
 
 # --- snippet page ------------------------------------------------------------------------------------
@@ -456,7 +633,15 @@ def snippet_prompt(request: HttpRequest, key: str, name: str) -> HttpResponse:
 
 
 def errors_page(request: HttpRequest) -> HttpResponse:
-    form = parse_filters(request.GET)
+    fragment = is_htmx(request)
+    return _serve(
+        request, page="errors", args=(), keys=FILTER_PARAMS, fragment=fragment,
+        build=lambda query: _errors_body(query, fragment),
+    )  # fmt: skip
+
+
+def _errors_body(params: QueryDict, fragment: bool) -> Body:
+    form = parse_filters(params)
     data = selectors.error_breakdown(filters=form.filters)
     share_chart = charts.bar_chart(
         [charts.Bar(c.label, c.share, c.label, note=f"({c.count})") for c in data.categories],
@@ -501,13 +686,23 @@ def errors_page(request: HttpRequest) -> HttpResponse:
         "per_model_chart": per_model_chart,
         "infra_total": infra_total,
         "model_total": sum(c.count for c in data.categories),
-        "csv_url": _csv_url("errors", request.GET),
+        "csv_url": _csv_url("errors", params),
     }
-    return _page(request, "leaderboard/errors.html", context)
+    return _body(
+        "leaderboard/errors.html", context, title="Error categories", partial="results" if fragment else ""
+    )
 
 
 def contamination_page(request: HttpRequest) -> HttpResponse:
-    form = parse_filters(request.GET)
+    fragment = is_htmx(request)
+    return _serve(
+        request, page="contamination", args=(), keys=FILTER_PARAMS, fragment=fragment,
+        build=lambda query: _contamination_body(query, fragment),
+    )  # fmt: skip
+
+
+def _contamination_body(params: QueryDict, fragment: bool) -> Body:
+    form = parse_filters(params)
     data = selectors.contamination_overview(filters=form.filters)
     items = [
         charts.TimelineItem(m.model.name, m.model.knowledge_cutoff, "model", _model_url(m.model.key))
@@ -550,13 +745,26 @@ def contamination_page(request: HttpRequest) -> HttpResponse:
         "timeline": timeline,
         "before_after": before_after,
         "kept": sum(1 for p in data.papers if p.kept_by_global_rule),
-        "csv_url": _csv_url("papers", request.GET),
+        "csv_url": _csv_url("papers", params),
     }
-    return _page(request, "leaderboard/contamination.html", context)
+    return _body(
+        "leaderboard/contamination.html",
+        context,
+        title="Contamination",
+        partial="results" if fragment else "",
+    )
 
 
 def ablation_page(request: HttpRequest) -> HttpResponse:
-    form = parse_filters(request.GET)
+    fragment = is_htmx(request)
+    return _serve(
+        request, page="ablation", args=(), keys=FILTER_PARAMS, fragment=fragment,
+        build=lambda query: _ablation_body(query, fragment),
+    )  # fmt: skip
+
+
+def _ablation_body(params: QueryDict, fragment: bool) -> Body:
+    form = parse_filters(params)
     data = selectors.ablation_pairs(filters=form.filters)
     pairs = [
         p
@@ -618,7 +826,12 @@ def ablation_page(request: HttpRequest) -> HttpResponse:
         ],
         "csv_url": _csv_url("snippets", QueryDict()),
     }
-    return _page(request, "leaderboard/ablation.html", context)
+    return _body(
+        "leaderboard/ablation.html",
+        context,
+        title="With vs without the paper",
+        partial="results" if fragment else "",
+    )
 
 
 __all__ = [
