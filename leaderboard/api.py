@@ -8,10 +8,13 @@ leaderboard tables are not (one row per run on the board).
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+from django.core.cache import cache
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
@@ -27,6 +30,8 @@ from leaderboard import serializers as s
 from leaderboard.exports import CSVRenderer
 
 RENDERERS = [JSONRenderer, BrowsableAPIRenderer, CSVRenderer]
+#: seconds a client may reuse the leaderboard's JSON/CSV without revalidating (then: ETag, 304)
+API_MAX_AGE_S = 10
 FORMAT_PARAM = OpenApiParameter(
     "format", str, enum=["json", "csv"], description="json (default) or csv (a file with a header row)"
 )
@@ -68,7 +73,7 @@ class LeaderboardApi(_Table):
         parameters=[s.BoardQuerySerializer, FORMAT_PARAM],
         responses=s.LeaderboardSerializer,
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponse:
         query = _parse(s.BoardQuerySerializer, request)
         filters = query.to_filters()
 
@@ -80,8 +85,35 @@ class LeaderboardApi(_Table):
                 "contamination": filters.contamination,
             }
 
-        # The serialized payload is cached like the rows (keyed by the board version): a hit is one query.
-        return Response(selectors.cached_read("api-leaderboard", (filters,), payload))
+        if request.accepted_renderer.format not in ("json", "csv"):
+            # The browsable API is a page with the visitor's CSRF token and user: neither stored nor shared.
+            response = Response(selectors.cached_read("api-leaderboard", (filters,), payload))
+            patch_cache_control(response, private=True, max_age=API_MAX_AGE_S)
+            return response
+        # JSON and CSV depend only on the board version, the filters and the format: the ETag says so (a
+        # conditional GET gets a 304), and the rendered JSON bytes are cached (a hit is one query).
+        version = selectors.board_version()
+        fmt = request.accepted_renderer.format
+        raw = repr((version, "api-leaderboard", filters, fmt))
+        digest = hashlib.sha256(raw.encode()).hexdigest()[:40]
+        etag = f'"{digest}"'
+        response = get_conditional_response(request._request, etag=etag)
+        if response is None and fmt == "json":
+            key = f"leaderboard:api-json:{digest}"
+            content = cache.get(key)
+            if content is None:
+                data = selectors.cached_read("api-leaderboard", (filters,), payload)
+                content = request.accepted_renderer.render(
+                    data, request.accepted_media_type, self.get_renderer_context()
+                )
+                cache.set(key, content, selectors.CACHE_TTL_S)
+            response = HttpResponse(content, content_type=request.accepted_renderer.media_type)
+        elif response is None:
+            response = Response(selectors.cached_read("api-leaderboard", (filters,), payload))
+        response["ETag"] = etag
+        patch_cache_control(response, public=True, max_age=API_MAX_AGE_S)
+        patch_vary_headers(response, ("Accept",))
+        return response
 
 
 class LeaderboardPapersApi(_Table):

@@ -1,0 +1,245 @@
+"""The page cache of the leaderboard (issue 6, item 6): bodies cached by board version, query and htmx; a
+new result shows up on the next request; conditional GETs get 304; per-visitor parts are never shared;
+repeat requests cost one query and misses a number of queries that does not grow with the models; large
+grids load lazily."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from evaluation.models import Completion, TestResult
+from leaderboard import selectors, views
+from leaderboard.services import leaderboard_refresh_runs
+from leaderboard.tasks import refresh_run
+from tests.leaderboard.factories import LanguageModelFactory, make_benchmark, make_run
+
+pytestmark = pytest.mark.django_db
+
+PAPERS = {"a": (dt.date(2024, 1, 1), [3, 2]), "b": (dt.date(2025, 3, 1), [1, 4, 2])}
+HX = {"HTTP_HX_REQUEST": "true"}
+CSRF = re.compile(r'"X-CSRFToken": "([^"]+)"')
+
+
+def without_token(html: str) -> str:
+    """A page less its CSRF token (masked afresh on every response)."""
+    return CSRF.sub("", html)
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    """Each test starts cold: the local-memory cache outlives a test's rolled-back database."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+class Board:
+    """A two-paper benchmark; ``grow(n)`` adds models (alternating developers and verdicts) up to ``n``
+    and aggregates them like the task would."""
+
+    def __init__(self) -> None:
+        self.release, self.snippets = make_benchmark(PAPERS)
+        self.runs = []
+
+    def grow(self, n_models: int) -> None:
+        new = []
+        for i in range(len(self.runs), n_models):
+            model = LanguageModelFactory(
+                key=f"M{i:03d}",
+                developer="OpenAI" if i % 2 else "Meta",
+                knowledge_cutoff=dt.date(2023 + i % 3, 1 + i % 12, 1),
+            )
+            verdicts = {"a": "PF F" if i % 2 else "PP P", "b": "F P F" if i % 3 else "P P P"}
+            new.append(make_run(self.snippets, verdicts, model=model, release=self.release))
+        self.runs += new
+        leaderboard_refresh_runs(runs=new)
+
+
+def queries(client: Client, url: str, **headers: str) -> tuple[int, int]:
+    """(status, number of queries) of one GET."""
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(url, **headers)
+    return response.status_code, len(ctx.captured_queries)
+
+
+def score_text(model_key: str) -> str:
+    row = next(r for r in selectors.leaderboard_rows_uncached() if r.model.key == model_key)
+    return f"{row.scaled_pass_at_1:.2f}"
+
+
+def test_new_results_show_up_on_every_page_once_the_run_is_aggregated(client):
+    board = Board()
+    board.grow(3)
+    run = board.runs[1]  # fails snippet a/s0 at index 1 and every snippet of b but b/s1
+    urls = ["/", reverse("leaderboard:model", args=["M001"]), reverse("leaderboard:paper", args=["b"])]
+    before = score_text("M001")
+    first = [client.get(u).content.decode() for u in urls]
+    assert all(before in html for html in first[:2])
+    api_before = client.get("/api/v1/leaderboard/").json()["results"]
+
+    # New results of record: every failed result of the run now passes (as a re-test would record).
+    for result in TestResult.objects.filter(completion__run=run, passed=False):
+        result.delete()
+    for c in Completion.objects.filter(run=run, result__isnull=True):
+        TestResult.objects.create(completion=c, outcome="passed", passed=True, tier="none")
+    # Not aggregated yet: the read models, hence the page, are unchanged.
+    assert without_token(client.get("/").content.decode()) == without_token(first[0])
+    assert refresh_run(run.pk) is True
+
+    after = score_text("M001")
+    assert after == "100.00" and after != before
+    board_html, model_html, paper_html = (client.get(u).content.decode() for u in urls)
+    assert f"<strong>{after}</strong>" in board_html and f"<strong>{before}</strong>" not in board_html
+    assert f'<td class="num"><strong>{after}</strong></td>' in model_html  # scores by contamination rule
+    assert 'class="v-fail"' not in model_html  # the verdict grid shows the re-tested snippets passed
+    paper_row = re.search(r'href="/models/M001/">[^<]+</a></th><td class="num">([^<]+)</td>', paper_html)
+    assert paper_row and paper_row.group(1) == "100.00"
+    api_after = client.get("/api/v1/leaderboard/").json()["results"]
+    assert api_after != api_before
+    assert next(r for r in api_after if r["model"]["key"] == "M001")["scaled_pass_at_1"] == 100.0
+
+
+def test_a_model_added_after_a_404_is_served(client):
+    Board().grow(2)
+    url = reverse("leaderboard:model", args=["LATE_MODEL"])
+    assert client.get(url).status_code == 404
+    LanguageModelFactory(key="LATE_MODEL", name="Late Model")
+    response = client.get(url)
+    assert response.status_code == 200 and "<h1>Late Model</h1>" in response.content.decode()
+
+
+def test_conditional_get_is_not_modified_until_the_board_changes(client):
+    board = Board()
+    board.grow(3)
+    for url in ("/", "/?developer=Meta", reverse("leaderboard:model", args=["M000"]), "/api/v1/leaderboard/"):
+        first = client.get(url)
+        etag = first["ETag"]
+        again = client.get(url, HTTP_IF_NONE_MATCH=etag)
+        assert again.status_code == 304 and again.content == b"" and again["ETag"] == etag
+        assert client.get(url, HTTP_IF_NONE_MATCH='W/"something-else"').status_code == 200
+    etag = client.get("/")["ETag"]
+    board.grow(4)
+    changed = client.get("/", HTTP_IF_NONE_MATCH=etag)
+    assert changed.status_code == 200 and changed["ETag"] != etag and "M003" in changed.content.decode()
+
+
+def test_cache_headers_keep_pages_private_and_the_api_public(client):
+    Board().grow(2)
+    page = client.get("/")
+    assert "private" in page["Cache-Control"] and "max-age=" in page["Cache-Control"]
+    assert "HX-Request" in page["Vary"]
+    api = client.get("/api/v1/leaderboard/")
+    assert "public" in api["Cache-Control"] and "Accept" in api["Vary"]
+    browsable = client.get("/api/v1/leaderboard/", HTTP_ACCEPT="text/html")
+    assert browsable.status_code == 200 and "private" in browsable["Cache-Control"]
+
+
+def test_each_visitor_gets_its_own_csrf_token_around_a_shared_body():
+    Board().grow(2)
+    a, b = Client(), Client()
+    html_a, html_b = a.get("/").content.decode(), b.get("/").content.decode()
+    assert CSRF.search(html_a).group(1) != CSRF.search(html_b).group(1)
+    assert without_token(html_a) == without_token(html_b)  # the rest is the one cached body
+    assert a.cookies["csrftoken"].value != b.cookies["csrftoken"].value
+
+
+def test_htmx_fragment_and_full_page_are_cached_apart(client):
+    Board().grow(3)
+    fragment = client.get("/?developer=Meta", **HX).content.decode()
+    page = client.get("/?developer=Meta").content.decode()
+    assert fragment.lstrip().startswith('<div id="results"') and "<html" not in fragment
+    assert "<html" in page and "<h1>Leaderboard</h1>" in page
+    assert client.get("/?developer=Meta", **HX).content.decode() == fragment
+
+
+def test_equivalent_query_strings_share_one_entry_and_unknown_parameters_are_dropped(client):
+    Board().grow(3)
+    first = client.get("/?weights=closed&developer=Meta")
+    second = client.get("/?developer=Meta&utm_source=mail&weights=closed")
+    assert first["ETag"] == second["ETag"]
+    assert "utm_source" not in second.content.decode()
+    assert client.get("/?developer=OpenAI")["ETag"] != first["ETag"]
+
+
+def test_a_repeat_request_costs_one_query_whatever_the_number_of_models(client):
+    board = Board()
+    urls = [
+        "/",
+        "/?contamination=global&developer=OpenAI",
+        reverse("leaderboard:model", args=["M001"]),
+        reverse("leaderboard:paper", args=["b"]),
+        reverse("leaderboard:errors"),
+        "/api/v1/leaderboard/",
+        "/api/v1/leaderboard/?contamination=per-model",
+    ]
+    for n in (5, 40):
+        board.grow(n)
+        for url in urls:
+            assert queries(client, url)[0] == 200
+            assert queries(client, url) == (200, 1), url  # the board version, nothing else
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/",
+        "/?contamination=global&weights=closed",
+        "/?contamination=per-model",
+        "/models/M001/",
+        "/papers/b/",
+        "/errors/",
+        "/contamination/",
+        "/ablation/",
+        "/api/v1/leaderboard/?contamination=global",
+    ],
+)
+def test_queries_of_a_cold_page_do_not_grow_with_the_number_of_models(client, url):
+    board = Board()
+    board.grow(5)
+    status, small = queries(client, url)
+    assert status == 200
+    board.grow(40)
+    cache.clear()
+    status, large = queries(client, url)
+    assert status == 200 and large <= small <= 12
+
+
+def test_a_large_verdict_grid_loads_lazily_and_its_link_works_without_javascript(client, monkeypatch):
+    Board().grow(2)
+    monkeypatch.setattr(views, "LAZY_CELLS", 3)  # 5 snippets: past the limit
+    url = reverse("leaderboard:model", args=["M000"])
+    page = client.get(url).content.decode()
+    assert 'hx-get="?grid=all" hx-trigger="revealed"' in page and 'href="?grid=all"' in page
+    assert 'class="v-pass"' not in page
+    fragment = client.get(url + "?grid=all", **HX).content.decode()
+    assert fragment.lstrip().startswith('<div id="verdict-grid">') and "<html" not in fragment
+    assert fragment.count('class="v-pass"') == 5  # model 0 passes every snippet
+    full = client.get(url + "?grid=all").content.decode()
+    assert (
+        "<html" in full and full.count('class="v-pass"') == 5 and "hx-trigger" not in full.split("grid-h")[1]
+    )
+
+
+def test_a_large_paper_heatmap_loads_lazily_also_after_an_htmx_filter_change(client, monkeypatch):
+    Board().grow(3)
+    monkeypatch.setattr(views, "LAZY_CELLS", 5)  # 3 models x 3 snippets of paper b
+    url = reverse("leaderboard:paper", args=["b"])
+    page = client.get(url).content.decode()
+    assert 'id="paper-heatmap"' not in page and 'hx-get="?heatmap=all"' in page
+    filtered = client.get(url + "?developer=Meta", **HX).content.decode()
+    assert filtered.lstrip().startswith('<div id="results"')
+    assert 'id="paper-heatmap"' not in filtered  # 2 Meta models x 3 snippets: still past the limit
+    assert 'hx-get="?developer=Meta&amp;heatmap=all"' in filtered
+    heat = client.get(url + "?developer=Meta&heatmap=all", **HX).content.decode()
+    assert heat.startswith('<div class="chart-scroll" id="heatmap-box">') and 'id="paper-heatmap"' in heat
+    assert heat.count("<title") > 6 and "<html" not in heat
+    full = client.get(url + "?heatmap=all").content.decode()
+    assert "<html" in full and 'id="paper-heatmap"' in full
