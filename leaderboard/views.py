@@ -21,9 +21,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from django.conf import settings
+from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.middleware.csrf import get_token
 from django.shortcuts import render
+from django.template import RequestContext, engines
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
@@ -140,11 +144,19 @@ LAZY_CELLS = 600
 
 @dataclass(frozen=True)
 class Body:
-    """A rendered page body (``fragment``: an htmx partial, sent as is) and the page's title."""
+    """A rendered page body (``fragment``: an htmx partial, sent as is) and the page's title. ``frame``:
+    the shell rendered around it for a plain visitor (``_plain_visitor``), split where the body goes, with
+    ``TOKEN_MARK`` where the visitor's CSRF token goes (filled in on the first plain visit)."""
 
     html: str
     title: str
     fragment: bool
+    frame: tuple[str, str] | None = None
+
+
+#: stands for the visitor's CSRF token in a cached frame (NUL: never part of rendered template text)
+TOKEN_MARK = "\x00csrf-token\x00"
+_BODY_MARK = "\x00page-body\x00"
 
 
 def is_htmx(request: HttpRequest) -> bool:
@@ -204,11 +216,38 @@ def _serve(
         cache.set(key, body, PAGE_TTL_S)
     if body.fragment:
         response = HttpResponse(body.html)
+    elif _plain_visitor(request):
+        if body.frame is None:
+            body = replace(body, frame=_frame(request, body.title))
+            cache.set(key, body, PAGE_TTL_S)
+        token = get_token(request)
+        head, tail = (part.replace(TOKEN_MARK, token) for part in body.frame)
+        response = HttpResponse(head + body.html + tail)
     else:
         response = render(
             request, "leaderboard/_shell.html", {"body": mark_safe(body.html), "page_title": body.title}
         )
+    patch_vary_headers(response, ("Cookie",))
     return _headers(response, etag)
+
+
+def _plain_visitor(request: HttpRequest) -> bool:
+    """True when the shell can only differ from another plain visit's by the CSRF token: no session
+    cookie (so an anonymous user and no messages stored in the session) and no messages cookie."""
+    return (
+        settings.SESSION_COOKIE_NAME not in request.COOKIES
+        and CookieStorage.cookie_name not in request.COOKIES
+    )
+
+
+def _frame(request: HttpRequest, title: str) -> tuple[str, str]:
+    """The shell for a plain visitor, split around its body, with ``TOKEN_MARK`` for the CSRF token."""
+    template = engines["django"].get_template("leaderboard/_shell.html").template
+    context = RequestContext(request, {"body": _BODY_MARK, "page_title": title})
+    # The top layer of a RequestContext overrides the context processors' (the csrf one included).
+    context["csrf_token"] = TOKEN_MARK
+    head, tail = template.render(context).split(_BODY_MARK)
+    return head, tail
 
 
 def _body(template: str, context: dict, *, title: str, partial: str = "") -> Body:

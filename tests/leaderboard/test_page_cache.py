@@ -9,9 +9,12 @@ import datetime as dt
 import re
 
 import pytest
+from django.contrib.messages import constants
+from django.contrib.messages.storage.base import Message
+from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache
 from django.db import connection
-from django.test import Client
+from django.test import Client, RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
@@ -243,3 +246,16 @@ def test_a_large_paper_heatmap_loads_lazily_also_after_an_htmx_filter_change(cli
     assert heat.count("<title") > 6 and "<html" not in heat
     full = client.get(url + "?heatmap=all").content.decode()
     assert "<html" in full and 'id="paper-heatmap"' in full
+
+
+def test_a_visitor_with_pending_messages_sees_them_around_the_cached_body(client):
+    Board().grow(2)
+    plain = client.get("/").content.decode()  # caches the body and the plain visitors' frame
+    assert "\x00" not in plain and "Run 7 was queued" not in plain
+    storage = CookieStorage(RequestFactory().get("/"))
+    client.cookies[CookieStorage.cookie_name] = storage._encode([Message(constants.INFO, "Run 7 was queued")])
+    with_message = client.get("/").content.decode()
+    assert "Run 7 was queued" in with_message and "\x00" not in with_message
+    body = plain[plain.index("<h1>") : plain.index("</main>")]
+    assert body in with_message  # the same cached body, in a shell rendered for this visitor
+    assert CSRF.search(with_message)
