@@ -76,3 +76,12 @@ def test_a_worker_only_consumes_the_queues_it_was_given(start_worker):
         lambda: BrokerProbe.objects.get(pk=cpu.pk).received_at is not None, timeout=60, what="eval-cpu probe"
     )
     assert BrokerProbe.objects.get(pk=site.pk).received_at is None
+
+
+def test_every_periodic_task_is_a_registered_task():
+    import evaluation.tasks  # noqa: F401  (autodiscovery is lazy outside a worker)
+    import leaderboard.tasks  # noqa: F401
+
+    names = {entry["task"] for entry in app.conf.beat_schedule.values()}
+    assert names == {"evaluation.tasks.reap_expired_leases", "leaderboard.tasks.refresh_stale"}
+    assert names <= set(app.tasks)
