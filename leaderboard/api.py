@@ -8,6 +8,7 @@ leaderboard tables are not (one row per run on the board).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 
@@ -74,27 +75,17 @@ class LeaderboardApi(_Table):
         responses=s.LeaderboardSerializer,
     )
     def get(self, request: Request) -> HttpResponse:
-        query = _parse(s.BoardQuerySerializer, request)
-        filters = query.to_filters()
-
-        def payload() -> dict[str, Any]:
-            rows = selectors.leaderboard_rows_uncached(filters=filters)
-            return {
-                "results": s.LeaderboardRowSerializer(rows, many=True).data,
-                "count": len(rows),
-                "contamination": filters.contamination,
-            }
-
-        if request.accepted_renderer.format not in ("json", "csv"):
+        fmt = request.accepted_renderer.format
+        if fmt not in ("json", "csv"):
             # The browsable API is a page with the visitor's CSRF token and user: neither stored nor shared.
-            response = Response(selectors.cached_read("api-leaderboard", (filters,), payload))
+            response = Response(self._payload(_parse(s.BoardQuerySerializer, request).to_filters()))
             patch_cache_control(response, private=True, max_age=API_MAX_AGE_S)
             return response
-        # JSON and CSV depend only on the board version, the filters and the format: the ETag says so (a
-        # conditional GET gets a 304), and the rendered JSON bytes are cached (a hit is one query).
-        version = selectors.board_version()
-        fmt = request.accepted_renderer.format
-        raw = repr((version, "api-leaderboard", filters, fmt))
+        # JSON and CSV depend only on the board version, the query (its known parameters, sorted) and the
+        # format: that is the ETag (a conditional GET gets a 304) and the key of the rendered JSON, so a
+        # repeat request is one query and no parsing. A bad query fails in the parser: never cached.
+        query = sorted((k, v) for k in board_query_keys() for v in request.query_params.getlist(k))
+        raw = repr((selectors.board_version(), "api-leaderboard", query, fmt))
         digest = hashlib.sha256(raw.encode()).hexdigest()[:40]
         etag = f'"{digest}"'
         response = get_conditional_response(request._request, etag=etag)
@@ -102,18 +93,38 @@ class LeaderboardApi(_Table):
             key = f"leaderboard:api-json:{digest}"
             content = cache.get(key)
             if content is None:
-                data = selectors.cached_read("api-leaderboard", (filters,), payload)
+                data = self._payload(_parse(s.BoardQuerySerializer, request).to_filters())
                 content = request.accepted_renderer.render(
                     data, request.accepted_media_type, self.get_renderer_context()
                 )
                 cache.set(key, content, selectors.CACHE_TTL_S)
             response = HttpResponse(content, content_type=request.accepted_renderer.media_type)
         elif response is None:
-            response = Response(selectors.cached_read("api-leaderboard", (filters,), payload))
+            response = Response(self._payload(_parse(s.BoardQuerySerializer, request).to_filters()))
         response["ETag"] = etag
         patch_cache_control(response, public=True, max_age=API_MAX_AGE_S)
         patch_vary_headers(response, ("Accept",))
         return response
+
+    @staticmethod
+    def _payload(filters: selectors.LeaderboardFilters) -> dict[str, Any]:
+        """The response body for ``filters``, cached like the rows (keyed by the board version)."""
+
+        def build() -> dict[str, Any]:
+            rows = selectors.leaderboard_rows_uncached(filters=filters)
+            return {
+                "results": s.LeaderboardRowSerializer(rows, many=True).data,
+                "count": len(rows),
+                "contamination": filters.contamination,
+            }
+
+        return selectors.cached_read("api-leaderboard", (filters,), build)
+
+
+@functools.cache
+def board_query_keys() -> tuple[str, ...]:
+    """The query parameters of the leaderboard tables (the others, ``format`` included, are ignored)."""
+    return tuple(s.BoardQuerySerializer().fields)
 
 
 class LeaderboardPapersApi(_Table):

@@ -259,3 +259,18 @@ def test_a_visitor_with_pending_messages_sees_them_around_the_cached_body(client
     body = plain[plain.index("<h1>") : plain.index("</main>")]
     assert body in with_message  # the same cached body, in a shell rendered for this visitor
     assert CSRF.search(with_message)
+
+
+def test_api_leaderboard_keys_its_cache_by_the_known_parameters_and_never_caches_an_error(client):
+    Board().grow(3)
+    first = client.get("/api/v1/leaderboard/?weights=closed&contamination=global")
+    again = client.get("/api/v1/leaderboard/?contamination=global&utm=x&weights=closed")
+    assert first.status_code == again.status_code == 200 and first["ETag"] == again["ETag"]
+    assert first.json() == again.json()
+    assert client.get("/api/v1/leaderboard/?weights=closed")["ETag"] != first["ETag"]
+    for _ in range(2):
+        bad = client.get("/api/v1/leaderboard/?contamination=sometimes")
+        assert bad.status_code == 400 and "contamination" in bad.json() and "ETag" not in bad
+    csv = client.get("/api/v1/leaderboard/?format=csv")
+    assert csv.status_code == 200 and csv["ETag"] != client.get("/api/v1/leaderboard/")["ETag"]
+    assert client.get("/api/v1/leaderboard/?format=csv", HTTP_IF_NONE_MATCH=csv["ETag"]).status_code == 304
