@@ -14,7 +14,8 @@
    multiple of the trivial view's (target for the leaderboard: within 3x, 0 errors). Each URL is fetched a
    few times per worker first, so the numbers are the steady state (cached bodies, one query a request).
 
-Usage: ``.venv/bin/python bench/leaderboard_load.py [--db rcb_bench] [--duration 10] [--reseed]``.
+Usage: ``.venv/bin/python bench/leaderboard_load.py [--db rcb_bench] [--duration 10] [--reseed]
+[--cache-url redis://127.0.0.1:6379/13]`` (default: the per-process LocMem cache).
 """
 
 from __future__ import annotations
@@ -341,6 +342,11 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=4)
     parser.add_argument("--workers", type=int, default=3, help="gunicorn sync workers")
     parser.add_argument("--reseed", action="store_true", help="drop and seed the database again")
+    parser.add_argument(
+        "--cache-url",
+        default="",
+        help="RCB_CACHE_URL for gunicorn (e.g. redis://127.0.0.1:6379/13); default LocMem",
+    )
     args = parser.parse_args()
 
     ensure_database(args.db, args.reseed)
@@ -390,7 +396,7 @@ def main() -> None:
             "warning",
         ],
         cwd=REPO,
-        env=_env(args.db),
+        env={**_env(args.db), "RCB_CACHE_URL": args.cache_url},
         start_new_session=True,
     )
     # The lazy parts are what htmx fetches when they scroll into view: measured with its header.
@@ -417,7 +423,8 @@ def main() -> None:
         server.wait(timeout=30)
 
     print(
-        f"\n{args.connections} connections, {args.duration} s per URL, gunicorn {args.workers} sync workers, db {args.db}"
+        f"\n{args.connections} connections, {args.duration} s per URL, gunicorn {args.workers} sync workers, db {args.db}, "
+        f"cache {args.cache_url or 'per-process LocMem'}"
     )
     print(f"{'URL':34s} {'p50 ms':>8s} {'p95 ms':>8s} {'p99 ms':>8s} {'req/s':>8s} {'errors':>7s}")
     for name, r in results.items():
