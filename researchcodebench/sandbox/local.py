@@ -434,8 +434,6 @@ class LocalSandbox:
             "--ro-bind", "/usr", "/usr",
             *self._system_links(),
         ]  # fmt: skip
-        for path in bind_paths:
-            args += ["--ro-bind", path, path]
         args += self._etc(scratch)
         args += ["--proc", "/proc", "--dev", "/dev"]
         tmp_bytes = max(64, min(limits.memory_mb, 2048)) * 1024 * 1024
@@ -449,6 +447,9 @@ class LocalSandbox:
             "--tmpfs",
             "/dev/shm",
         ]
+        # After the private /tmp: an interpreter that lives under /tmp (a checkout there) must stay visible.
+        for path in bind_paths:
+            args += ["--ro-bind", path, path]
         if needs_gpu:
             args += self._gpu_devices()
         args += ["--bind", workdir, TASK_DIR]

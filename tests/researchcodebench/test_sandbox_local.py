@@ -110,6 +110,16 @@ def test_gpu_devices_are_exposed_only_to_tasks_that_need_a_gpu(sandbox, tmp_path
     assert not any("shadow" in arg for arg in without)
 
 
+def test_an_interpreter_under_tmp_is_bound_on_top_of_the_private_tmp(tmp_path):
+    venv = "/tmp/checkout/.venv-eval"
+    argv = LocalSandbox().command(
+        scratch=str(tmp_path), workdir=str(tmp_path), bind_paths=(venv,), env={}, limits=Limits()
+    )
+    tmpfs_at = next(i for i in range(len(argv) - 1) if argv[i : i + 2] == ["--tmpfs", "/tmp"])
+    bind_at = next(i for i in range(len(argv) - 2) if argv[i : i + 3] == ["--ro-bind", venv, venv])
+    assert bind_at > tmpfs_at, "a later mount shadows an earlier one: the venv must come after the private /tmp"
+
+
 def test_without_cgroups_memory_falls_back_to_rlimit_as_with_a_note():
     box = LocalSandbox(use_cgroups=False)
     assert box.notes and "RLIMIT_AS" in box.notes[0]
