@@ -144,14 +144,15 @@ LAZY_CELLS = 600
 
 @dataclass(frozen=True)
 class Body:
-    """A rendered page body (``fragment``: an htmx partial, sent as is) and the page's title. ``frame``:
-    the shell rendered around it for a plain visitor (``_plain_visitor``), split where the body goes, with
-    ``TOKEN_MARK`` where the visitor's CSRF token goes (filled in on the first plain visit)."""
+    """A rendered page body, UTF-8 (``fragment``: an htmx partial, sent as is) and the page's title.
+    ``frame``: the shell rendered around it for a plain visitor (``_plain_visitor``), split where the body
+    goes, with ``TOKEN_MARK`` where the visitor's CSRF token goes (filled in on the first plain visit).
+    Bytes, so that a hit neither decodes nor encodes the (large) body."""
 
-    html: str
+    html: bytes
     title: str
     fragment: bool
-    frame: tuple[str, str] | None = None
+    frame: tuple[bytes, bytes] | None = None
 
 
 #: stands for the visitor's CSRF token in a cached frame (NUL: never part of rendered template text)
@@ -215,17 +216,19 @@ def _serve(
         body = build(query)
         cache.set(key, body, PAGE_TTL_S)
     if body.fragment:
-        response = HttpResponse(body.html)
+        response = HttpResponse(body.html)  # bytes: sent as they are
     elif _plain_visitor(request):
         if body.frame is None:
             body = replace(body, frame=_frame(request, body.title))
             cache.set(key, body, PAGE_TTL_S)
-        token = get_token(request)
-        head, tail = (part.replace(TOKEN_MARK, token) for part in body.frame)
-        response = HttpResponse(head + body.html + tail)
+        token = get_token(request).encode()
+        head, tail = (part.replace(TOKEN_MARK.encode(), token) for part in body.frame)
+        response = HttpResponse(b"".join((head, body.html, tail)))
     else:
         response = render(
-            request, "leaderboard/_shell.html", {"body": mark_safe(body.html), "page_title": body.title}
+            request,
+            "leaderboard/_shell.html",
+            {"body": mark_safe(body.html.decode()), "page_title": body.title},
         )
     patch_vary_headers(response, ("Cookie",))
     return _headers(response, etag)
@@ -240,21 +243,21 @@ def _plain_visitor(request: HttpRequest) -> bool:
     )
 
 
-def _frame(request: HttpRequest, title: str) -> tuple[str, str]:
+def _frame(request: HttpRequest, title: str) -> tuple[bytes, bytes]:
     """The shell for a plain visitor, split around its body, with ``TOKEN_MARK`` for the CSRF token."""
     template = engines["django"].get_template("leaderboard/_shell.html").template
     context = RequestContext(request, {"body": _BODY_MARK, "page_title": title})
     # The top layer of a RequestContext overrides the context processors' (the csrf one included).
     context["csrf_token"] = TOKEN_MARK
     head, tail = template.render(context).split(_BODY_MARK)
-    return head, tail
+    return head.encode(), tail.encode()
 
 
 def _body(template: str, context: dict, *, title: str, partial: str = "") -> Body:
     """Render ``template`` (or its ``partial``) to a cacheable body. The body templates read only their
     context, never the request, which is what makes them cacheable across visitors."""
     name = f"{template}#{partial}" if partial else template
-    return Body(html=render_to_string(name, context), title=title, fragment=bool(partial))
+    return Body(html=render_to_string(name, context).encode(), title=title, fragment=bool(partial))
 
 
 def _with(query: QueryDict, **extra: str) -> str:
