@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 import requests
 
-import docker
 from researchcodebench.sandbox.base import OUTPUT_TAIL_BYTES, Limits, RunSpec, Sandbox, SandboxUnavailable
 from researchcodebench.sandbox.docker import (
     DEFAULT_IMAGE,

@@ -76,7 +76,7 @@ def workspace(tmp_path_factory, env_secrets):
         sandbox.check()
     except SandboxUnavailable as exc:
         tempfile.tempdir = old_tempdir
-        pytest.skip(str(exc))
+        pytest.fail(f"the local sandbox must work here (make test installs bubblewrap): {exc}", pytrace=False)
     task = toy_task(root / "pset")
     secret_file = root / "outside" / "secret.txt"
     secret_file.parent.mkdir()
