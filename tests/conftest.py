@@ -1,19 +1,31 @@
-"""Fixtures shared by the whole suite: real Celery worker processes on the configured broker."""
+"""Fixtures shared by the whole suite: real Celery worker processes on the configured broker, and the
+system Chromium driven by Playwright for the browser journeys."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 REPO = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = (
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
 
 
 def database_url_for_current_connection() -> str:
@@ -139,3 +151,22 @@ def wait_for(
             return
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+
+
+@pytest.fixture
+def browser(monkeypatch) -> Iterator[Any]:
+    """The system Chromium launched through Playwright's sync API (a ``playwright.sync_api.Browser``);
+    skips when Playwright or Chromium is missing. Closed after the test."""
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if not shutil.which(CHROMIUM):
+        pytest.skip(f"no system Chromium at {CHROMIUM}")
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes between
+    # browser steps are ordinary synchronous code, so Django's async-safety check would misfire.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with playwright_api.sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+        yield launched
+        launched.close()
+        # ORM calls made while Playwright's loop runs get their own connection (asgiref's context-local
+        # connections); close it here, or it would keep the test database from being dropped.
+        connections.close_all()

@@ -8,11 +8,9 @@ Screenshots go to /tmp/rcb-browser-*.png for a person to look at.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from django.db import connections
 
 from evaluation.models import EvaluationRun
 from tests.conftest import wait_for
@@ -20,35 +18,14 @@ from tests.evaluation.engine_helpers import example_tasks, import_release
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SHOTS = Path("/tmp")
 
 
 @pytest.fixture
-def browser_page(monkeypatch):
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    if not shutil.which(CHROMIUM):
-        pytest.skip(f"no system Chromium at {CHROMIUM}")
-    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes between
-    # browser steps are ordinary synchronous code.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with playwright_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        page.set_default_timeout(20_000)
-        yield page
-        browser.close()
-        # ORM calls made while Playwright's loop runs get their own connection (asgiref's context-local
-        # connections); close it here, or it would keep the test database from being dropped.
-        connections.close_all()
+def browser_page(browser):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.set_default_timeout(20_000)
+    return page
 
 
 def predictions_file(tmp_path: Path) -> tuple[Path, int]:

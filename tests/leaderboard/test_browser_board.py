@@ -12,31 +12,12 @@ from tests.leaderboard.factories import LanguageModelFactory, make_benchmark, ma
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SHOTS = Path(os.environ.get("RCB_SCREENSHOTS", "/tmp"))
 
 
 @pytest.fixture
-def browser_page(monkeypatch):
-    playwright = pytest.importorskip("playwright.sync_api")
-    # Playwright's sync API runs an event loop in this thread; the test's own database calls stay
-    # synchronous, so Django's async-safety check would misfire.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    if not CHROMIUM.exists():
-        pytest.skip(f"needs Chromium at {CHROMIUM}")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        page = browser.new_page(viewport={"width": 1200, "height": 900})
-        yield page
-        browser.close()
+def browser_page(browser):
+    return browser.new_page(viewport={"width": 1200, "height": 900})
 
 
 @pytest.fixture
