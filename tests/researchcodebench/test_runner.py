@@ -12,6 +12,7 @@ from researchcodebench.problems import blank_body
 from researchcodebench.runner import (
     RESULT_MARK,
     START_MARK,
+    TIMEOUT_FACTOR,
     EvalItem,
     Runner,
     Verdict,
@@ -21,7 +22,7 @@ from researchcodebench.runner import (
     normalise_code,
     verdict_from_run,
 )
-from researchcodebench.sandbox.base import Limits, RunResult, SandboxUnavailable
+from researchcodebench.sandbox.base import Limits, RunResult, RunSpec, SandboxUnavailable
 from researchcodebench.sandbox.local import LocalSandbox
 from researchcodebench.sandbox.unsandboxed import UnsandboxedRunner
 
@@ -203,18 +204,83 @@ def test_normalised_code_ignores_line_endings_and_trailing_space():
     assert normalise_code("  a = 1") != normalise_code("a = 1")
 
 
-def test_timeout_is_calibrated_from_the_reference_run_and_capped(sandbox, tmp_path):
+class ScriptedSandbox:
+    """A sandbox that runs nothing: every run passes and reports ``duration_s`` (deterministic timing)."""
+
+    name = "scripted"
+
+    def __init__(self, duration_s: float) -> None:
+        self.duration_s = duration_s
+        self.timeouts: list[float] = []
+
+    def check(self) -> None:
+        pass
+
+    def run(self, spec: RunSpec) -> RunResult:
+        self.timeouts.append(spec.limits.timeout_s)
+        nonce = (spec.stdin or b"").decode().strip()
+        record = json.dumps({"nonce": nonce, "early_exit": False, "status": 0, "exception": None})
+        stderr = f"\n{START_MARK} {nonce}\n\n{RESULT_MARK} {record}\n"
+        return RunResult(exit_code=0, duration_s=self.duration_s, stderr=stderr.encode())
+
+
+@pytest.mark.parametrize(
+    ("reference_s", "floor_s", "expected_s"),
+    [
+        (0.1, 2.0, 2.0),  # 10 x 0.1 s is under the floor: the floor applies
+        (0.35, 2.0, 3.5),  # TIMEOUT_FACTOR x the reference run
+        (5.0, 2.0, 20.0),  # capped by the manifest's timeout_s
+        (0.1, 30.0, 20.0),  # a floor above the cap is capped too
+    ],
+)
+def test_timeout_is_factor_times_reference_between_floor_and_cap(tmp_path, reference_s, floor_s, expected_s):
     task = toy_task(tmp_path)
-    with Runner(sandbox=sandbox, environment=eval_python(), warm=False, timeout_floor_s=2.0) as runner:
-        assert runner.timeout_for(task) == 2.0  # the toy reference takes ~0.1 s: the floor applies
+    box = ScriptedSandbox(reference_s)
+    with Runner(sandbox=box, environment=eval_python(), warm=False, timeout_floor_s=floor_s) as runner:
+        assert runner.timeout_for(task) == pytest.approx(expected_s)
+        verdict = runner.evaluate(task, task.snippets[0], body(WRONG))
+    # The reference ran under the cap; the completion under the calibrated timeout.
+    assert box.timeouts == [20.0, pytest.approx(expected_s)]
+    assert verdict.timeout_s == pytest.approx(expected_s)
+
+
+def test_timeout_is_the_cap_when_the_manifest_sets_none(tmp_path):
+    task = toy_task(tmp_path)
+    object.__setattr__(task.manifest, "timeout_s", None)
+    box = ScriptedSandbox(5.0)
+    with Runner(sandbox=box, environment=eval_python(), warm=False, limits=Limits(timeout_s=4)) as runner:
+        assert runner.timeout_for(task) == 4.0  # no manifest timeout: the limits' default is the cap
+
+
+class RecordingSandbox:
+    """The real local sandbox, recording how long each run took (the reference's measured duration)."""
+
+    name = "local"
+
+    def __init__(self, inner: LocalSandbox) -> None:
+        self.inner = inner
+        self.durations: list[float] = []
+
+    def check(self) -> None:
+        self.inner.check()
+
+    def run(self, spec: RunSpec) -> RunResult:
+        result = self.inner.run(spec)
+        self.durations.append(result.duration_s)
+        return result
+
+
+def test_calibrated_timeout_ends_a_real_infinite_loop(sandbox, tmp_path):
+    task = toy_task(tmp_path)
+    box = RecordingSandbox(sandbox)
+    with Runner(sandbox=box, environment=eval_python(), warm=False, timeout_floor_s=2.0) as runner:
+        calibrated = runner.timeout_for(task)
+        # The toy reference takes ~0.1 s on an idle machine, longer on a loaded one: derive the expected
+        # value from the duration this run actually measured, not from a guess.
+        (reference_s,) = box.durations
+        assert calibrated == pytest.approx(min(max(TIMEOUT_FACTOR * round(reference_s, 4), 2.0), 20.0))
         verdict = runner.evaluate(task, task.snippets[0], body("while True:\n    pass"))
-    assert (verdict.outcome, verdict.timeout_s) == ("timeout", 2.0)
-    with Runner(sandbox=sandbox, environment=eval_python(), warm=False, timeout_floor_s=30.0) as runner:
-        assert runner.timeout_for(task) == 20.0  # capped by the manifest's timeout_s
-    with Runner(sandbox=sandbox, environment=eval_python(), warm=False, limits=Limits(timeout_s=4)) as runner:
-        other = toy_task(tmp_path / "other")
-        object.__setattr__(other.manifest, "timeout_s", None)
-        assert runner.timeout_for(other) == 4.0  # no manifest timeout: the limits' default is the cap
+    assert (verdict.outcome, verdict.timeout_s) == ("timeout", calibrated)
 
 
 def test_nested_oracle_is_matched_by_its_dotted_path_only(tmp_path):
