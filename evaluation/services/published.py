@@ -26,7 +26,7 @@ import math
 import re
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from django.utils import timezone
 from contributions.models import Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
 from researchcodebench.errors import classify_imported
-from researchcodebench.pset import normalise_date
+from researchcodebench.pset import DATE_KEYS, PaperMeta, normalise_date
 from researchcodebench.scoring import (
     ResultsFormatError,
     line_rates,
@@ -66,7 +66,6 @@ NO_RECORD = "."
 
 _ARXIV_ID = re.compile(r"arxiv\.org/(?:abs|pdf)/([^/?#]+?)(?:v\d+)?(?:\.pdf)?/?$")
 _PAPER_FIELDS = ("title", "arxiv_abs", "github_url", "venue")
-_DATE_FIELDS = ("arxiv_date", "arxiv_v1_date", "first_commit_date", "last_commit_date")
 # company (as the original writes it) -> provider; models behind OpenRouter carry company OPENROUTER.
 _PROVIDER_BY_COMPANY = {
     "OPENAI": LanguageModel.Provider.OPENAI,
@@ -113,31 +112,6 @@ class PublishedModel:
 
 
 @dataclass(frozen=True)
-class PublishedPaper:
-    """A paper's registry fields; dates are 'YYYY-MM-DD' or None, text fields None when unknown."""
-
-    key: str
-    title: str | None = None
-    arxiv_abs: str | None = None
-    arxiv_date: str | None = None
-    arxiv_v1_date: str | None = None
-    github_url: str | None = None
-    first_commit_date: str | None = None
-    last_commit_date: str | None = None
-    venue: str | None = None
-    annotated_file_paths: tuple[str, ...] = ()
-    context_file_paths: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"key": self.key}
-        for name in (*_PAPER_FIELDS, *_DATE_FIELDS):
-            data[name] = getattr(self, name)
-        data["annotated_file_paths"] = list(self.annotated_file_paths)
-        data["context_file_paths"] = list(self.context_file_paths)
-        return data
-
-
-@dataclass(frozen=True)
 class PublishedRecord:
     """One published verdict: completion ``completion_idx`` of snippet ``snippet`` of paper ``paper``."""
 
@@ -168,7 +142,7 @@ class PublishedSource:
     path: str
     format: str
     models: tuple[PublishedModel, ...]
-    papers: tuple[PublishedPaper, ...]
+    papers: tuple[PaperMeta, ...]
     snippets: dict[str, tuple[tuple[str, int], ...]]
     records: dict[str, tuple[PublishedRecord, ...]]
     scores: dict[str, PublishedScores]
@@ -264,15 +238,16 @@ def _paths(value: Any) -> tuple[str, ...]:
     return ()
 
 
-def _paper_from_entry(key: str, entry: Mapping[str, Any], where: str) -> PublishedPaper:
+def _paper_from_entry(key: str, entry: Mapping[str, Any], where: str) -> PaperMeta:
+    """A paper's registry fields as a ``PaperMeta`` with id ``key`` (unknown keys are not kept)."""
     kwargs: dict[str, Any] = {name: _text(entry.get(name)) for name in _PAPER_FIELDS}
-    for name in _DATE_FIELDS:
+    for name in DATE_KEYS:
         try:
             kwargs[name] = normalise_date(entry.get(name))
         except ValueError as exc:
             raise PublishedSourceError(f"{where}: paper {key!r}: field {name!r}: {exc}") from exc
-    return PublishedPaper(
-        key=key,
+    return PaperMeta(
+        id=key,
         annotated_file_paths=_paths(entry.get("annotated_file_paths")),
         context_file_paths=_paths(entry.get("context_file_paths")),
         **kwargs,
@@ -309,25 +284,21 @@ def read_registry(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _merge_registry(
-    papers: Iterable[PublishedPaper], registry: Mapping[str, Mapping[str, Any]] | None, where: str
-) -> tuple[PublishedPaper, ...]:
+    papers: Iterable[PaperMeta], registry: Mapping[str, Mapping[str, Any]] | None, where: str
+) -> tuple[PaperMeta, ...]:
     """Registry fields override the source's own paper metadata where the registry has a value."""
     if not registry:
         return tuple(papers)
     merged = []
     for paper in papers:
-        entry = registry.get(paper.key)
+        entry = registry.get(paper.id)
         if entry is None:
             merged.append(paper)
             continue
-        override = _paper_from_entry(paper.key, entry, where)
-        values = paper.to_dict()
-        for name, value in override.to_dict().items():
-            if value not in (None, []):
-                values[name] = value
-        values["annotated_file_paths"] = tuple(values["annotated_file_paths"])
-        values["context_file_paths"] = tuple(values["context_file_paths"])
-        merged.append(PublishedPaper(**values))
+        override = _paper_from_entry(paper.id, entry, where)
+        names = (*_PAPER_FIELDS, *DATE_KEYS, "annotated_file_paths", "context_file_paths")
+        values = {name: getattr(override, name) for name in names}
+        merged.append(replace(paper, **{name: v for name, v in values.items() if v not in (None, ())}))
     return tuple(merged)
 
 
@@ -608,7 +579,7 @@ def published_fixture_build(source: PublishedSource) -> dict[str, Any]:
         "format": FIXTURE_FORMAT,
         "source": CREDIT,
         "models": [m.to_dict() for m in source.models],
-        "papers": [p.to_dict() for p in source.papers],
+        "papers": [_fixture_paper(p) for p in source.papers],
         "snippets": [
             [paper, name, lines] for paper, names in source.snippets.items() for name, lines in names
         ],
@@ -620,6 +591,16 @@ def published_fixture_build(source: PublishedSource) -> dict[str, Any]:
             key: {"line": s.line, "task": s.task, "papers": s.papers} for key, s in source.scores.items()
         },
     }
+
+
+def _fixture_paper(paper: PaperMeta) -> dict[str, Any]:
+    """A paper as the fixture stores it: ``key``, the text fields, the dates, the two path lists."""
+    data: dict[str, Any] = {"key": paper.id}
+    for name in (*_PAPER_FIELDS, *DATE_KEYS):
+        data[name] = getattr(paper, name)
+    data["annotated_file_paths"] = list(paper.annotated_file_paths)
+    data["context_file_paths"] = list(paper.context_file_paths)
+    return data
 
 
 def published_fixture_write(*, source: Path, out: Path, papers: Path | None = None) -> Path:
@@ -760,28 +741,28 @@ def _arxiv_id(url: str | None) -> str:
     return match.group(1) if match else ""
 
 
-def _paper_fields(paper: PublishedPaper) -> dict[str, Any]:
+def _paper_fields(paper: PaperMeta) -> dict[str, Any]:
     def date(value: str | None) -> _dt.date | None:
         return _dt.date.fromisoformat(value) if value else None
 
     return {
-        "title": paper.title or paper.key,
+        "title": paper.title or paper.id,
         "arxiv_id": _arxiv_id(paper.arxiv_abs),
         "arxiv_abs": paper.arxiv_abs or "",
         "venue": paper.venue or "",
         "github_url": paper.github_url or "",
-        **{name: date(getattr(paper, name)) for name in _DATE_FIELDS},
+        **{name: date(getattr(paper, name)) for name in DATE_KEYS},
     }
 
 
 def _import_papers(source: PublishedSource, report: PublishedImportReport) -> dict[str, Paper]:
-    existing = {p.key: p for p in Paper.objects.filter(key__in=[p.key for p in source.papers])}
+    existing = {p.key: p for p in Paper.objects.filter(key__in=[p.id for p in source.papers])}
     out: dict[str, Paper] = {}
     for paper in source.papers:
         values = _paper_fields(paper)
-        row = existing.get(paper.key)
+        row = existing.get(paper.id)
         if row is None:
-            row = Paper.objects.create(key=paper.key, **values)
+            row = Paper.objects.create(key=paper.id, **values)
             report.papers_created += 1
         else:
             # Only fill what is empty: a paper imported with its task folder keeps its own registry entry.
@@ -791,7 +772,7 @@ def _import_papers(source: PublishedSource, report: PublishedImportReport) -> di
                     setattr(row, name, values[name])
                 row.save(update_fields=[*changed, "updated_at"])
                 report.papers_updated += 1
-        out[paper.key] = row
+        out[paper.id] = row
     return out
 
 
@@ -801,7 +782,7 @@ def _metadata_hash(snippets: tuple[tuple[str, int], ...]) -> str:
 
 
 def _version_for(
-    paper: PublishedPaper,
+    paper: PaperMeta,
     paper_row: Paper,
     snippets: tuple[tuple[str, int], ...],
     release: Release,
@@ -809,15 +790,15 @@ def _version_for(
 ) -> TaskVersion:
     """The task version the published results of ``paper`` attach to (see ``published_import``)."""
     entry = (
-        ReleaseEntry.objects.filter(release=release, task__key=paper.key)
+        ReleaseEntry.objects.filter(release=release, task__key=paper.id)
         .select_related("task_version")
         .first()
     )
     if entry is not None:
         return entry.task_version
-    task = Task.objects.filter(key=paper.key).first()
+    task = Task.objects.filter(key=paper.id).first()
     if task is None:
-        task = Task.objects.create(key=paper.key, paper=paper_row)
+        task = Task.objects.create(key=paper.id, paper=paper_row)
         report.tasks_created += 1
     wanted = dict(snippets)
     for version in task.versions.filter(has_files=True).order_by("-number"):
@@ -827,7 +808,7 @@ def _version_for(
             return version
         if set(have) == set(wanted):
             report.notes.append(
-                f"{paper.key} v{version.number} has the published snippet names but other line counts; "
+                f"{paper.id} v{version.number} has the published snippet names but other line counts; "
                 "the published results use a metadata-only version instead"
             )
     content_hash = _metadata_hash(snippets)
@@ -843,11 +824,7 @@ def _version_for(
         origin=TaskVersion.Origin.PUBLISHED,
         has_files=False,
         files={},
-        meta={
-            "id": paper.key,
-            **{k: v for k, v in paper.to_dict().items() if k != "key"},
-            "extra": {},
-        },
+        meta=paper.to_dict(),
         manifest={},
         validation_report=[],
         total_lines=0,
@@ -1012,7 +989,7 @@ def published_import(*, source: Path, papers: Path | None = None) -> PublishedIm
     unknown = sorted({r.paper for recs in data.records.values() for r in recs} - set(data.snippets))
     if unknown:
         raise PublishedSourceError(f"{data.path}: results for papers without snippets: {', '.join(unknown)}")
-    paper_keys = {p.key for p in data.papers}
+    paper_keys = {p.id for p in data.papers}
     missing_papers = [p for p in data.snippets if p not in paper_keys]
     if missing_papers:
         raise PublishedSourceError(f"{data.path}: no paper metadata for {', '.join(missing_papers)}")
@@ -1026,7 +1003,7 @@ def published_import(*, source: Path, papers: Path | None = None) -> PublishedIm
         release.save(update_fields=["is_default"])
         report.made_default = True
     snippet_ids: dict[tuple[str, str], int] = {}
-    by_key = {p.key: p for p in data.papers}
+    by_key = {p.id: p for p in data.papers}
     for position, (paper_key, snippets) in enumerate(data.snippets.items()):
         version = _version_for(by_key[paper_key], paper_rows[paper_key], snippets, release, report)
         ReleaseEntry.objects.get_or_create(
