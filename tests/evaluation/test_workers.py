@@ -123,14 +123,30 @@ def test_a_worker_killed_while_testing_loses_and_duplicates_nothing(
         done = TestResult.objects.filter(completion__run=run).count()
         return 3 <= done < total - 3 and Completion.objects.filter(run=run, stage=Stage.TESTING).exists()
 
-    wait_for(testing_midway, timeout=60, interval=0.02, what="a test in flight with some results recorded")
+    def leased() -> list[int]:
+        return list(
+            Completion.objects.filter(run=run, stage__in=(Stage.GENERATING, Stage.TESTING)).values_list(
+                "pk", flat=True
+            )
+        )
+
+    # The worker may finish its item between our look at the database and the kill, and a worker killed
+    # between two items loses nothing. So freeze it first (SIGSTOP: it can record nothing more), read what
+    # it holds from the frozen state, and kill it only while it holds a lease; else let it go on and retry.
+    lost: list[int] = []
+    deadline = time.monotonic() + 60
+    while not lost:
+        assert time.monotonic() < deadline, "never caught the worker holding a lease mid-run"
+        wait_for(
+            testing_midway, timeout=60, interval=0.02, what="a test in flight with some results recorded"
+        )
+        os.killpg(first.proc.pid, signal.SIGSTOP)
+        lost = leased()
+        if not lost:
+            os.killpg(first.proc.pid, signal.SIGCONT)
     first.kill()
     before = TestResult.objects.filter(completion__run=run).count()
-    lost = list(
-        Completion.objects.filter(run=run, stage__in=(Stage.GENERATING, Stage.TESTING)).values_list(
-            "pk", flat=True
-        )
-    )
+    assert set(leased()) == set(lost)
     second = start_worker(concurrency=1, extra_env=env)
 
     def finished() -> bool:
