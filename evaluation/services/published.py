@@ -700,6 +700,18 @@ def _model_fields(model: PublishedModel, where: str) -> dict[str, Any]:
     }
 
 
+def _save_fields(row: LanguageModel | Paper, values: Mapping[str, Any], names: list[str]) -> bool:
+    """Set the fields ``names`` of ``row`` from ``values`` and save only them (and ``updated_at``).
+
+    Returns False, saving nothing, when ``names`` is empty."""
+    if not names:
+        return False
+    for name in names:
+        setattr(row, name, values[name])
+    row.save(update_fields=[*names, "updated_at"])
+    return True
+
+
 def _import_models(source: PublishedSource, report: PublishedImportReport) -> dict[str, LanguageModel]:
     keys = [m.key for m in source.models]
     existing = {m.key: m for m in LanguageModel.objects.filter(key__in=keys)}
@@ -721,10 +733,7 @@ def _import_models(source: PublishedSource, report: PublishedImportReport) -> di
             new.append(row)
         else:
             changed = [name for name, value in values.items() if getattr(row, name) != value]
-            if changed:
-                for name in changed:
-                    setattr(row, name, values[name])
-                row.save(update_fields=[*changed, "updated_at"])
+            if _save_fields(row, values, changed):
                 report.models_updated += 1
         out[model.key] = row
     if new:
@@ -767,10 +776,7 @@ def _import_papers(source: PublishedSource, report: PublishedImportReport) -> di
         else:
             # Only fill what is empty: a paper imported with its task folder keeps its own registry entry.
             changed = [n for n, v in values.items() if v not in (None, "") and getattr(row, n) in (None, "")]
-            if changed:
-                for name in changed:
-                    setattr(row, name, values[name])
-                row.save(update_fields=[*changed, "updated_at"])
+            if _save_fields(row, values, changed):
                 report.papers_updated += 1
         out[paper.id] = row
     return out

@@ -309,6 +309,22 @@ def test_verify_reports_a_score_the_database_does_not_reproduce(tmp_path):
     assert [(m.model, m.what, m.expected, m.actual) for m in mismatches] == [("OTHER", "line", 99.0, 100.0)]
 
 
+def test_reimport_updates_changed_model_metadata_but_only_fills_empty_paper_fields(tmp_path):
+    source = small_fixture(tmp_path)
+    published_import(source=source)
+    LanguageModel.objects.filter(key="OTHER").update(developer="Someone else", company="")
+    Paper.objects.filter(key="alpha").update(title="Alpha (edited)", arxiv_abs="", arxiv_id="")
+
+    report = published_import(source=source)
+
+    assert (report.models_updated, report.papers_updated) == (1, 1)
+    other = LanguageModel.objects.get(key="OTHER")
+    assert (other.developer, other.company) == ("Acme", "XAI")
+    alpha = Paper.objects.get(key="alpha")
+    assert alpha.title == "Alpha (edited)"
+    assert (alpha.arxiv_abs, alpha.arxiv_id) == ("https://arxiv.org/abs/2401.00001v2", "2401.00001")
+
+
 def test_results_link_to_an_imported_version_with_the_same_snippets(tmp_path):
     paper = Paper.objects.create(key="alpha", title="Alpha")
     task = Task.objects.create(key="alpha", paper=paper)
