@@ -217,7 +217,8 @@ def leaderboard_refresh_run(*, run: EvaluationRun, defer_shared: bool = False) -
             continue
         marks[snippet_id][idx] = PASS if passed else FAIL
         if not passed:
-            label = category or outcome
+            # A plain failure with no category was recorded without test output (e.g. published results).
+            label = category or ("unclassified" if outcome == TestResult.Outcome.FAILED else outcome)
             errors[(label, TestResult.Tier.MODEL)] += 1
             if snippet_id not in first_failure or idx < first_failure[snippet_id][0]:
                 first_failure[snippet_id] = (idx, label)

@@ -38,6 +38,8 @@ CATEGORIES: dict[str, tuple[str, str]] = {
     "early_exit": ("Early exit", MODEL),
     "crash": ("Crash (killed by a signal)", MODEL),
     "other": ("Other", MODEL),
+    # A failure recorded without any test output (the paper's published results hold only exit codes).
+    "unclassified": ("Unclassified (no test output)", MODEL),
     "sandbox_failure": ("Sandbox failure", INFRASTRUCTURE),
     "missing_dependency": ("Missing dependency", INFRASTRUCTURE),
     "worker_lost": ("Worker lost", INFRASTRUCTURE),

@@ -92,6 +92,15 @@ def test_infrastructure_failures_never_count_and_are_counted_apart():
     ]
 
 
+def test_a_failure_recorded_without_a_category_counts_as_unclassified_not_as_its_outcome():
+    _rel, snippets = make_benchmark({"a": (dt.date(2025, 1, 1), [2, 6, 3])})
+    run = make_run(snippets, {"a": "F F P"}, categories={"a": ""})
+    leaderboard_refresh_run(run=run)
+    assert list(RunErrorCount.objects.filter(run=run).values_list("category", "tier", "count")) == [
+        ("unclassified", "model", 2)
+    ]
+
+
 def test_snippet_stats_count_results_across_runs_split_by_paper_context():
     _rel, snippets = make_benchmark({"a": (dt.date(2025, 1, 1), [2, 6])})
     for verdicts, with_paper in (({"a": "PP F"}, True), ({"a": "P F"}, True), ({"a": "F F"}, False)):
