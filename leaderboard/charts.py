@@ -177,6 +177,16 @@ def _legend(
     return "".join(parts), cy + 18
 
 
+def _legend_below(
+    chart_id: str, entries: Sequence[tuple[str, Swatch]], *, plot_bottom: float, width: float
+) -> tuple[str, float]:
+    """The legend under a plot whose bottom edge is at ``plot_bottom`` (44 px below it, leaving room for the
+    x axis and its label; 8 px side margins); returns (svg, height used), ("", 0.0) without entries."""
+    if not entries:
+        return "", 0.0
+    return _legend(chart_id, entries, x=8, y=plot_bottom + 44, width=width - 16)
+
+
 def _link(href: str | None, inner: str) -> str:
     return f'<a href="{_e(href)}">{inner}</a>' if href else inner
 
@@ -286,9 +296,7 @@ def bar_chart(
 
     legend_entries = [(g, swatches[g]) for g in sorted(swatches, key=str.casefold) if g] if legend else []
     plot_h = row * len(bars)
-    legend_svg, legend_h = ("", 0.0)
-    if legend_entries:
-        legend_svg, legend_h = _legend(chart_id, legend_entries, x=8, y=top + plot_h + 44, width=width - 16)
+    legend_svg, legend_h = _legend_below(chart_id, legend_entries, plot_bottom=top + plot_h, width=width)
     has_outline = any(b.outlined for b in bars)
     extra = (18 if has_outline else 0) + (18 if error_label else 0)
     height = top + plot_h + 44 + legend_h + extra + 8
@@ -425,12 +433,11 @@ def grouped_bar_chart(
         return left + (v - lo) / (hi - lo) * plot_w
 
     plot_h = group_h * len(categories)
-    legend_svg, legend_h = _legend(
+    legend_svg, legend_h = _legend_below(
         chart_id,
         [(s.name, c) for s, c in zip(series, colours, strict=True)],
-        x=8,
-        y=top + plot_h + 44,
-        width=width - 16,
+        plot_bottom=top + plot_h,
+        width=width,
     )
     height = top + plot_h + 44 + legend_h + 8
     parts = _open(chart_id, width, height, title, desc or f"{len(categories)} groups of {len(series)} bars.")
@@ -759,9 +766,7 @@ def scatter(
     right_pad = max(len(_short(p.label)) for p in points) * CHAR_W * 10 / FONT + 16
     width = left + plot + right_pad
     legend_entries = [(g, swatches[g]) for g in sorted(swatches, key=str.casefold) if g]
-    legend_svg, legend_h = ("", 0.0)
-    if legend_entries:
-        legend_svg, legend_h = _legend(chart_id, legend_entries, x=8, y=top + plot + 44, width=width - 16)
+    legend_svg, legend_h = _legend_below(chart_id, legend_entries, plot_bottom=top + plot, width=width)
     height = top + plot + 44 + legend_h + 8
 
     def sx(v: float) -> float:
@@ -849,12 +854,11 @@ def stacked_bar_chart(
         return left + v / hi * plot_w
 
     plot_h = row * len(rows)
-    legend_svg, legend_h = _legend(
+    legend_svg, legend_h = _legend_below(
         chart_id,
         [(s.name, sw) for s, sw in zip(series, swatches, strict=True)],
-        x=8,
-        y=top + plot_h + 44,
-        width=width - 16,
+        plot_bottom=top + plot_h,
+        width=width,
     )
     height = top + plot_h + 44 + legend_h + 8
     parts = _open(
