@@ -35,7 +35,8 @@ from .sandbox.local import IO_DIR, TASK_DIR, LocalSandbox, SandboxedProcess, rea
 HARNESS_SOURCE = (Path(__file__).parent / "sandbox" / "_harness.py").read_text()
 #: Seconds a server may take to import the heavy libraries before it counts as broken.
 START_TIMEOUT_S = 180.0
-#: Seconds past a run's deadline the host waits for the server's answer before discarding it.
+#: Seconds past a run's deadline the host waits for the server's answer before discarding it (more than the
+#: harness's ``KILL_WAIT_S``: the server answers only after the run's leftover processes are gone).
 ANSWER_GRACE_S = 30.0
 #: Memory allowed to a server while it imports the heavy libraries (before its footprint is known).
 _START_MEMORY_MB = 4096

@@ -268,9 +268,18 @@ def _other_pids():
     return pids
 
 
+#: Seconds the server waits for killed processes to vanish. A killed process holding gigabytes needs
+#: about a second of CPU to free them, much longer on a loaded machine; a fixed number of short polls
+#: (about one second) made a loaded server report itself unclean and get discarded.
+KILL_WAIT_S = 20.0
+
+
 def _kill_others():
-    """Kill every process of this pid namespace except init and the server; True when none is left."""
-    for _ in range(500):
+    """Kill every process of this pid namespace except init and the server; True when none is left
+    within ``KILL_WAIT_S`` seconds."""
+    deadline = time.monotonic() + KILL_WAIT_S
+    pause = 0.002
+    while True:
         try:
             os.kill(-1, signal.SIGKILL)
         except OSError:
@@ -278,8 +287,10 @@ def _kill_others():
         _reap()
         if not _other_pids():
             return True
-        time.sleep(0.002)
-    return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _reap():

@@ -161,6 +161,32 @@ def test_modules_and_files_of_one_run_never_reach_the_next(warm, task):
     assert after.warm and after.outcome == "passed", after.stderr_tail
 
 
+def test_a_leftover_process_holding_gigabytes_is_killed_and_the_warm_server_kept(warm, task):
+    # A killed process needs time (CPU) to free its memory: about a second for a few GB on a loaded
+    # machine. The server must wait for it to vanish instead of calling itself unclean, which discarded it
+    # and re-ran the item cold (warm=False).
+    snippet = task.snippets[0]
+    hog = body(
+        """
+        import os, time
+        ready, signal_ready = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            block = bytearray(1536 * 1024 * 1024)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            os.write(signal_ready, b"x")
+            time.sleep(600)
+        os.read(ready, 1)
+        result = [v * factor for v in values]
+        """
+    )
+    first = warm.evaluate(task, snippet, hog)
+    after = warm.evaluate(task, snippet, snippet.code)
+    assert (first.outcome, first.warm) == ("passed", True), first.reason
+    assert (after.outcome, after.warm) == ("passed", True), after.reason
+
+
 def test_a_killed_warm_server_is_replaced_and_the_item_rerun_cold(sandbox, task):
     snippet = task.snippets[0]
     kill_server = body(
