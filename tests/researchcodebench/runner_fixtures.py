@@ -6,8 +6,12 @@ import os
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from researchcodebench.environments import default_python
 from researchcodebench.pset import Task, read_pset
+from researchcodebench.sandbox.base import SandboxUnavailable
+from researchcodebench.sandbox.local import LocalSandbox
 
 TOY_CODE = '''\
 """A toy method: scale a list of values."""
@@ -95,3 +99,13 @@ def body(code: str) -> str:
 
 def eval_python() -> str:
     return os.environ.get("RCB_EVAL_PYTHON") or default_python()
+
+
+def checked_local_sandbox(scratch_root: Path) -> LocalSandbox:
+    """A working local sandbox, or a test failure (never a skip: the suite must exercise the real sandbox)."""
+    box = LocalSandbox(scratch_root=str(scratch_root))
+    try:
+        box.check()
+    except SandboxUnavailable as exc:
+        pytest.fail(f"the local sandbox must work here (make test installs bubblewrap): {exc}", pytrace=False)
+    return box

@@ -26,19 +26,14 @@ from researchcodebench.sandbox.base import Limits, RunResult, RunSpec, SandboxUn
 from researchcodebench.sandbox.local import LocalSandbox
 from researchcodebench.sandbox.unsandboxed import UnsandboxedRunner
 
-from .runner_fixtures import body, eval_python, toy_task
+from .runner_fixtures import body, checked_local_sandbox, eval_python, toy_task
 
 WRONG = "result = [v + factor for v in values]"
 
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory):
-    box = LocalSandbox(scratch_root=str(tmp_path_factory.mktemp("scratch")))
-    try:
-        box.check()
-    except SandboxUnavailable as exc:
-        pytest.fail(f"the local sandbox must work here (make test installs bubblewrap): {exc}", pytrace=False)
-    return box
+    return checked_local_sandbox(tmp_path_factory.mktemp("scratch"))
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from researchcodebench.sandbox import local
 from researchcodebench.sandbox.base import Limits, RunSpec, SandboxUnavailable
 from researchcodebench.sandbox.local import LocalSandbox, detect_cgroups
 
-from .runner_fixtures import eval_python
+from .runner_fixtures import checked_local_sandbox, eval_python
 
 PROBE = r"""
 import json, os
@@ -27,12 +27,7 @@ print(json.dumps({
 
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory):
-    box = LocalSandbox(scratch_root=str(tmp_path_factory.mktemp("scratch")))
-    try:
-        box.check()
-    except SandboxUnavailable as exc:
-        pytest.fail(f"the local sandbox must work here (make test installs bubblewrap): {exc}", pytrace=False)
-    return box
+    return checked_local_sandbox(tmp_path_factory.mktemp("scratch"))
 
 
 def _spec(workdir, code: str, **kwargs) -> RunSpec:

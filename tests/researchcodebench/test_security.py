@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 
 from researchcodebench.runner import Runner
-from researchcodebench.sandbox.base import Limits, SandboxUnavailable
-from researchcodebench.sandbox.local import LocalSandbox
+from researchcodebench.sandbox.base import Limits
 
-from .runner_fixtures import body, eval_python, toy_task
+from .runner_fixtures import body, checked_local_sandbox, eval_python, toy_task
 
 SECRETS = {
     "DJANGO_SECRET_KEY": "django-insecure-canary-5b1f0c",
@@ -72,11 +71,10 @@ def workspace(tmp_path_factory, env_secrets):
     old_tempdir = tempfile.tempdir
     tempfile.tempdir = str(temp)
     try:
-        sandbox = LocalSandbox(scratch_root=str(scratch))
-        sandbox.check()
-    except SandboxUnavailable as exc:
+        sandbox = checked_local_sandbox(scratch)
+    except pytest.fail.Exception:
         tempfile.tempdir = old_tempdir
-        pytest.fail(f"the local sandbox must work here (make test installs bubblewrap): {exc}", pytrace=False)
+        raise
     task = toy_task(root / "pset")
     secret_file = root / "outside" / "secret.txt"
     secret_file.parent.mkdir()

@@ -18,10 +18,8 @@ import pytest
 from researchcodebench.problems import blank_body, fill_in
 from researchcodebench.pset import read_pset
 from researchcodebench.runner import EvalItem, Runner
-from researchcodebench.sandbox.base import SandboxUnavailable
-from researchcodebench.sandbox.local import LocalSandbox
 
-from .runner_fixtures import eval_python
+from .runner_fixtures import checked_local_sandbox, eval_python
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pset"
 
@@ -80,11 +78,7 @@ def _content_key(item: EvalItem) -> str:
 
 @pytest.mark.skipif(not (EXAMPLES / "papers.yaml").exists(), reason="examples/pset is not present")
 def test_warm_and_cold_runs_give_identical_verdicts(tmp_path):
-    sandbox = LocalSandbox(scratch_root=str(tmp_path / "scratch"))
-    try:
-        sandbox.check()
-    except SandboxUnavailable as exc:
-        pytest.fail(f"the local sandbox must work here (make test installs bubblewrap): {exc}", pytrace=False)
+    sandbox = checked_local_sandbox(tmp_path / "scratch")
     items = _items()
     representatives: dict[str, EvalItem] = {}
     for item in items:
