@@ -15,14 +15,11 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, TextIO
-
-import yaml
 
 from researchcodebench import evaluate_cli
 from researchcodebench.problems import TEMPLATES, build_prompt, mask_file
-from researchcodebench.pset import Pset, PsetError, Task, normalise_date, read_pset
+from researchcodebench.pset import Pset, PsetError, Task, normalise_date, read_pset, read_registry_entries
 from researchcodebench.scoring import (
     ResultsFormatError,
     load_published,
@@ -157,21 +154,15 @@ def _registry_dates(path: str | None) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CliError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    except yaml.YAMLError as exc:
-        raise CliError(f"{path}: invalid YAML ({exc})") from exc
-    if not isinstance(data, list):
-        raise CliError(f"{path}: expected a YAML list of papers.yaml entries")
+        entries = read_registry_entries(path)
+    except PsetError as exc:
+        raise CliError(str(exc)) from exc
     dates: dict[str, Any] = {}
-    for index, entry in enumerate(data, start=1):
-        if not isinstance(entry, dict) or "id" not in entry:
-            raise CliError(f"{path}: entry {index} has no 'id'")
+    for paper_id, entry in entries.items():
         try:
-            dates[str(entry["id"])] = normalise_date(entry.get("first_commit_date"))
+            dates[paper_id] = normalise_date(entry.get("first_commit_date"))
         except ValueError as exc:
-            raise CliError(f"{path}: entry {entry['id']!r}: first_commit_date: {exc}") from exc
+            raise CliError(f"{path}: entry {paper_id!r}: first_commit_date: {exc}") from exc
     return dates
 
 

@@ -356,6 +356,43 @@ def _load_registry(root: Path) -> tuple[list[Any], list[int], str]:
     return data, _line_map(text, str(registry)), text
 
 
+class _TextDatesLoader(yaml.SafeLoader):
+    """A safe YAML loader that leaves dates as text, so that a bad date is reported by ``normalise_date``
+    with its entry and field (PyYAML's own date constructor fails on '2024-13-45' without saying where)."""
+
+
+_TextDatesLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def read_registry_entries(path: str | Path) -> dict[str, dict[str, Any]]:
+    """A ``papers.yaml``-style file on its own (no task folders) as ``{id: entry}``, dates left as text.
+
+    Used where only the registry's metadata is wanted (e.g. the dates that contamination rules use).
+    Raises ``PsetError`` naming the file, and the line for invalid YAML.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PsetError(f"{path}: cannot be read as UTF-8 text ({exc})") from exc
+    try:
+        data = yaml.load(text, Loader=_TextDatesLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise PsetError(f"{where}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from exc
+    if not isinstance(data, list):
+        raise PsetError(f"{path}: expected a YAML list of paper entries")
+    entries: dict[str, dict[str, Any]] = {}
+    for index, entry in enumerate(data, start=1):
+        if not isinstance(entry, dict) or not entry.get("id"):
+            raise PsetError(f"{path}: entry {index}: expected a mapping with an 'id'")
+        entries[str(entry["id"])] = entry
+    return entries
+
+
 def _paths(value: Any, key: str, required: bool) -> tuple[tuple[str, ...], str | None]:
     if value is None or value == "null":
         return (), (f"'{key}' is missing or null" if required else None)

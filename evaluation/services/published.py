@@ -31,7 +31,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import yaml
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -39,7 +38,7 @@ from django.utils import timezone
 from contributions.models import Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
 from researchcodebench.errors import classify_imported
-from researchcodebench.pset import DATE_KEYS, PaperMeta, normalise_date
+from researchcodebench.pset import DATE_KEYS, PaperMeta, PsetError, normalise_date, read_registry_entries
 from researchcodebench.scoring import (
     ResultsFormatError,
     line_rates,
@@ -254,33 +253,12 @@ def _paper_from_entry(key: str, entry: Mapping[str, Any], where: str) -> PaperMe
     )
 
 
-class _TextDatesLoader(yaml.SafeLoader):
-    """A safe YAML loader that leaves dates as text, so a bad date is reported with its paper and field
-    (PyYAML's own date constructor fails on '2024-13-45' without saying where)."""
-
-
-_TextDatesLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 def read_registry(path: Path) -> dict[str, dict[str, Any]]:
     """A ``papers.yaml``-style registry as ``{id: entry}``; clear errors naming the file and entry."""
     try:
-        data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_TextDatesLoader)  # noqa: S506
-    except OSError as exc:
-        raise PublishedSourceError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    except yaml.YAMLError as exc:
-        raise PublishedSourceError(f"{path}: not valid YAML ({exc})") from exc
-    if not isinstance(data, list):
-        raise PublishedSourceError(f"{path}: expected a YAML list of paper entries")
-    registry: dict[str, dict[str, Any]] = {}
-    for i, entry in enumerate(data):
-        if not isinstance(entry, dict) or not entry.get("id"):
-            raise PublishedSourceError(f"{path}: entry {i + 1}: expected a mapping with an 'id'")
-        registry[str(entry["id"])] = entry
-    return registry
+        return read_registry_entries(path)
+    except PsetError as exc:
+        raise PublishedSourceError(str(exc)) from exc
 
 
 def _merge_registry(

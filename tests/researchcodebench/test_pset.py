@@ -16,6 +16,7 @@ from researchcodebench.pset import (
     TaskManifest,
     content_hash,
     read_pset,
+    read_registry_entries,
     write_pset,
 )
 
@@ -131,6 +132,33 @@ def test_bad_yaml_reports_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "papers.yaml").write_text("- id: a\n  title: [unclosed\n- id: b\n")
     with pytest.raises(PsetError, match=r"papers.yaml:\d+: invalid YAML"):
         read_pset(tmp_path)
+
+
+def test_a_registry_file_alone_reads_as_entries_by_id_with_dates_as_text(tmp_path: Path) -> None:
+    registry = tmp_path / "papers.yaml"
+    registry.write_text(
+        "- id: a\n  first_commit_date: 2024-13-45\n- id: b\n  first_commit_date: 2025-01-02\n"
+    )
+    entries = read_registry_entries(registry)
+    assert list(entries) == ["a", "b"]
+    # Left as text: the impossible date reaches normalise_date, which names the entry and field.
+    assert entries["a"]["first_commit_date"] == "2024-13-45"
+    assert entries["b"]["first_commit_date"] == "2025-01-02"
+
+
+def test_a_registry_file_alone_reports_bad_input_with_file_and_line(tmp_path: Path) -> None:
+    registry = tmp_path / "papers.yaml"
+    registry.write_text("- id: a\n  title: [unclosed\n")
+    with pytest.raises(PsetError, match=r"papers.yaml:\d+: invalid YAML"):
+        read_registry_entries(registry)
+    registry.write_text("- title: no id\n")
+    with pytest.raises(PsetError, match="entry 1: expected a mapping with an 'id'"):
+        read_registry_entries(registry)
+    registry.write_text("id: a\n")
+    with pytest.raises(PsetError, match="expected a YAML list"):
+        read_registry_entries(registry)
+    with pytest.raises(PsetError, match="cannot be read"):
+        read_registry_entries(tmp_path / "absent.yaml")
 
 
 def test_registry_that_is_not_a_list_is_rejected(tmp_path: Path) -> None:
