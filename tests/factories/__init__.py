@@ -1,0 +1,58 @@
+"""The suite's one set of test builders: factory_boy factories per app and the builders made of them.
+
+Import everything from here (``from tests.factories import LanguageModelFactory, make_run``).
+"""
+
+from tests.factories.builders import (
+    TASKS,
+    fake_llm_model,
+    full_predictions,
+    jsonl,
+    make_benchmark,
+    make_release,
+    make_run,
+    make_staged_run,
+    snippet_results,
+)
+from tests.factories.contributions import (
+    PaperFactory,
+    ReleaseEntryFactory,
+    ReleaseFactory,
+    SnippetFactory,
+    TaskFactory,
+    TaskVersionFactory,
+)
+from tests.factories.evaluation import (
+    CompletionFactory,
+    EvaluationRunFactory,
+    LanguageModelFactory,
+    TestResultFactory,
+    WorkerHeartbeatFactory,
+)
+from tests.factories.users import PASSWORD, StaffUserFactory, UserFactory
+
+__all__ = [
+    "PASSWORD",
+    "TASKS",
+    "CompletionFactory",
+    "EvaluationRunFactory",
+    "LanguageModelFactory",
+    "PaperFactory",
+    "ReleaseEntryFactory",
+    "ReleaseFactory",
+    "SnippetFactory",
+    "StaffUserFactory",
+    "TaskFactory",
+    "TaskVersionFactory",
+    "TestResultFactory",
+    "UserFactory",
+    "WorkerHeartbeatFactory",
+    "fake_llm_model",
+    "full_predictions",
+    "jsonl",
+    "make_benchmark",
+    "make_release",
+    "make_run",
+    "make_staged_run",
+    "snippet_results",
+]

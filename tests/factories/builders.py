@@ -1,0 +1,199 @@
+"""Higher-level builders made of the factories: small benchmarks, runs with verdicts, the upload tests'
+release and its predictions file, and a model served by the fake LLM server."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from decimal import Decimal
+
+from contributions.models import Release, Snippet
+from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
+from researchcodebench import scoring
+from tests.factories.contributions import (
+    PaperFactory,
+    ReleaseEntryFactory,
+    ReleaseFactory,
+    SnippetFactory,
+    TaskVersionFactory,
+)
+from tests.factories.evaluation import (
+    CompletionFactory,
+    EvaluationRunFactory,
+    LanguageModelFactory,
+    TestResultFactory,
+)
+
+# --- benchmarks and runs described by verdict strings (scores, leaderboard) --------------------------
+
+
+def make_benchmark(
+    papers: Mapping[str, tuple[dt.date | None, list[int]]], release: str | None = "rel"
+) -> tuple[Release | None, dict[str, list[Snippet]]]:
+    """Papers (key -> (first commit date, snippet line counts)), one task each, optionally in a release."""
+    rel = ReleaseFactory(name=release) if release else None
+    out: dict[str, list[Snippet]] = {}
+    for key, (date, lines) in papers.items():
+        version = TaskVersionFactory(task__paper__key=key, task__paper__first_commit_date=date)
+        out[key] = [
+            SnippetFactory(task_version=version, name=f"s{i}", ordinal=i, lines=n)
+            for i, n in enumerate(lines)
+        ]
+        if rel is not None:
+            ReleaseEntryFactory(release=rel, task_version=version)
+    return rel, out
+
+
+def make_run(
+    snippets: Mapping[str, list[Snippet]],
+    verdicts: Mapping[str, str],
+    *,
+    categories: Mapping[str, str] | None = None,
+    **run_kwargs,
+) -> EvaluationRun:
+    """A run (``EvaluationRunFactory(**run_kwargs)``) whose results follow ``verdicts``: paper key -> one
+    character per snippet and index, snippets separated by spaces, e.g. ``"PF F- P"`` (P passed, F failed,
+    - no result, I infrastructure failure). ``categories`` maps paper key -> category of its failures
+    (default "logic")."""
+    run = EvaluationRunFactory(**run_kwargs)
+    completions, results = [], []
+    for paper, text in verdicts.items():
+        for snippet, per_idx in zip(snippets[paper], text.split(" "), strict=True):
+            for idx, mark in enumerate(per_idx):
+                if mark == "-":
+                    continue
+                completion = CompletionFactory.build(run=run, snippet=snippet, completion_idx=idx)
+                completions.append(completion)
+                results.append(_verdict(completion, mark, (categories or {}).get(paper, "logic")))
+    # Bulk inserts: the leaderboard tests build runs of hundreds of results.
+    Completion.objects.bulk_create(completions)
+    TestResult.objects.bulk_create(results)
+    return run
+
+
+def _verdict(completion: Completion, mark: str, category: str) -> TestResult:
+    if mark == "P":
+        return TestResultFactory.build(completion=completion)
+    if mark == "I":
+        return TestResultFactory.build(
+            completion=completion, outcome=TestResult.Outcome.INFRA_ERROR, category="sandbox_failure"
+        )
+    return TestResultFactory.build(
+        completion=completion, outcome=TestResult.Outcome.FAILED, category=category
+    )
+
+
+def snippet_results(
+    snippets: Mapping[str, list[Snippet]], verdicts: Mapping[str, str]
+) -> list[scoring.SnippetResult]:
+    """The verdicts of ``make_run`` as core ``SnippetResult`` objects (infrastructure failures left out)."""
+    out = []
+    for paper, text in verdicts.items():
+        for snippet, per_idx in zip(snippets[paper], text.split(" "), strict=True):
+            for idx, mark in enumerate(per_idx):
+                if mark in "PF":
+                    out.append(scoring.SnippetResult(paper, snippet.name, snippet.lines, idx, mark == "P"))
+    return out
+
+
+# --- the run pages' and uploads' release: runs whose items sit in given stages --------------------------
+
+#: task key -> snippet names of ``make_release`` ("gamma" is metadata only: no files, cannot be tested)
+TASKS = {"alpha": ["a1", "a2"], "beta": ["b1"]}
+
+
+def make_release(name: str = "r1", *, with_metadata_only: bool = True) -> Release:
+    """A release with two testable tasks (3 snippets) and, optionally, one metadata-only task. Releases
+    made by this builder share the same task versions."""
+    release = ReleaseFactory(name=name)
+    tasks = dict(TASKS)
+    if with_metadata_only:
+        tasks["gamma"] = ["g1"]
+    paper = PaperFactory(key="P", title="A paper")
+    for position, (key, snippets) in enumerate(tasks.items()):
+        version = TaskVersionFactory(
+            task__key=key, task__paper=paper, content_hash=f"hash-{key}", has_files=key != "gamma"
+        )
+        for ordinal, snippet in enumerate(snippets):
+            SnippetFactory(task_version=version, name=snippet, ordinal=ordinal)
+        ReleaseEntryFactory(release=release, task_version=version, position=position)
+    return release
+
+
+def make_staged_run(
+    *,
+    model: LanguageModel,
+    release: Release,
+    status: str = EvaluationRun.Status.TESTING,
+    source: str = EvaluationRun.Source.GENERATED,
+    stages: list[str] | None = None,
+    outcomes: dict[int, str] | None = None,
+    errors: dict[int, str] | None = None,
+) -> EvaluationRun:
+    """A run with one completion per testable snippet of ``release`` (in task and document order), in the
+    given ``stages`` (default: all waiting for a test worker); ``outcomes`` maps an item index to the
+    outcome of its test result; ``errors`` to its error text."""
+    run = EvaluationRunFactory(model=model, release=release, status=status, source=source)
+    snippets = list(
+        Snippet.objects.filter(
+            task_version__release_entries__release=release, task_version__has_files=True
+        ).order_by("task_version__task__key", "ordinal")
+    )
+    stages = stages or [Completion.Stage.PENDING_TEST] * len(snippets)
+    for i, (snippet, stage) in enumerate(zip(snippets, stages, strict=False)):
+        completion = CompletionFactory(
+            run=run,
+            snippet=snippet,
+            stage=stage,
+            error=(errors or {}).get(i, ""),
+            cost_usd=Decimal("0.0125"),
+            input_tokens=100,
+            output_tokens=50,
+        )
+        outcome = (outcomes or {}).get(i)
+        if outcome == TestResult.Outcome.FAILED:
+            TestResultFactory(
+                completion=completion,
+                outcome=outcome,
+                exception_type="AssertionError",
+                exception_message="outputs differ",
+            )
+        elif outcome:
+            TestResultFactory(completion=completion, outcome=outcome)
+    return run
+
+
+def jsonl(*records: dict | str) -> bytes:
+    """JSON lines (a str record is written as is, to make broken lines)."""
+    return "\n".join(r if isinstance(r, str) else json.dumps(r) for r in records).encode() + b"\n"
+
+
+def full_predictions() -> bytes:
+    """A predictions file with one completion for every testable snippet of ``make_release``."""
+    return jsonl(
+        *(
+            {"task": task, "snippet": snippet, "completion_idx": 0, "code": "return 1"}
+            for task, snippets in TASKS.items()
+            for snippet in snippets
+        )
+    )
+
+
+# --- the generation engine's model ----------------------------------------------------------------------
+
+
+def fake_llm_model(base_url: str, *, key: str = "fake-model", max_concurrency: int = 4) -> LanguageModel:
+    """A model served by the fake OpenAI-compatible server at ``base_url`` (tests/evaluation/fake_llm.py),
+    its key read from RCB_FAKE_LLM_KEY."""
+    return LanguageModelFactory(
+        key=key,
+        name=key.replace("-", " ").title(),
+        provider=LanguageModel.Provider.OTHER,
+        provider_model_id="fake-1",
+        base_url=base_url,
+        api_key_env="RCB_FAKE_LLM_KEY",
+        input_cost_per_mtok=Decimal("2.0"),
+        output_cost_per_mtok=Decimal("8.0"),
+        max_concurrency=max_concurrency,
+    )
