@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import io
 import json
 import os
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
+from types import MappingProxyType
 from typing import Any
 
 import yaml
@@ -188,6 +190,8 @@ class Task:
     paper_file: str | None
     snippets: tuple[Snippet, ...]
     issues: tuple[AnnotationIssue, ...]
+    #: the files of a task read from memory (``task_from_files``); None for a task read from its folder
+    contents: Mapping[str, bytes] | None = field(default=None, compare=False, repr=False)
 
     @property
     def errors(self) -> tuple[AnnotationIssue, ...]:
@@ -204,6 +208,8 @@ class Task:
     def read_text(self, relpath: str) -> str:
         """A task file as text (UTF-8, universal newlines: CRLF reads as LF, as the original read it)."""
         path = _resolve_inside(self.root, relpath)
+        if self.contents is not None:
+            return _MemoryFiles(self.contents).read_text(relpath)
         with open(path, encoding="utf-8") as handle:
             return handle.read()
 
@@ -297,6 +303,11 @@ def _resolve_inside(root: str, relpath: str) -> str:
     if problem:
         raise ValueError(f"{relpath!r}: {problem}")
     return os.path.join(root, *relpath.split("/"))
+
+
+def relpath_problem(relpath: str) -> str | None:
+    """Why ``relpath`` is not a '/'-separated path inside a task folder (None when it is)."""
+    return _path_problem(relpath)
 
 
 def _path_problem(relpath: str) -> str | None:
@@ -453,17 +464,69 @@ def _meta_from_entry(entry: dict[str, Any], where: tuple[str, int]) -> tuple[Pap
     return PaperMeta(**kwargs, extra=extra), issues
 
 
+class _FolderFiles:
+    """The files of a task folder on disk, as ``_read_task`` asks for them."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def is_file(self, relpath: str) -> bool:
+        return (self.folder / relpath).is_file()
+
+    def read_text(self, relpath: str) -> str:
+        return (self.folder / relpath).read_text(encoding="utf-8")
+
+
+class _MemoryFiles:
+    """The files of a task held in memory (``relpath -> bytes``), read exactly as ``_FolderFiles`` reads
+    them: UTF-8 with universal newlines (the same text layer ``open`` uses)."""
+
+    def __init__(self, files: Mapping[str, bytes]) -> None:
+        self.files = files
+
+    def is_file(self, relpath: str) -> bool:
+        return "/".join(PurePosixPath(relpath).parts) in self.files
+
+    def read_text(self, relpath: str) -> str:
+        key = "/".join(PurePosixPath(relpath).parts)
+        if key not in self.files:
+            raise FileNotFoundError(f"{relpath!r} is not among the task's files held in memory")
+        with io.TextIOWrapper(io.BytesIO(self.files[key]), encoding="utf-8") as handle:
+            return handle.read()
+
+
 def read_task(root: str | Path, meta: PaperMeta, *, registry_where: tuple[str, int] = (REGISTRY, 0)) -> Task:
     """Read one task folder given its registry entry; all problems end up in ``Task.issues``."""
     folder = Path(root).resolve()
+    return _read_task(_FolderFiles(folder), str(folder), meta, registry_where, contents=None)
+
+
+def task_from_files(files: Mapping[str, bytes], meta: PaperMeta, *, root: str = "") -> Task:
+    """A task read from its files held in memory (``'/'-relpath -> bytes``) instead of a folder.
+
+    Parses exactly as ``read_task`` does; a file missing from ``files`` counts as absent. The returned
+    task's ``read_text`` serves ``files``; ``root`` only labels it (nothing is read from or written to
+    disk), so such a task can be shown (snippets, masked file, prompt) but not run.
+    """
+    contents = MappingProxyType(dict(files))
+    return _read_task(_MemoryFiles(contents), root, meta, (REGISTRY, 0), contents=contents)
+
+
+def _read_task(
+    files: _FolderFiles | _MemoryFiles,
+    root: str,
+    meta: PaperMeta,
+    registry_where: tuple[str, int],
+    *,
+    contents: Mapping[str, bytes] | None,
+) -> Task:
     issues: list[Issue] = []
     reg_file, reg_line = registry_where
 
     manifest = TaskManifest()
-    manifest_path = folder / MANIFEST
-    if manifest_path.is_file():
+    if files.is_file(MANIFEST):
         try:
-            data = yaml.safe_load(manifest_path.read_text(encoding="utf-8"))
+            data = yaml.safe_load(files.read_text(MANIFEST))
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             mark = getattr(exc, "problem_mark", None)
             issues.append(
@@ -473,7 +536,7 @@ def read_task(root: str | Path, meta: PaperMeta, *, registry_where: tuple[str, i
         manifest, problems = parse_manifest(data)
         issues.extend(Issue(MANIFEST, 0, p, "", "bad_manifest") for p in problems)
 
-    paper_file = next((name for name in PAPER_FILES if (folder / name).is_file()), None)
+    paper_file = next((name for name in PAPER_FILES if files.is_file(name)), None)
     if paper_file is None:
         issues.append(
             Issue(
@@ -485,7 +548,7 @@ def read_task(root: str | Path, meta: PaperMeta, *, registry_where: tuple[str, i
                 WARNING,
             )
         )
-    if not (folder / manifest.test_entry).is_file():
+    if not files.is_file(manifest.test_entry):
         issues.append(
             Issue(
                 manifest.test_entry,
@@ -498,8 +561,7 @@ def read_task(root: str | Path, meta: PaperMeta, *, registry_where: tuple[str, i
 
     snippets: list[Snippet] = []
     for relpath in meta.annotated_file_paths:
-        path = folder / relpath
-        if not path.is_file():
+        if not files.is_file(relpath):
             issues.append(
                 Issue(
                     reg_file,
@@ -511,7 +573,7 @@ def read_task(root: str | Path, meta: PaperMeta, *, registry_where: tuple[str, i
             )
             continue
         try:
-            text = path.read_text(encoding="utf-8")
+            text = files.read_text(relpath)
         except UnicodeDecodeError as exc:
             issues.append(Issue(relpath, 0, f"not UTF-8 text: {exc}", "", "bad_encoding"))
             continue
@@ -524,7 +586,7 @@ def read_task(root: str | Path, meta: PaperMeta, *, registry_where: tuple[str, i
         issues.extend(file_issues)
     issues.extend(duplicate_names_across(snippets))
     for relpath in meta.context_file_paths:
-        if not (folder / relpath).is_file():
+        if not files.is_file(relpath):
             issues.append(
                 Issue(
                     reg_file,
@@ -542,12 +604,13 @@ def read_task(root: str | Path, meta: PaperMeta, *, registry_where: tuple[str, i
         issues.append(Issue(".", 0, "the task has no snippets", "tag at least one block", "no_snippets"))
     return Task(
         id=meta.id,
-        root=str(folder),
+        root=root,
         meta=meta,
         manifest=manifest,
         paper_file=paper_file,
         snippets=tuple(snippets),
         issues=tuple(issues),
+        contents=contents,
     )
 
 
@@ -735,6 +798,8 @@ __all__ = [
     "read_pset",
     "read_task",
     "registry_text",
+    "relpath_problem",
+    "task_from_files",
     "task_files",
     "write_pset",
 ]
