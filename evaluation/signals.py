@@ -4,6 +4,9 @@
 (``post_save`` does not fire for ``bulk_create``)::
 
     results_recorded.send(sender=TestResult, run_id=run.id)
+
+Subscribers answer it with a debounced refresh (a worker aggregates). A command that writes in bulk and
+must return with the board aggregated sends ``contributions.signals.bulk_write_finished`` instead.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Layering: evaluation must not import leaderboard, so the leaderboard subscribes 
 instead of being called: ``post_save`` of ``TestResult`` (each result recorded one by one) and
 ``evaluation.signals.results_recorded`` (sent after bulk writes such as the published import). Both only
 flip the run's debounce marker; a burst of results therefore causes one aggregation.
+
+``contributions.signals.bulk_write_finished`` (an import command finished) is answered synchronously
+instead: the command returns with the board aggregated, whether or not a worker runs.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 
 from django.db.models.signals import post_save
 
+from contributions.signals import bulk_write_finished
 from evaluation.models import Completion, TestResult
 from evaluation.signals import results_recorded
 from leaderboard import services
@@ -29,6 +33,12 @@ def on_results_recorded(sender: Any, run_id: int, **kwargs: Any) -> None:
     services.leaderboard_request_refresh(run_id=run_id)
 
 
+def on_bulk_write_finished(sender: Any, **kwargs: Any) -> str:
+    refreshed = services.leaderboard_refresh_after_bulk_write()
+    return f"leaderboard: {len(refreshed)} runs aggregated"
+
+
 def connect() -> None:
     post_save.connect(on_result_saved, sender=TestResult, dispatch_uid="leaderboard.result_saved")
     results_recorded.connect(on_results_recorded, dispatch_uid="leaderboard.results_recorded")
+    bulk_write_finished.connect(on_bulk_write_finished, dispatch_uid="leaderboard.bulk_write_finished")

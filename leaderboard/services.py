@@ -11,6 +11,8 @@ Entry points:
 - ``leaderboard_request_refresh(*, run_id)``: the debounced trigger used by the signal handlers.
 - ``leaderboard_refresh_stale()``: re-aggregate runs whose result count moved since their last refresh
   (catches bulk inserts that send no signal).
+- ``leaderboard_refresh_after_bulk_write()``: the synchronous refresh a bulk command asks for when it
+  finishes (``contributions.signals.bulk_write_finished``), so its data is on the board when it returns.
 """
 
 from __future__ import annotations
@@ -465,13 +467,18 @@ def leaderboard_request_refresh(*, run_id: int) -> bool:
 def leaderboard_refresh_stale() -> list[int]:
     """Re-aggregate every run whose number of results of record differs from the last aggregation (a bulk
     insert sends no ``post_save``); return the ids of the runs refreshed."""
+    stale = sorted(_runs_with_moved_results())
+    leaderboard_refresh_runs(runs=EvaluationRun.objects.filter(id__in=stale))
+    return stale
+
+
+def _runs_with_moved_results() -> set[int]:
+    """Runs whose number of results of record differs from the one their last aggregation saw."""
     counts = dict(
         EvaluationRun.objects.annotate(n=Count("completions__result")).filter(n__gt=0).values_list("id", "n")
     )
     seen = dict(RunAggregation.objects.values_list("run_id", "results_seen"))
-    stale = sorted(rid for rid, n in counts.items() if seen.get(rid) != n)
-    leaderboard_refresh_runs(runs=EvaluationRun.objects.filter(id__in=stale))
-    return stale
+    return {rid for rid, n in counts.items() if seen.get(rid) != n}
 
 
 def leaderboard_refresh_runs(*, runs: Iterable[EvaluationRun]) -> None:
@@ -482,3 +489,22 @@ def leaderboard_refresh_runs(*, runs: Iterable[EvaluationRun]) -> None:
         snippet_ids.update(RunSnippetScore.objects.filter(run=run).values_list("snippet_id", flat=True))
     leaderboard_refresh_global()
     snippet_stats_refresh(snippet_ids=snippet_ids)
+
+
+def leaderboard_refresh_after_bulk_write() -> list[int]:
+    """Bring every read model up to date now, without a worker; return the ids of the runs re-aggregated.
+
+    A bulk write (an import command) bypasses the per-result signals, and may add papers or dates, which
+    move the contamination selections of runs whose results did not change. So this re-aggregates the runs
+    whose result count moved (``leaderboard_refresh_stale``'s rule) and the runs whose stored per-model
+    selection is no longer the one the catalogue gives, then the shared rows once (the global selection,
+    snippet stats). Cheap when nothing moved: a few grouped queries.
+    """
+    wanted = _runs_with_moved_results()
+    dates = paper_dates()
+    for row in RunScore.objects.filter(mode=Contamination.PER_MODEL).select_related("run__model"):
+        if row.selection != per_model_selection(row.run.model, dates):
+            wanted.add(row.run_id)
+    refreshed = sorted(wanted)
+    leaderboard_refresh_runs(runs=EvaluationRun.objects.filter(id__in=refreshed))
+    return refreshed

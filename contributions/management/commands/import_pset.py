@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contributions import selectors, services
+from contributions.signals import bulk_write_finished
 
 
 class Command(BaseCommand):
@@ -56,3 +57,7 @@ class Command(BaseCommand):
             self.stdout.write(f"benchmark repository: tag {release.git_tag!r} at {release.git_commit[:12]}")
         elif release.git_error:
             self.stderr.write(f"warning: the benchmark repository was not updated: {release.git_error}")
+        # Higher layers (the leaderboard) bring their read models up to date before the command returns.
+        for _receiver, summary in bulk_write_finished.send(sender=self.__class__, source="import_pset"):
+            if summary:
+                self.stdout.write(str(summary))

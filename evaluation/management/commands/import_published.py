@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from contributions.signals import bulk_write_finished
 from evaluation.services.published import PublishedSourceError, published_import, published_verify
 
 
@@ -30,6 +31,11 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         for line in report.summary_lines():
             self.stdout.write(line)
+        # The import writes results in bulk (no per-result signal): the leaderboard aggregates them now, so
+        # the board is complete when the command returns, with no worker or beat running.
+        for _receiver, summary in bulk_write_finished.send(sender=self.__class__, source="import_published"):
+            if summary:
+                self.stdout.write(str(summary))
         if options["no_verify"]:
             return
         mismatches = published_verify(source=options["path"])

@@ -3,7 +3,7 @@
 1. ``examples/pset`` as the release ``demo`` (through the catalogue service; skipped if the folder is absent);
 2. the paper's published results, ``demo/rcb-2025-published.json.gz``, as the release
    ``rcb-2025-published`` with one run per model (the default release when no other is);
-3. the leaderboard's read models for every run whose results changed.
+3. the leaderboard's read models, brought up to date before it returns (no worker needed).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from contributions.models import Release
 from contributions.services import CatalogueError, release_create_from_pset
 from evaluation.services.published import PublishedSourceError, published_import, published_verify
-from leaderboard.services import leaderboard_refresh_stale
+from leaderboard.services import leaderboard_refresh_after_bulk_write
 
 DEMO_RELEASE = "demo"
 
@@ -44,7 +44,7 @@ class Command(BaseCommand):
         self._load_examples(options["examples"])
         self._load_published(options["published"])
         # Bulk imports send no per-result signal: aggregate now so the first page view shows the board.
-        refreshed = leaderboard_refresh_stale()
+        refreshed = leaderboard_refresh_after_bulk_write()
         self.stdout.write(f"leaderboard: {len(refreshed)} runs aggregated")
 
     def _load_examples(self, path: Path) -> None:
