@@ -2,7 +2,7 @@
 
 (a) original: for each snippet, a fresh copy of the task folder with the completion filled in, then a cold
     ``python paper2code_test.py`` (sequential, 60 s timeout); passed = exit 0 and none of the substrings
-    ``Error:``, ``Exception:``, ``Traceback``, ``failed`` in stdout/stderr (SPEC section 4);
+    ``Error:``, ``Exception:``, ``Traceback``, ``failed`` in stdout/stderr (docs/sandbox.md);
 (b) ours: ``Runner`` with the local sandbox, warm interpreters, calibrated timeouts, ``--workers``
     parallel runs (2 by default) and no verdict cache. Its time includes starting the warm servers and
     the calibration (reference) runs.

@@ -101,7 +101,7 @@ class TaskVersion(models.Model):
 
 
 class Snippet(models.Model):
-    """One tag pair of a task version = one benchmark problem. ``lines`` is SPEC's line count N."""
+    """One tag pair of a task version = one benchmark problem. ``lines`` is its line count N (docs/task-format.md)."""
 
     task_version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="snippets")
     name = models.CharField(max_length=500)

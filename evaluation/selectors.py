@@ -279,7 +279,7 @@ def run_snippet_results(*, run: EvaluationRun) -> list[SnippetResult]:
     ``researchcodebench.scoring``.
 
     Results of the infrastructure tier are left out: they say nothing about the model and never count
-    against it (SPEC section 6); completions without a test result are not results yet.
+    against it (docs/scoring.md); completions without a test result are not results yet.
     """
     rows = (
         TestResult.objects.filter(completion__run=run)

@@ -28,7 +28,7 @@ from evaluation.models import EvaluationRun
 
 
 class Contamination(models.TextChoices):
-    """Which papers count (SPEC section 5)."""
+    """Which papers count (docs/scoring.md#contamination)."""
 
     NONE = "none", "All papers"
     GLOBAL = "global", "Original global rule (papers after the latest cutoff, compared as text)"

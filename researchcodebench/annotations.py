@@ -1,6 +1,6 @@
 """paper2code annotation tags: parsing, the snippet tree, the line count N and validation.
 
-Exact rules (SPEC section 2):
+Exact rules (docs/task-format.md):
 
 * A tag is a whole line: optional indentation, ``#``, optional spaces, the tag, then only whitespace.
 * For every start tag on line i, its snippet ends at the first later end tag with the same name on line j;
@@ -139,7 +139,7 @@ def leading_ws(line: str) -> int:
 
 
 def line_count(code: str) -> int:
-    """SPEC line count N: non-blank lines whose stripped text does not start with ``#``."""
+    """The line count N (docs/task-format.md): non-blank lines whose stripped text does not start with ``#``."""
     count = 0
     for line in split_lines(code):
         stripped = line.strip()

@@ -1,4 +1,4 @@
-"""Deterministic error categories (SPEC section 6): structured outcome + final exception -> category.
+"""Deterministic error categories (docs/scoring.md): structured outcome + final exception -> category.
 
 Pure functions, no I/O: the runner uses them for fresh verdicts and the portal for imported results (where
 only an exit code and the output text are known). Categories are stable slugs; ``LABELS`` gives the names

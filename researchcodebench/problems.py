@@ -1,4 +1,4 @@
-"""Building the problem shown to a model, reading its answer, and filling the answer in (SPEC section 3).
+"""Building the problem shown to a model, reading its answer, and filling the answer in (docs/task-format.md).
 
 Two prompt templates:
 
@@ -76,7 +76,7 @@ def placeholder_lines(snippet: Snippet) -> list[str]:
 
 
 def mask_file(text: str, snippet: Snippet) -> str:
-    """SPEC masking: replace the tag lines and everything between them with the placeholder block, then
+    """Masking (docs/task-format.md): replace the tag lines and everything between them with the placeholder block, then
     drop every remaining tag line. ``text`` is the annotated file as parsed (``"\\n"`` line separators)."""
     lines = split_lines(text)
     _check_lines(lines, snippet)
@@ -93,7 +93,7 @@ def _answer_lines(code: str) -> list[str]:
 
 
 def fill_in(text: str, snippet: Snippet, code: str) -> str:
-    """SPEC filling in: the original file with the lines strictly between the snippet's tags replaced by
+    """Filling in (docs/task-format.md): the original file with the lines strictly between the snippet's tags replaced by
     ``code``'s lines. All tags and all other snippets' reference code stay."""
     lines = split_lines(text)
     _check_lines(lines, snippet)

@@ -1,4 +1,4 @@
-"""Reading and writing original-format pset folders (SPEC section 1), plus the optional task manifest.
+"""Reading and writing original-format pset folders (docs/task-format.md), plus the optional task manifest.
 
 ``read_pset`` never raises for problems inside a task: it records them as issues (file:line, message,
 hint) and keeps going, so that one report lists everything. It raises ``PsetError`` only when there is no

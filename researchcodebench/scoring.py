@@ -1,4 +1,4 @@
-"""Scores (SPEC section 5): Scaled Pass@1 (line rate), Pass@1 (task rate), per-paper scores, coverage,
+"""Scores (docs/scoring.md): Scaled Pass@1 (line rate), Pass@1 (task rate), per-paper scores, coverage,
 a deterministic bootstrap interval and the contamination views.
 
 Formulas (exact), per completion index c over the snippets s of the selection::

@@ -2,7 +2,7 @@
 
 Two source formats are accepted, detected from the content:
 
-- the original's ``overall_stats.json`` (SPEC section 5), read with ``researchcodebench.scoring.load_published``
+- the original's ``overall_stats.json`` (docs/scoring.md), read with ``researchcodebench.scoring.load_published``
   plus the fields that reader does not keep (exit codes, ``client_kwargs``, snippet order);
 - our own compact fixture ``rcb-hub-published/1`` (JSON, optionally gzipped), written by
   ``published_fixture_write`` and shipped as ``demo/rcb-2025-published.json.gz``. It holds the same figures
@@ -58,7 +58,7 @@ CREDIT = (
     "the paper's; the encoding is ours."
 )
 ENVIRONMENT = "original harness (published results)"
-#: The original killed a test with coreutils ``timeout`` at 60 s, which exits 124 (SPEC: 61 timeouts).
+#: The original killed a test with coreutils ``timeout`` at 60 s, which exits 124 (docs/scoring.md).
 TIMEOUT_EXIT_CODE = 124
 #: Marks "no record for this snippet" in a fixture verdict string.
 NO_RECORD = "."

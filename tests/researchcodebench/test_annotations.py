@@ -1,4 +1,4 @@
-"""Tag parsing, the snippet tree, line counts and validation (SPEC section 2)."""
+"""Tag parsing, the snippet tree, line counts and validation (docs/task-format.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Deterministic error categories (SPEC section 6) from outcomes and final exceptions."""
+"""Deterministic error categories (docs/scoring.md) from outcomes and final exceptions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Masking, filling in, prompts and answer extraction (SPEC section 3), with golden texts written by hand."""
+"""Masking, filling in, prompts and answer extraction (docs/task-format.md), with golden texts written by hand."""
 
 from __future__ import annotations
 

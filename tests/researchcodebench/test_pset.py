@@ -1,4 +1,4 @@
-"""Reading and writing original-format psets (SPEC section 1), on a hostile fixture and broken inputs."""
+"""Reading and writing original-format psets (docs/task-format.md), on a hostile fixture and broken inputs."""
 
 from __future__ import annotations
 

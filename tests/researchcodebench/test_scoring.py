@@ -1,4 +1,4 @@
-"""Metrics and contamination (SPEC section 5), checked against the original's published results."""
+"""Metrics and contamination (docs/scoring.md), checked against the original's published results."""
 
 from __future__ import annotations
 
