@@ -498,7 +498,7 @@ class Runner:
         from .sandbox.local import LocalSandbox
 
         self.pool = (
-            WarmPool(sandbox, sandbox_env, size=self.workers)
+            WarmPool(sandbox, sandbox_env, size=self.workers, task_dir_mb=self.limits.task_dir_mb)
             if warm and isinstance(sandbox, LocalSandbox)
             else None
         )

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .environments import Environment
 from .sandbox.base import Limits, RunResult
-from .sandbox.local import IO_DIR, TASK_DIR, LocalSandbox, SandboxedProcess, read_tail
+from .sandbox.local import IO_DIR, IO_FILES, SOURCE_DIR, TASK_DIR, LocalSandbox, SandboxedProcess, read_tail
 
 HARNESS_SOURCE = (Path(__file__).parent / "sandbox" / "_harness.py").read_text()
 #: Seconds a server may take to import the heavy libraries before it counts as broken.
@@ -62,11 +62,19 @@ class WarmServer:
     """One warm sandbox with one work slot (not thread-safe: one run at a time)."""
 
     def __init__(
-        self, sandbox: LocalSandbox, env: Environment, sandbox_env: dict[str, str], *, needs_gpu: bool
+        self,
+        sandbox: LocalSandbox,
+        env: Environment,
+        sandbox_env: dict[str, str],
+        *,
+        needs_gpu: bool,
+        task_dir_mb: int = Limits.task_dir_mb,
     ):
         self.sandbox = sandbox
         self.environment = env
         self.needs_gpu = needs_gpu
+        # The size of the server's /task tmpfs, fixed when the sandbox is made.
+        self.task_dir_mb = task_dir_mb
         self.base = tempfile.mkdtemp(prefix=f"warm-{os.getpid()}-", dir=_scratch_root(sandbox))
         self.slot = os.path.join(self.base, "task")
         self.io = os.path.join(self.base, "io")
@@ -84,13 +92,14 @@ class WarmServer:
                 python=env.python,
                 workdir=self.slot,
                 env=sandbox_env,
-                limits=Limits(memory_mb=_START_MEMORY_MB),
+                limits=Limits(memory_mb=_START_MEMORY_MB, task_dir_mb=task_dir_mb),
                 needs_gpu=needs_gpu,
                 io_dir=self.io,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._log,
                 extra_pids=16,
+                copy_task=False,
             )
         except BaseException:
             self._log.close()
@@ -148,18 +157,27 @@ class WarmServer:
         """
         if not self.alive():
             raise ServerLost("the warm server is not running: " + self.log_tail())
+        if limits.task_dir_mb != self.task_dir_mb:
+            raise ServerLost(
+                f"the warm server's task folder holds {self.task_dir_mb} MB, not {limits.task_dir_mb}"
+            )
         empty_folder(self.slot)
-        empty_folder(self.io)
+        for name in IO_FILES:
+            # Truncated in place: the sandbox sees these very files (bound one by one), not the folder.
+            open(os.path.join(self.io, name), "wb").close()
         prepare(self.slot)
         oom_before = 0
         if self.box.cgroup is not None:
             self.box.cgroup.set_memory(self.baseline + limits.memory_mb * 1024 * 1024)
+            if self.box.cgroup.layout.cpu:
+                self.box.cgroup.set_cpu_quota(limits.cpu_quota)
             oom_before = self.box.cgroup.oom_kills()
         self._next_id += 1
         request = {
             "op": "run",
             "id": self._next_id,
             "workdir": TASK_DIR,
+            "source": SOURCE_DIR,
             "stdout": f"{IO_DIR}/stdout",
             "stderr": f"{IO_DIR}/stderr",
             "entry": entry,
@@ -225,8 +243,16 @@ def _close_live_pools() -> None:
 class WarmPool:
     """Idle warm servers per (environment, needs_gpu); at most ``size`` per key exist at once."""
 
-    def __init__(self, sandbox: LocalSandbox, sandbox_env: Callable[[bool], dict[str, str]], size: int = 2):
+    def __init__(
+        self,
+        sandbox: LocalSandbox,
+        sandbox_env: Callable[[bool], dict[str, str]],
+        size: int = 2,
+        *,
+        task_dir_mb: int = Limits.task_dir_mb,
+    ):
         self.sandbox = sandbox
+        self.task_dir_mb = task_dir_mb
         self.sandbox_env = sandbox_env
         self.size = max(1, size)
         self._idle: dict[tuple[str, bool], list[WarmServer]] = {}
@@ -250,7 +276,13 @@ class WarmPool:
                     break
                 self._lock.wait()
         try:
-            return WarmServer(self.sandbox, env, self.sandbox_env(needs_gpu), needs_gpu=needs_gpu)
+            return WarmServer(
+                self.sandbox,
+                env,
+                self.sandbox_env(needs_gpu),
+                needs_gpu=needs_gpu,
+                task_dir_mb=self.task_dir_mb,
+            )
         except BaseException:
             with self._lock:
                 self._count[key] -= 1

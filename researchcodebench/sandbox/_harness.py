@@ -321,6 +321,18 @@ def _wipe(folder):
             pass
 
 
+def _copy_task(source, workdir):
+    """Copy the read-only task view into the run's private, size-limited task folder (the local sandbox's
+    tmpfs); a folder that does not fit ends the child with a message naming the task folder."""
+    import shutil
+
+    try:
+        shutil.copytree(source, workdir, symlinks=True, dirs_exist_ok=True)
+    except (OSError, shutil.Error) as exc:
+        sys.stderr.write(f"rcb-task: cannot copy the task folder into {workdir}: {exc}\n")
+        os._exit(70)
+
+
 def _child(request):
     """In the forked child: become the test process described by ``request`` (never returns)."""
     try:
@@ -330,6 +342,8 @@ def _child(request):
             target = os.open(request[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.dup2(target, fd)
             os.close(target)
+        if request.get("source"):
+            _copy_task(request["source"], request["workdir"])
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
@@ -383,6 +397,8 @@ def _serve_one(request):
     if pidfd is not None:
         os.close(pidfd)
     clean = _kill_others()
+    if request.get("source"):
+        _wipe(request["workdir"])
     _wipe("/tmp")
     _wipe("/dev/shm")
     answer = {

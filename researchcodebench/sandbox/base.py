@@ -17,7 +17,13 @@ OUTPUT_TAIL_BYTES = 16 * 1024
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits for one run. ``timeout_s`` is wall-clock; ``cpu_s`` defaults to a multiple of it."""
+    """Resource limits for one run. ``timeout_s`` is wall-clock; ``cpu_s`` defaults to a multiple of it.
+
+    ``task_dir_mb`` caps everything the run can write into its task folder (the backend gives it a private,
+    size-limited copy, so a run can never fill the host's disk); ``cpu_quota`` is the CPU bandwidth of the
+    whole run in cores (1.5 = one and a half cores however many processes it starts), so a busy loop or a
+    fork bomb cannot starve the host.
+    """
 
     timeout_s: float = 60.0
     memory_mb: int = 4096
@@ -25,6 +31,14 @@ class Limits:
     cpu_s: int | None = None
     file_size_mb: int = 256
     open_files: int = 256
+    task_dir_mb: int = 1024
+    cpu_quota: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.task_dir_mb > 0:
+            raise ValueError(f"Limits.task_dir_mb must be > 0, got {self.task_dir_mb!r}")
+        if not self.cpu_quota > 0:
+            raise ValueError(f"Limits.cpu_quota must be > 0 (cores), got {self.cpu_quota!r}")
 
     def effective_cpu_s(self) -> int:
         return self.cpu_s if self.cpu_s is not None else int(self.timeout_s * 2) + 5

@@ -1,22 +1,25 @@
 """The Docker sandbox: one short-lived, locked-down container per test run (the production backend).
 
 Each run creates a container from the evaluation environment's image (``RunSpec.image``, else the
-``RCB_DOCKER_IMAGE`` environment variable, else ``DEFAULT_IMAGE``) with:
+backend's ``image``, which the portal and the CLI take from ``RCB_DOCKER_IMAGE``, else ``DEFAULT_IMAGE``)
+with:
 
 * no network at all (``network_mode="none"``: not even loopback to the host),
 * a read-only root filesystem, a size-capped ``noexec`` tmpfs at ``/tmp``,
-* the prepared task folder bind-mounted read-write at ``/task`` (the working directory),
-* memory limit == memory+swap limit (no swap), a CPU quota, a pids limit, rlimits for open files, file
-  size and CPU seconds,
+* a private tmpfs of ``Limits.task_dir_mb`` at ``/task`` (the working directory), filled at start from the
+  prepared task folder, which is bind-mounted read-only at ``/run/rcb-src``: what a run writes into its task
+  folder never reaches the engine host's disk and a write past the limit fails with ENOSPC,
+* memory limit == memory+swap limit (no swap), a CPU quota of ``Limits.cpu_quota`` cores (``nano_cpus``),
+  a pids limit, rlimits for open files, file size and CPU seconds,
 * every capability dropped, ``no-new-privileges``, a non-root user (``10001:10001``), an init process
   that reaps zombies and forwards the kill,
 * a capped ``json-file`` log (the backend keeps only the tail of each stream anyway),
 * NVIDIA devices only when ``RunSpec.needs_gpu`` is set.
 
-Hidden paths (oracle files) are masked rather than copied away: each hidden *file* gets ``/dev/null``
-bind-mounted over it and each hidden *directory* an empty read-only tmpfs, so the container sees an
-empty file/folder where the oracle was. This costs nothing per run (no copy of the task folder) and the
-unprivileged, capability-less process cannot unmount the mask. A hidden path whose components involve a
+Hidden paths (oracle files) are masked in the read-only view: each hidden *file* gets ``/dev/null``
+bind-mounted over it and each hidden *directory* an empty read-only tmpfs, so the container sees (and
+copies into ``/task``) an empty file/folder where the oracle was, and the unprivileged, capability-less
+process cannot unmount the mask. A hidden path whose components involve a
 symlink is refused (``infra_error``): a mount target is resolved inside the container, so a link could
 redirect the mask away from the file it should hide.
 
@@ -47,7 +50,7 @@ from .base import Limits, RunResult, RunSpec, SandboxUnavailable, tail
 
 log = logging.getLogger(__name__)
 
-#: Image used when neither the spec nor ``RCB_DOCKER_IMAGE`` names one; built from docker/eval.Dockerfile.
+#: Image used when neither the spec nor the backend names one; built from docker/eval.Dockerfile.
 DEFAULT_IMAGE = "researchcodebench-eval:py3.11-torch2.13.0-cpu"
 #: Label carrying the run id; every container this backend creates has it.
 LABEL_RUN = "org.researchcodebench.run"
@@ -57,6 +60,10 @@ LABEL_DEADLINE = "org.researchcodebench.deadline"
 TASK_DIR = "/task"
 #: Where a run's stdin file appears inside the container (only when ``RunSpec.stdin`` is given).
 STDIN_PATH = "/run/rcb-stdin"
+#: Where the prepared task folder is visible read-only inside the container (copied from here into /task).
+SOURCE_DIR = "/run/rcb-src"
+#: Exit status of the copy step when the task folder cannot be copied into /task (too big for the limit).
+TASK_COPY_FAILED = 112
 #: Exit statuses above this are "killed by signal (status - 128)", the convention of the init process.
 _SIGNAL_BASE = 128
 #: Seconds added to a run's timeout before its container counts as stale (start-up, kill, log reading).
@@ -94,7 +101,8 @@ class DockerSandbox:
 
     ``client`` is a ``docker.DockerClient`` (or an object with the same ``containers``/``images``/``ping``
     surface); when omitted, one is created on first use from ``base_url`` or, without it, from the
-    environment (``DOCKER_HOST`` etc.). ``cpus`` is the CPU quota per run; ``user`` the ``uid:gid`` the test
+    environment (``DOCKER_HOST`` etc.). ``cpus``, when given, replaces the runs' ``Limits.cpu_quota``
+    (cores); ``user`` the ``uid:gid`` the test
     runs as; ``tmp_size_mb`` the size of ``/tmp``; ``log_max_kb`` the cap of each of the (at most two)
     log files the engine keeps per container; ``engine_timeout_s`` bounds every other engine call;
     ``image_python`` replaces ``argv[0]`` when it is the host interpreter ``RunSpec.python`` (that path
@@ -112,20 +120,20 @@ class DockerSandbox:
         *,
         base_url: str | None = None,
         image: str | None = None,
-        cpus: float = 1.0,
+        cpus: float | None = None,
         user: str = "10001:10001",
         tmp_size_mb: int = 256,
         log_max_kb: int = 1024,
         engine_timeout_s: float = 60.0,
         image_python: str = "python",
     ) -> None:
-        if cpus <= 0:
+        if cpus is not None and cpus <= 0:
             raise ValueError(f"DockerSandbox: cpus must be > 0, got {cpus!r}")
         if tmp_size_mb <= 0 or log_max_kb <= 0:
             raise ValueError("DockerSandbox: tmp_size_mb and log_max_kb must be > 0")
         self._client = client
         self.base_url = base_url
-        self.image = image or os.environ.get("RCB_DOCKER_IMAGE") or DEFAULT_IMAGE
+        self.image = image or DEFAULT_IMAGE
         self.cpus = cpus
         self.user = user
         self.tmp_size_mb = tmp_size_mb
@@ -152,7 +160,8 @@ class DockerSandbox:
         import requests  # a dependency of the SDK, so only importable once the SDK is known present
 
         image = image or self.image
-        where = self.base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        # Without a base URL the SDK itself finds the engine (DOCKER_HOST, else its default socket).
+        where = self.base_url or "the engine DOCKER_HOST names (default unix:///var/run/docker.sock)"
         try:
             client = self.client()
             client.ping()
@@ -237,11 +246,14 @@ class DockerSandbox:
             "user": self.user,
             "network_mode": "none",
             "read_only": True,
-            "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={self.tmp_size_mb}m"},
+            "tmpfs": {
+                "/tmp": f"rw,noexec,nosuid,nodev,size={self.tmp_size_mb}m",
+                TASK_DIR: f"rw,nosuid,nodev,size={limits.task_dir_mb}m,{self._tmpfs_owner()}",
+            },
             "mounts": mounts,
             "mem_limit": memory,
             "memswap_limit": memory,
-            "nano_cpus": int(self.cpus * 1_000_000_000),
+            "nano_cpus": int((self.cpus if self.cpus is not None else limits.cpu_quota) * 1_000_000_000),
             "pids_limit": limits.max_procs,
             "ulimits": [
                 Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
@@ -266,21 +278,37 @@ class DockerSandbox:
             kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
         return kwargs
 
+    def _tmpfs_owner(self) -> str:
+        """Mount options giving the task tmpfs to the container user (a name cannot be resolved here)."""
+        uid_gid = self.user.split(":")
+        if all(part.isdigit() for part in uid_gid):
+            uid = uid_gid[0]
+            gid = uid_gid[1] if len(uid_gid) > 1 else uid
+            return f"uid={uid},gid={gid},mode=0700"
+        return "mode=1777"
+
     def _command(self, spec: RunSpec) -> list[str]:
         argv = list(spec.argv)
         if not argv:
             raise _SpecError("empty argv")
         if spec.python and argv[0] == spec.python:
             argv[0] = self.image_python
+        # --copy-contents: a hidden file is a bound /dev/null in the view; copy it as an empty file (the
+        # capability-less user could not create a device node).
+        script = (
+            f"cp -R --copy-contents --preserve=mode,timestamps {SOURCE_DIR}/. {TASK_DIR}/ || "
+            f'{{ echo "rcb-task: cannot copy the task folder into {TASK_DIR} (task folder limit '
+            f'{spec.limits.task_dir_mb} MB)" >&2; exit {TASK_COPY_FAILED}; }}; exec "$@"'
+        )
         if spec.stdin is not None:
             # The engine's attach stream cannot reliably signal end-of-input; a read-only file can.
-            return ["/bin/sh", "-c", f'exec "$@" < {STDIN_PATH}', "rcb-stdin", *argv]
-        return argv
+            script += f" < {STDIN_PATH}"
+        return ["/bin/sh", "-c", script, "rcb-task", *argv]
 
     def _mounts(self, workdir: str, hidden_paths: tuple[str, ...]) -> list[Any]:
         from docker.types import Mount
 
-        mounts: list[Any] = [Mount(target=TASK_DIR, source=workdir, type="bind", read_only=False)]
+        mounts: list[Any] = [Mount(target=SOURCE_DIR, source=workdir, type="bind", read_only=True)]
         real_workdir = os.path.realpath(workdir)
         for rel in hidden_paths:
             norm = posixpath.normpath(rel.replace(os.sep, "/"))
@@ -291,7 +319,7 @@ class DockerSandbox:
                 continue  # nothing to hide; creating a mount point would add a file to the task folder
             if os.path.realpath(host_path) != os.path.join(real_workdir, *norm.split("/")):
                 raise _SpecError(f"hidden path {rel!r} involves a symlink and cannot be masked safely")
-            target = f"{TASK_DIR}/{norm}"
+            target = f"{SOURCE_DIR}/{norm}"
             if os.path.isdir(host_path):
                 mounts.append(
                     Mount(target=target, source=None, type="tmpfs", read_only=True, tmpfs_size=4096)
@@ -318,7 +346,8 @@ class DockerSandbox:
         return folder, Mount(target=STDIN_PATH, source=path, type="bind", read_only=True)
 
     def _grant_workdir(self, workdir: str) -> None:
-        """Let the container user write its private task folder (a fresh copy owned by the runner)."""
+        """Let the container user read the task folder it copies into /task (a fresh copy owned by the
+        runner)."""
         uid_gid = self.user.split(":")
         numeric = all(part.isdigit() for part in uid_gid)
         if hasattr(os, "geteuid") and os.geteuid() == 0 and numeric:
@@ -329,13 +358,13 @@ class DockerSandbox:
                 for entry in dirs + files:
                     os.lchown(os.path.join(root, entry), uid, gid)
         else:
-            # Not root: cannot chown, so open the private copy to every user instead.
+            # Not root: cannot chown, so let every user read the private copy (nobody needs to write it).
             for root, _dirs, files in os.walk(workdir):
-                os.chmod(root, 0o777)
+                os.chmod(root, 0o755)
                 for entry in files:
                     path = os.path.join(root, entry)
                     if not os.path.islink(path):
-                        os.chmod(path, os.stat(path).st_mode | 0o666)
+                        os.chmod(path, os.stat(path).st_mode | 0o444)
 
     def _wait_and_collect(self, container: Any, limits: Limits, started: float) -> RunResult:
         import requests
@@ -364,6 +393,9 @@ class DockerSandbox:
         signal: int | None = None
         if isinstance(code, int) and _SIGNAL_BASE < code <= _SIGNAL_BASE + 64:
             exit_code, signal = None, code - _SIGNAL_BASE
+        if not error and code == TASK_COPY_FAILED and b"rcb-task:" in stderr:
+            error = stderr.decode(errors="replace").strip()[-500:]
+            return RunResult(exit_code=code, duration_s=duration, stderr=stderr, infra_error=error)
         return RunResult(
             exit_code=exit_code,
             duration_s=duration,

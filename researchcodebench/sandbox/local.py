@@ -5,14 +5,20 @@ the host is reachable), an unprivileged uid with no capabilities, ``--die-with-p
 ``--new-session``, a read-only root holding ``/usr`` and the evaluation interpreter's folders only, a
 minimal ``/etc`` (loader cache and a two-line ``passwd``; never ``shadow``), a fresh ``/proc``, a minimal
 ``/dev`` (NVIDIA devices only for tasks that need a GPU), size-capped private ``/tmp`` and ``/dev/shm``,
-the prepared task folder read-write at ``/task`` (the working directory) and an environment reduced to
-what the runner passes.
+a private, size-limited tmpfs at ``/task`` (the working directory) into which the prepared task folder is
+copied from a read-only view of it at ``/run/rcb-src``, and an environment reduced to what the runner
+passes. What a run writes into its task folder therefore lives in the sandbox's memory (charged to its
+cgroup), never on the host's disk, and vanishes with the sandbox; a write past ``Limits.task_dir_mb`` fails
+with ENOSPC. The only host files a sandbox writes are the two output files of a warm server, which the
+host creates and binds one by one (the sandbox cannot create files next to them).
 
-Limits: memory and process count through a cgroup per run (v2 if the unified tree has the controllers,
-else the v1 ``memory`` and ``pids`` hierarchies; this machine has v1 controllers and an empty v2 tree),
-CPU time, file size and open files through rlimits set by the harness. Without a usable cgroup the memory
-limit falls back to ``RLIMIT_AS`` (noted in ``LocalSandbox.notes``) and the process limit to
-``RLIMIT_NPROC``, which counts every process of the uid and is therefore weaker. At the deadline the outer
+Limits: memory, process count and CPU bandwidth through a cgroup per run (v2 if the unified tree has the
+controllers, else the v1 ``memory``, ``pids`` and ``cpu`` hierarchies; this machine has v1 controllers and
+an empty v2 tree), CPU time, file size and open files through rlimits set by the harness. Without a usable
+cgroup the memory limit falls back to ``RLIMIT_AS`` (noted in ``LocalSandbox.notes``) and the process
+limit to ``RLIMIT_NPROC``, which counts every process of the uid and is therefore weaker; without a cpu
+controller (v2 ``cpu.max`` or v1 ``cpu.cfs_quota_us``) the CPU quota is not enforced (also noted) and only
+the CPU-time rlimit bounds a run. At the deadline the outer
 bwrap is killed: the sandbox's init dies with it (``--die-with-parent``), the kernel then kills every
 process of the pid namespace, and the cgroup is emptied and removed. Memory-limit kills are read from the
 cgroup's OOM counter.
@@ -41,6 +47,14 @@ from .base import Limits, RunResult, RunSpec, SandboxUnavailable
 TASK_DIR = "/task"
 #: Where a warm server's per-run output files live inside its sandbox.
 IO_DIR = "/run/rcb-io"
+#: The warm server's output files (created by the host in its io folder, bound one by one).
+IO_FILES = ("stdout", "stderr")
+#: Where the prepared task folder is visible read-only inside the sandbox (copied from here into /task).
+SOURCE_DIR = "/run/rcb-src"
+#: Exit status of the copy step when the task folder cannot be copied into /task (too big for the limit).
+_TASK_COPY_FAILED = 112
+#: CFS period of the CPU quota (the kernel's default): short enough that a throttled run stays responsive.
+_CPU_PERIOD_US = 100_000
 _SANDBOX_UID = 65534
 _CGROUP_JOIN_FAILED = 111
 _counter = itertools.count()
@@ -75,10 +89,12 @@ def _own_cgroup(controller: str) -> str | None:
 
 @dataclass(frozen=True)
 class CgroupLayout:
-    """Where run cgroups are created: ``mode`` "v2" or "v1"; ``parents`` maps controller -> folder."""
+    """Where run cgroups are created: ``mode`` "v2" or "v1"; ``parents`` maps controller -> folder
+    ("unified" for v2); ``cpu`` whether the CPU bandwidth controller is usable (v1: a "cpu" parent)."""
 
     mode: str
     parents: dict[str, str]
+    cpu: bool = False
 
 
 def _try_dir(parent: str) -> bool:
@@ -104,24 +120,39 @@ def detect_cgroups(root: str = "/sys/fs/cgroup") -> CgroupLayout | None:
         except OSError:
             continue
         if {"memory", "pids"} <= set(available) and _try_dir(parent):
-            return CgroupLayout("v2", {"unified": parent})
+            return CgroupLayout("v2", {"unified": parent}, cpu="cpu" in available)
     parents: dict[str, str] = {}
-    for controller in ("memory", "pids"):
-        mount = os.path.join(root, controller)
-        own = _own_cgroup(controller)
-        if own is None or not os.path.isdir(mount):
-            return None
-        parent = os.path.join(mount, own.lstrip("/"))
-        if not os.path.exists(os.path.join(parent, "cgroup.procs")) or not _try_dir(parent):
+    for controller in ("memory", "pids", "cpu"):
+        parent = _v1_parent(root, controller)
+        if parent is None:
+            if controller == "cpu":
+                break
             return None
         parents[controller] = parent
-    return CgroupLayout("v1", parents)
+    return CgroupLayout("v1", parents, cpu="cpu" in parents)
+
+
+def _v1_parent(root: str, controller: str) -> str | None:
+    """This process's folder in the v1 hierarchy of ``controller`` if run cgroups can be made there.
+
+    ``root/cpu`` is usually a symlink to the combined ``cpu,cpuacct`` mount, which ``_own_cgroup`` finds
+    through the controller list of /proc/self/cgroup."""
+    mount = os.path.join(root, controller)
+    own = _own_cgroup(controller)
+    if own is None or not os.path.isdir(mount):
+        return None
+    parent = os.path.join(mount, own.lstrip("/"))
+    if controller == "cpu" and not os.path.exists(os.path.join(parent, "cpu.cfs_quota_us")):
+        return None
+    if not os.path.exists(os.path.join(parent, "cgroup.procs")) or not _try_dir(parent):
+        return None
+    return parent
 
 
 class RunCgroup:
     """One cgroup (one folder per controller) holding every process of one sandbox."""
 
-    def __init__(self, layout: CgroupLayout, memory_bytes: int, pids: int) -> None:
+    def __init__(self, layout: CgroupLayout, memory_bytes: int, pids: int, cpu_quota: float | None = None):
         self.layout = layout
         name = f"rcb-{os.getpid()}-{next(_counter)}"
         self.dirs = {key: os.path.join(parent, name) for key, parent in layout.parents.items()}
@@ -137,9 +168,35 @@ class RunCgroup:
             else:
                 self.set_memory(memory_bytes)
                 _write(os.path.join(self.dirs["pids"], "pids.max"), str(pids))
+            if cpu_quota is not None and layout.cpu:
+                self.set_cpu_quota(cpu_quota)
         except OSError:
             self.remove()
             raise
+
+    def set_cpu_quota(self, cores: float) -> None:
+        """Allow the cgroup's processes together ``cores`` CPUs' worth of time per CFS period."""
+        quota = max(1000, int(cores * _CPU_PERIOD_US))
+        if self.layout.mode == "v2":
+            _write(os.path.join(self.dirs["unified"], "cpu.max"), f"{quota} {_CPU_PERIOD_US}")
+            return
+        folder = self.dirs["cpu"]
+        _write(os.path.join(folder, "cpu.cfs_period_us"), str(_CPU_PERIOD_US))
+        _write(os.path.join(folder, "cpu.cfs_quota_us"), str(quota))
+
+    def cpu_throttled(self) -> int:
+        """How many CFS periods the cgroup was held back by its CPU quota (0 without a cpu controller)."""
+        folder = self.dirs.get("unified") or self.dirs.get("cpu")
+        if folder is None:
+            return 0
+        try:
+            for line in _read(os.path.join(folder, "cpu.stat")).splitlines():
+                name, _, value = line.partition(" ")
+                if name == "nr_throttled":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
 
     def set_memory(self, memory_bytes: int) -> None:
         """Change the memory limit (memory+swap too where the kernel accounts swap: no swapping out)."""
@@ -308,6 +365,11 @@ class LocalSandbox:
                 "no usable cgroup (v2 with memory+pids, or v1 memory and pids): memory is limited with "
                 "RLIMIT_AS and processes with RLIMIT_NPROC (per uid, weaker)"
             )
+        if self.cgroups is None or not self.cgroups.cpu:
+            self.notes.append(
+                "no usable cpu controller (v2 cpu.max or v1 cpu.cfs_quota_us): the CPU quota is not "
+                "enforced, only the CPU-time rlimit bounds a run"
+            )
         self._checked = False
         self._check_lock = threading.Lock()
         self.cleanup_stale()
@@ -452,10 +514,13 @@ class LocalSandbox:
             args += ["--ro-bind", path, path]
         if needs_gpu:
             args += self._gpu_devices()
-        args += ["--bind", workdir, TASK_DIR]
+        # The task folder is a tmpfs of its own size (never the host's disk), filled from a read-only view
+        # of the prepared folder; hidden oracles are masked in that view, so they are never copied in.
+        args += ["--size", str(limits.task_dir_mb * 1024 * 1024), "--tmpfs", TASK_DIR]
+        args += ["--ro-bind", workdir, SOURCE_DIR]
         for rel in hidden_paths:
             target = os.path.join(workdir, rel)
-            inside = f"{TASK_DIR}/{rel.strip('/')}"
+            inside = f"{SOURCE_DIR}/{rel.strip('/')}"
             if os.path.isdir(target):
                 args += ["--tmpfs", inside]
             elif os.path.exists(target):
@@ -465,7 +530,12 @@ class LocalSandbox:
                     open(empty, "wb").close()
                 args += ["--ro-bind", empty, inside]
         if io_dir is not None:
-            args += ["--bind", io_dir, IO_DIR]
+            # File by file, not the folder: the sandbox can write its output, never add files on the host.
+            for name in IO_FILES:
+                path = os.path.join(io_dir, name)
+                if not os.path.exists(path):
+                    open(path, "wb").close()
+                args += ["--bind", path, f"{IO_DIR}/{name}"]
         args += ["--remount-ro", "/", "--chdir", TASK_DIR, "--clearenv"]
         for key, value in sorted(env.items()):
             args += ["--setenv", key, value]
@@ -503,8 +573,12 @@ class LocalSandbox:
         stdout: int | IO[bytes] | None = subprocess.PIPE,
         stderr: int | IO[bytes] | None = None,
         extra_pids: int = 0,
+        copy_task: bool = True,
     ) -> SandboxedProcess:
-        """Start ``argv`` inside a new sandbox (in its own cgroup); the caller owns the result."""
+        """Start ``argv`` inside a new sandbox (in its own cgroup); the caller owns the result.
+
+        ``copy_task`` copies ``workdir`` into the sandbox's ``/task`` before ``argv`` starts; a warm server
+        passes False and copies the current slot contents itself for each run."""
         self.check()
         environment = resolve_environment(python)
         os.makedirs(self.scratch_root, exist_ok=True)
@@ -513,7 +587,10 @@ class LocalSandbox:
         try:
             if self.cgroups is not None:
                 cgroup = RunCgroup(
-                    self.cgroups, limits.memory_mb * 1024 * 1024, limits.max_procs + extra_pids
+                    self.cgroups,
+                    limits.memory_mb * 1024 * 1024,
+                    limits.max_procs + extra_pids,
+                    cpu_quota=limits.cpu_quota,
                 )
             inner = self.command(
                 scratch=scratch,
@@ -525,7 +602,7 @@ class LocalSandbox:
                 hidden_paths=hidden_paths,
                 io_dir=io_dir,
             )
-            full = [*inner, *argv]
+            full = [*inner, *(_copy_task_argv(limits) if copy_task else []), *argv]
             if cgroup is not None:
                 # Join the cgroup before exec'ing bwrap, so that every process of the sandbox is inside it.
                 join = (
@@ -591,6 +668,8 @@ class LocalSandbox:
                 infra = "the sandbox could not be emptied at the end of the run"
             elif code == _CGROUP_JOIN_FAILED and stderr.startswith(b"rcb-cgroup:"):
                 infra = stderr.decode(errors="replace").strip()
+            elif code == _TASK_COPY_FAILED and b"rcb-task:" in stderr:
+                infra = stderr.decode(errors="replace").strip()[-500:]
             elif code not in (0, None) and stderr.startswith(b"bwrap: "):
                 infra = stderr.decode(errors="replace").strip()[:500]
             return RunResult(
@@ -608,6 +687,19 @@ class LocalSandbox:
                 box.close()
             out.close()
             err.close()
+
+
+def _copy_task_argv(limits: Limits) -> list[str]:
+    """A prefix that copies the read-only task view into the sandbox's /task, then execs the rest.
+
+    The copy runs inside the sandbox (its uid, cgroup and tmpfs size), so even a task folder larger than
+    ``task_dir_mb`` cannot spill onto the host; it then fails with a message naming the limit."""
+    script = (
+        f'cp -R --preserve=mode,timestamps {SOURCE_DIR}/. {TASK_DIR}/ || {{ echo "rcb-task: cannot copy '
+        f'the task folder into {TASK_DIR} (task folder limit {limits.task_dir_mb} MB)" >&2; '
+        f'exit {_TASK_COPY_FAILED}; }}; exec "$@"'
+    )
+    return ["/bin/sh", "-c", script, "rcb-task"]
 
 
 def _tail_of(handle: IO[bytes], limit: int | None = None) -> bytes:

@@ -17,12 +17,21 @@ import docker
 import pytest
 import requests
 
-from researchcodebench.sandbox.base import OUTPUT_TAIL_BYTES, Limits, RunSpec, Sandbox, SandboxUnavailable
+from researchcodebench.sandbox.base import (
+    OUTPUT_TAIL_BYTES,
+    Limits,
+    RunSpec,
+    Sandbox,
+    SandboxUnavailable,
+    WarmCapableSandbox,
+)
 from researchcodebench.sandbox.docker import (
     DEFAULT_IMAGE,
     LABEL_DEADLINE,
     LABEL_RUN,
+    SOURCE_DIR,
     STDIN_PATH,
+    TASK_COPY_FAILED,
     DockerSandbox,
 )
 
@@ -200,9 +209,10 @@ def run_with(script: Script, spec: RunSpec, **sandbox_kwargs: Any) -> tuple[Any,
 # -- the container's configuration -------------------------------------------------------------------------
 
 
-def test_docker_sandbox_satisfies_the_sandbox_protocol() -> None:
+def test_docker_sandbox_satisfies_the_sandbox_protocol_without_warm_interpreters() -> None:
     sandbox = DockerSandbox(fake_client(FakeEngine()))
     assert isinstance(sandbox, Sandbox)
+    assert not isinstance(sandbox, WarmCapableSandbox)
     assert sandbox.name == "docker"
 
 
@@ -212,11 +222,15 @@ def test_container_is_isolated_and_limited_as_specified(workdir: Path) -> None:
 
     assert result.exit_code == 0 and result.infra_error is None and not result.timed_out
     assert kw["image"] == DEFAULT_IMAGE
-    assert kw["command"] == ["python", "paper2code_test.py"]
+    assert kw["command"][:2] == ["/bin/sh", "-c"] and kw["command"][4:] == ["python", "paper2code_test.py"]
+    assert kw["command"][2].startswith(
+        f"cp -R --copy-contents --preserve=mode,timestamps {SOURCE_DIR}/. /task/"
+    )
     assert kw["network_mode"] == "none"
     assert kw["read_only"] is True
-    assert set(kw["tmpfs"]) == {"/tmp"}
+    assert set(kw["tmpfs"]) == {"/tmp", "/task"}
     assert "size=256m" in kw["tmpfs"]["/tmp"] and "noexec" in kw["tmpfs"]["/tmp"]
+    assert kw["tmpfs"]["/task"] == "rw,nosuid,nodev,size=1024m,uid=10001,gid=10001,mode=0700"
     assert kw["mem_limit"] == kw["memswap_limit"] == 512 * 1024 * 1024
     assert kw["nano_cpus"] == 1_000_000_000
     assert kw["pids_limit"] == 32
@@ -234,11 +248,32 @@ def test_container_is_isolated_and_limited_as_specified(workdir: Path) -> None:
     assert kw["labels"][LABEL_RUN] and float(kw["labels"][LABEL_DEADLINE]) > time.time() + 30
     task_mount = kw["mounts"][0]
     assert (task_mount["Target"], task_mount["Source"], task_mount["Type"], task_mount["ReadOnly"]) == (
-        "/task",
+        SOURCE_DIR,
         str(workdir),
         "bind",
-        False,
+        True,
     )
+
+
+def test_task_folder_size_and_cpu_quota_come_from_the_run_limits(workdir: Path) -> None:
+    spec = make_spec(workdir, limits=Limits(timeout_s=30, task_dir_mb=64, cpu_quota=0.5))
+    _, engine = run_with(Script(), spec)
+    kw = engine.create_kwargs()
+    assert "size=64m" in kw["tmpfs"]["/task"]
+    assert kw["nano_cpus"] == 500_000_000
+    assert "task folder limit 64 MB" in kw["command"][2]
+
+
+def test_task_folder_that_does_not_fit_its_limit_is_an_infra_error_naming_the_limit(workdir: Path) -> None:
+    message = b"cp: error writing '/task/big.bin': No space left on device\nrcb-task: cannot copy the task"
+    message += b" folder into /task (task folder limit 8 MB)\n"
+    result, _ = run_with(Script(status_code=TASK_COPY_FAILED, stderr=message), make_spec(workdir))
+    assert result.infra_error is not None and "task folder limit 8 MB" in result.infra_error
+
+
+def test_task_tmpfs_is_open_to_every_user_when_the_container_user_is_a_name(workdir: Path) -> None:
+    _, engine = run_with(Script(), make_spec(workdir), user="sandbox")
+    assert engine.create_kwargs()["tmpfs"]["/task"].endswith(",mode=1777")
 
 
 def test_create_arguments_are_accepted_by_the_sdk_and_reach_the_engine_host_config(workdir: Path) -> None:
@@ -253,7 +288,8 @@ def test_create_arguments_are_accepted_by_the_sdk_and_reach_the_engine_host_conf
     assert host["Memory"] == host["MemorySwap"] == 512 * 1024 * 1024
     assert (host["PidsLimit"], host["NanoCpus"], host["CapDrop"]) == (32, 1_000_000_000, ["ALL"])
     assert host["SecurityOpt"] == ["no-new-privileges"]
-    assert [m["Target"] for m in host["Mounts"]] == ["/task", "/task/model_ref.py"]
+    assert [m["Target"] for m in host["Mounts"]] == [SOURCE_DIR, f"{SOURCE_DIR}/model_ref.py"]
+    assert host["Tmpfs"]["/task"].startswith("rw,nosuid,nodev,size=1024m")
     assert host["DeviceRequests"][0]["Capabilities"] == [["gpu"]]
     assert (args["user"], args["working_dir"]) == ("10001:10001", "/task")
 
@@ -275,8 +311,11 @@ def test_calls_create_start_wait_reload_logs_then_remove_in_order(workdir: Path)
 
 
 def test_cpu_quota_and_image_are_configurable(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RCB_DOCKER_IMAGE", "rcb-eval:custom")
-    _, engine = run_with(Script(), make_spec(workdir), cpus=2.5)
+    # The library reads no environment: the image comes from the caller (the portal's settings, the CLI).
+    monkeypatch.setenv("RCB_DOCKER_IMAGE", "rcb-eval:from-the-environment")
+    _, engine = run_with(Script(), make_spec(workdir))
+    assert engine.create_kwargs()["image"] == DEFAULT_IMAGE
+    _, engine = run_with(Script(), make_spec(workdir), cpus=2.5, image="rcb-eval:custom")
     assert engine.create_kwargs()["nano_cpus"] == 2_500_000_000
     assert engine.create_kwargs()["image"] == "rcb-eval:custom"
     _, engine = run_with(Script(), make_spec(workdir, image="rcb-eval:paper-x"))
@@ -296,17 +335,18 @@ def test_host_interpreter_in_argv_is_replaced_by_the_image_interpreter(workdir: 
     host_python = "/work/main/.venv-eval/bin/python"
     spec = make_spec(workdir, python=host_python, argv=(host_python, "-X", "utf8", "paper2code_test.py"))
     _, engine = run_with(Script(), spec)
-    assert engine.create_kwargs()["command"] == ["python", "-X", "utf8", "paper2code_test.py"]
+    assert engine.create_kwargs()["command"][4:] == ["python", "-X", "utf8", "paper2code_test.py"]
 
 
 def test_hidden_files_get_dev_null_and_hidden_folders_an_empty_tmpfs(workdir: Path) -> None:
     spec = make_spec(workdir, hidden_paths=("model_ref.py", "oracle", "not_there_ref.py"))
     _, engine = run_with(Script(), spec)
     masks = {m["Target"]: m for m in engine.create_kwargs()["mounts"][1:]}
-    assert set(masks) == {"/task/model_ref.py", "/task/oracle"}
-    assert masks["/task/model_ref.py"]["Source"] == "/dev/null"
-    assert masks["/task/model_ref.py"]["Type"] == "bind" and masks["/task/model_ref.py"]["ReadOnly"]
-    assert masks["/task/oracle"]["Type"] == "tmpfs" and masks["/task/oracle"]["ReadOnly"]
+    ref, oracle = f"{SOURCE_DIR}/model_ref.py", f"{SOURCE_DIR}/oracle"
+    assert set(masks) == {ref, oracle}
+    assert masks[ref]["Source"] == "/dev/null"
+    assert masks[ref]["Type"] == "bind" and masks[ref]["ReadOnly"]
+    assert masks[oracle]["Type"] == "tmpfs" and masks[oracle]["ReadOnly"]
     assert not (workdir / "not_there_ref.py").exists()
 
 
@@ -329,7 +369,7 @@ def test_hidden_path_through_a_symlink_is_refused(workdir: Path) -> None:
 def test_stdin_is_fed_from_a_read_only_file_that_is_removed_afterwards(workdir: Path) -> None:
     result, engine = run_with(Script(), make_spec(workdir, stdin=b"payload\n"))
     kw = engine.create_kwargs()
-    assert kw["command"][:3] == ["/bin/sh", "-c", f'exec "$@" < {STDIN_PATH}']
+    assert kw["command"][:2] == ["/bin/sh", "-c"] and kw["command"][2].endswith(f'exec "$@" < {STDIN_PATH}')
     assert kw["command"][4:] == ["python", "paper2code_test.py"]
     (stdin_mount,) = [m for m in kw["mounts"] if m["Target"] == STDIN_PATH]
     assert stdin_mount["ReadOnly"] is True
