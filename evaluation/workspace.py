@@ -100,7 +100,11 @@ def shared_runner() -> Runner:
                 VerdictCache(str(Path(settings.VAR_DIR) / "cache")) if settings.RCB_VERDICT_CACHE else None
             )
             _runner = Runner(
-                sandbox=make_sandbox(settings.RCB_SANDBOX),
+                sandbox=make_sandbox(
+                    settings.RCB_SANDBOX,
+                    docker_image=settings.RCB_DOCKER_IMAGE,
+                    allow_unsandboxed=settings.RCB_ALLOW_UNSANDBOXED,
+                ),
                 environment=settings.RCB_EVAL_PYTHON or None,
                 cache=cache,
                 workers=1,

@@ -2,9 +2,9 @@
 
 An environment is an interpreter (normally a venv) plus the set of distributions installed in it. Its id
 (``py3.11.7-<12 hex>``) hashes the Python version and the sorted ``name==version`` list, so two identical
-venvs share verdict-cache entries and any package change gives a new id. The interpreter is chosen by
-``--python``, else ``RCB_EVAL_PYTHON``, else ``.venv-eval/bin/python`` in the repository, else the running
-interpreter.
+venvs share verdict-cache entries and any package change gives a new id. The interpreter is the one the
+caller names (the CLI's ``--python``, default ``RCB_EVAL_PYTHON``; the portal's ``settings.RCB_EVAL_PYTHON``),
+else ``.venv-eval/bin/python`` in the repository, else the running interpreter.
 """
 
 from __future__ import annotations
@@ -70,10 +70,7 @@ def repo_root() -> Path:
 
 
 def default_python() -> str:
-    """``RCB_EVAL_PYTHON``, else the repository's ``.venv-eval/bin/python`` if present, else this one."""
-    configured = os.environ.get("RCB_EVAL_PYTHON")
-    if configured:
-        return configured
+    """The repository's ``.venv-eval/bin/python`` if present, else this interpreter."""
     candidate = repo_root() / ".venv-eval" / "bin" / "python"
     if candidate.exists():
         return str(candidate)

@@ -8,6 +8,11 @@ Predictions: one JSON object per line, ``{"task", "snippet", "completion_idx", "
 to the snippet) or ``{"task", "snippet", "completion_idx", "response"}`` (a raw model reply, extracted with
 ``--template``). Exit 0 when the evaluation ran (whatever the verdicts), 2 for bad input (naming
 ``file:line``) or an unusable sandbox/interpreter.
+
+Environment (read here, at the command line: the library itself takes these as arguments):
+``RCB_EVAL_PYTHON`` (the default of ``--python``), ``RCB_CACHE_DIR`` (the verdict cache, default
+``~/.cache/researchcodebench``), ``RCB_DOCKER_IMAGE`` (the docker sandbox's image) and
+``RCB_ALLOW_UNSANDBOXED=1`` (required by ``--sandbox none``).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections import Counter
 from typing import Any, TextIO
@@ -24,6 +30,7 @@ from .problems import DEFAULT_TEMPLATE, TEMPLATES, blank_body, extract_answer, r
 from .pset import PsetError, Task, read_pset
 from .runner import EvalItem, Runner, Verdict, VerdictCache, make_sandbox
 from .sandbox.base import SandboxUnavailable
+from .sandbox.unsandboxed import ALLOW_VARIABLE
 from .scoring import SnippetResult, line_rates, task_rates
 
 
@@ -218,12 +225,16 @@ def run_evaluate(args: argparse.Namespace) -> int:
     except EvaluateInputError as exc:
         raise _cli_error(str(exc)) from exc
     try:
-        sandbox = make_sandbox(args.sandbox)
-        environment = resolve_environment(args.python)
+        sandbox = make_sandbox(
+            args.sandbox,
+            docker_image=os.environ.get("RCB_DOCKER_IMAGE") or None,
+            allow_unsandboxed=os.environ.get(ALLOW_VARIABLE) == "1",
+        )
+        environment = resolve_environment(args.python or os.environ.get("RCB_EVAL_PYTHON") or None)
         runner = Runner(
             sandbox=sandbox,
             environment=environment,
-            cache=None if args.no_cache else VerdictCache(),
+            cache=None if args.no_cache else VerdictCache(os.environ.get("RCB_CACHE_DIR") or None),
             workers=args.workers,
         )
     except (SandboxUnavailable, EvalEnvironmentError) as exc:

@@ -6,7 +6,8 @@ and fail it). Before anything runs, a completion that names one of the task's or
 and the manifest's ``oracle_files``: imports and string literals) fails as ``oracle_access``; oracle
 files that no other task file refers to are also hidden from the test.
 
-Speed: ``Runner`` keeps warm interpreters per environment (local sandbox only; ``warm.py``), calibrates
+Speed: ``Runner`` keeps warm interpreters per environment (backends that are a ``WarmCapableSandbox``,
+the local one; ``warm.py``), calibrates
 each task's timeout from its reference run (``max(TIMEOUT_FACTOR x reference, TIMEOUT_FLOOR_S)``, capped
 by the manifest's ``timeout_s`` or the limits' default) and caches verdicts on disk (``VerdictCache``).
 Warm and cold runs give identical verdicts (tests/researchcodebench/test_warm_vs_cold.py).
@@ -35,7 +36,15 @@ from .annotations import Snippet
 from .environments import Environment, resolve_environment
 from .problems import fill_in
 from .pset import Task, content_hash, task_files
-from .sandbox.base import OUTPUT_TAIL_BYTES, Limits, RunResult, RunSpec, Sandbox, SandboxUnavailable
+from .sandbox.base import (
+    OUTPUT_TAIL_BYTES,
+    Limits,
+    RunResult,
+    RunSpec,
+    Sandbox,
+    SandboxUnavailable,
+    WarmCapableSandbox,
+)
 from .warm import HARNESS_SOURCE, ServerLost, WarmPool
 
 START_MARK = "@@RCB-START@@"
@@ -288,10 +297,8 @@ def normalise_code(code: str) -> str:
 
 
 def default_cache_dir() -> str:
-    """``RCB_CACHE_DIR``, else ``~/.cache/researchcodebench``."""
-    return os.environ.get("RCB_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "researchcodebench"
-    )
+    """``~/.cache/researchcodebench`` (the CLI passes ``RCB_CACHE_DIR`` instead when it is set)."""
+    return os.path.join(os.path.expanduser("~"), ".cache", "researchcodebench")
 
 
 class VerdictCache:
@@ -468,7 +475,7 @@ def harness_limits(sandbox: Any, limits: Limits) -> dict[str, int]:
 class Runner:
     """Evaluates completions with one sandbox backend and one environment. Thread-safe.
 
-    ``warm`` uses warm interpreters where the backend supports them (the local sandbox); ``calibrate``
+    ``warm`` uses warm interpreters where the backend supports them (``WarmCapableSandbox``); ``calibrate``
     derives each task's timeout from its reference run; ``cache`` is a ``VerdictCache`` or None.
     Close it (or use it as a context manager) to stop the warm servers.
     """
@@ -495,11 +502,9 @@ class Runner:
         self.cache = cache
         self.calibrate = calibrate
         self.workers = max(1, workers)
-        from .sandbox.local import LocalSandbox
-
         self.pool = (
             WarmPool(sandbox, sandbox_env, size=self.workers, task_dir_mb=self.limits.task_dir_mb)
-            if warm and isinstance(sandbox, LocalSandbox)
+            if warm and isinstance(sandbox, WarmCapableSandbox)
             else None
         )
         self._facts: dict[str, TaskFacts] = {}
@@ -729,8 +734,12 @@ def evaluate_batch(
         return runner.evaluate_batch(items, progress=progress)
 
 
-def make_sandbox(name: str) -> Sandbox:
-    """The backend called ``name`` ("local", "docker" or "none"); raises ``SandboxUnavailable``."""
+def make_sandbox(name: str, *, docker_image: str | None = None, allow_unsandboxed: bool = False) -> Sandbox:
+    """The backend called ``name`` ("local", "docker" or "none"); raises ``SandboxUnavailable``.
+
+    ``docker_image`` is the docker backend's default image (None: ``DEFAULT_IMAGE``); ``allow_unsandboxed``
+    must be true for "none" to run anything (the caller's explicit opt-in, e.g. ``RCB_ALLOW_UNSANDBOXED``).
+    """
     if name == "local":
         from .sandbox.local import LocalSandbox
 
@@ -738,11 +747,11 @@ def make_sandbox(name: str) -> Sandbox:
     if name == "docker":
         from .sandbox import docker
 
-        return docker.DockerSandbox()
+        return docker.DockerSandbox(image=docker_image)
     if name == "none":
         from .sandbox.unsandboxed import UnsandboxedRunner
 
-        return UnsandboxedRunner()
+        return UnsandboxedRunner(allowed=allow_unsandboxed)
     raise SandboxUnavailable(f"unknown sandbox {name!r}; choose local, docker or none")
 
 

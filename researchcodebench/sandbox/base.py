@@ -8,8 +8,9 @@ as a ``RunResult``; turning that into a verdict (passed/failed/timeout/oom/...) 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 #: Output kept per stream, from the end: enough for a traceback, bounded so a flood cannot fill memory.
 OUTPUT_TAIL_BYTES = 16 * 1024
@@ -103,6 +104,30 @@ class Sandbox(Protocol):
 
     def run(self, spec: RunSpec) -> RunResult:
         """Run the process to completion or to its deadline; never raise for a misbehaving child."""
+
+
+@runtime_checkable
+class WarmCapableSandbox(Sandbox, Protocol):
+    """A backend that can also host warm interpreters (``researchcodebench.warm``): long-lived sandboxed
+    processes, each with a private folder under ``scratch_root``, that serve many runs by forking.
+
+    The runner keeps warm pools only for backends with this capability (checked structurally, so a wrapper
+    or a new backend qualifies by providing it); every other backend runs each test cold.
+    """
+
+    scratch_root: str
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        python: str,
+        workdir: str,
+        env: dict[str, str],
+        limits: Limits,
+        **options: Any,
+    ) -> Any:
+        """Start one sandboxed process and return its handle (see ``LocalSandbox.spawn`` for the options)."""
 
 
 class SandboxUnavailable(RuntimeError):

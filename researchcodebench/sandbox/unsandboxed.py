@@ -2,7 +2,8 @@
 
 Untrusted code run this way can read and write anything the user can, reach the network and outlive the
 run. It exists for debugging the harness on machines without bubblewrap or Docker and is refused unless
-``RCB_ALLOW_UNSANDBOXED=1`` is set. The harness still applies its rlimits (CPU, file size, open files and
+created with ``allowed=True`` (the CLI and the portal turn ``RCB_ALLOW_UNSANDBOXED=1`` into that).
+The harness still applies its rlimits (CPU, file size, open files and
 ``RLIMIT_AS`` for memory); the deadline kills the process group only.
 """
 
@@ -24,9 +25,12 @@ class UnsandboxedRunner:
 
     name = "none"
 
+    def __init__(self, *, allowed: bool = False) -> None:
+        self.allowed = allowed
+
     def check(self) -> None:
         """Refuse unless the operator explicitly allowed running untrusted code without a sandbox."""
-        if os.environ.get(ALLOW_VARIABLE) != "1":
+        if not self.allowed:
             raise SandboxUnavailable(
                 "the unsandboxed runner executes untrusted code on the host without any isolation; it is for "
                 f"development only and refused unless {ALLOW_VARIABLE}=1 is set"

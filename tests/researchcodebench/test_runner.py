@@ -353,13 +353,16 @@ def test_one_shot_evaluate_function_runs_cold(sandbox, task):
     assert verdict.outcome == "passed" and not verdict.warm
 
 
-def test_unsandboxed_runner_is_refused_unless_allowed(monkeypatch, task):
-    monkeypatch.delenv("RCB_ALLOW_UNSANDBOXED", raising=False)
+def test_unsandboxed_runner_is_refused_unless_the_caller_allows_it(monkeypatch, task):
+    # The variable alone does not allow it: the library reads no environment, its caller opts in.
+    monkeypatch.setenv("RCB_ALLOW_UNSANDBOXED", "1")
     with pytest.raises(SandboxUnavailable, match="RCB_ALLOW_UNSANDBOXED=1"):
         Runner(sandbox=UnsandboxedRunner(), environment=eval_python())
-    monkeypatch.setenv("RCB_ALLOW_UNSANDBOXED", "1")
+    with pytest.raises(SandboxUnavailable, match="RCB_ALLOW_UNSANDBOXED=1"):
+        Runner(sandbox=make_sandbox("none"), environment=eval_python())
     snippet = task.snippets[0]
-    with Runner(sandbox=UnsandboxedRunner(), environment=eval_python(), calibrate=False) as runner:
+    allowed = make_sandbox("none", allow_unsandboxed=True)
+    with Runner(sandbox=allowed, environment=eval_python(), calibrate=False) as runner:
         assert runner.pool is None
         assert runner.evaluate(task, snippet, snippet.code).outcome == "passed"
         assert runner.evaluate(task, snippet, body("import sys\nsys.exit(0)")).category == "early_exit"
@@ -368,6 +371,7 @@ def test_unsandboxed_runner_is_refused_unless_allowed(monkeypatch, task):
 def test_make_sandbox_selects_backends_by_name(monkeypatch):
     assert isinstance(make_sandbox("local"), LocalSandbox)
     assert make_sandbox("docker").name == "docker"
+    assert make_sandbox("docker", docker_image="rcb-eval:chosen").image == "rcb-eval:chosen"
     assert isinstance(make_sandbox("none"), UnsandboxedRunner)
     with pytest.raises(SandboxUnavailable, match="unknown sandbox"):
         make_sandbox("vm")
