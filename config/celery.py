@@ -51,16 +51,5 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,
 )
-#: Periodic work (one beat per deployment: ``celery worker -B`` in the demo, worker-site in compose): the lease
-#: reaper, and a safety net that re-aggregates any run whose results changed without a signal (bulk writes).
-app.conf.beat_schedule = {
-    "reap-expired-leases": {
-        "task": "evaluation.tasks.reap_expired_leases",
-        "schedule": float(os.environ.get("RCB_REAPER_INTERVAL_S", "30")),
-    },
-    "refresh-stale-leaderboard": {
-        "task": "leaderboard.tasks.refresh_stale",
-        "schedule": float(os.environ.get("RCB_REFRESH_STALE_INTERVAL_S", "300")),
-    },
-}
+# The beat schedule is CELERY_BEAT_SCHEDULE in config/settings.py (its intervals come from the environment).
 app.autodiscover_tasks()

@@ -2,10 +2,14 @@
 
 Every setting the portal reads from the environment goes through one of these helpers, so that a typo in a
 deployment is an ``ImproperlyConfigured`` error naming the variable, not a silently different behaviour.
+``config/settings.py`` is where they are called (tests/config/test_env_reads.py holds that rule and checks
+that README's table lists each variable); other modules read ``django.conf.settings``, and the benchmark core
+(``researchcodebench``) takes its configuration as arguments, reading the environment only in its CLI.
 """
 
 from __future__ import annotations
 
+import math
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -46,6 +50,27 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
     return value
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number.") from None
+    if not math.isfinite(value):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a finite number.")
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be at least {minimum}.")
+    return value
+
+
+def env_secret(name: str) -> str:
+    """The value of the variable ``name``, "" when unset: a secret whose variable is named at run time (the
+    API key variable a language model's configuration names), so it is neither a setting nor in the README."""
+    return os.environ.get(name, "")
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_int, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("RCB_VAR_DIR", str(BASE_DIR / "var")))
@@ -199,12 +199,30 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_WORKER_HEARTBEAT_S = env_int("RCB_WORKER_HEARTBEAT_S", 10, minimum=1)
+# Periodic work (one beat per deployment: ``celery worker -B`` in the demo, worker-site in compose): the lease
+# reaper, and a safety net that re-aggregates any run whose results changed without a signal.
+CELERY_BEAT_SCHEDULE = {
+    "reap-expired-leases": {
+        "task": "evaluation.tasks.reap_expired_leases",
+        "schedule": env_float("RCB_REAPER_INTERVAL_S", 30.0, minimum=1),
+    },
+    "refresh-stale-leaderboard": {
+        "task": "leaderboard.tasks.refresh_stale",
+        "schedule": env_float("RCB_REFRESH_STALE_INTERVAL_S", 300.0, minimum=1),
+    },
+}
 
 RCB_EVAL_PYTHON = env_str("RCB_EVAL_PYTHON")
 RCB_SANDBOX = env_str("RCB_SANDBOX", "local")
+#: the docker sandbox's evaluation image (None: the core's ``DEFAULT_IMAGE``)
+RCB_DOCKER_IMAGE = env_str("RCB_DOCKER_IMAGE")
+#: the development-only ``none`` sandbox runs untrusted code on the host, so it is refused unless this is on
+RCB_ALLOW_UNSANDBOXED = env_bool("RCB_ALLOW_UNSANDBOXED", default=False)
+#: routes bench/leaderboard_load.py's do-nothing baseline view (``/api/v1/bench/trivial/``)
+RCB_BENCH = env_bool("RCB_BENCH", default=False)
 RCB_BENCHMARK_REPO = Path(env_str("RCB_BENCHMARK_REPO", str(VAR_DIR / "benchmark.git")))
 # Evaluation engine: how long a worker's lease on a completion lasts without a heartbeat (the reaper,
-# run by beat every RCB_REAPER_INTERVAL_S (config/celery.py), re-queues an item whose lease expired),
+# run by beat every RCB_REAPER_INTERVAL_S (CELERY_BEAT_SCHEDULE above), re-queues an item whose lease expired),
 # whether verdicts are cached on disk, and how long an item may wait in a queue before the reaper
 # sends its message again.
 RCB_LEASE_SECONDS = env_int("RCB_LEASE_SECONDS", 120, minimum=1)

@@ -1,7 +1,8 @@
 """Talking to language models: one OpenAI-compatible chat call with backoff, timeouts and accounting.
 
 Every provider is reached through the ``openai`` SDK with a base URL (``PROVIDER_BASE_URLS`` when the model
-has none of its own). The API key is read from ``os.environ[model.api_key_env]`` at call time and never
+has none of its own). The API key is read from the variable
+``model.api_key_env`` names (``config.env.env_secret``) at call time and never
 stored. The SDK's own retries are off: ``chat_complete`` retries itself so that every attempt, wait and
 final error is known and recorded by the caller.
 
@@ -18,7 +19,6 @@ number of completions of one model generating at the same time, using the databa
 from __future__ import annotations
 
 import email.utils
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +27,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import openai
+
+from config.env import env_secret
 
 if TYPE_CHECKING:
     from evaluation.models import LanguageModel
@@ -93,7 +95,7 @@ def api_key_for(model: LanguageModel) -> str:
         if model.provider in LOCAL_PROVIDERS:
             return "not-needed"
         raise LLMError(f"model {model.key!r} names no API key variable (api_key_env is empty)")
-    key = os.environ.get(model.api_key_env, "")
+    key = env_secret(model.api_key_env)
     if not key:
         raise LLMError(
             f"the API key variable {model.api_key_env} is not set in the worker's environment "
