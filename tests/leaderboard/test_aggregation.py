@@ -10,13 +10,20 @@ import random
 import pytest
 from django.db import transaction
 
-from evaluation.models import Completion, TestResult
+from evaluation.models import TestResult
 from evaluation.signals import results_recorded
 from leaderboard.models import RunAggregation, RunErrorCount, RunPaperScore, RunScore, SnippetStat
 from leaderboard.selectors import LeaderboardFilters, leaderboard_rows, score_from_papers
 from leaderboard.services import leaderboard_refresh_run, leaderboard_refresh_stale
 from researchcodebench import scoring
-from tests.leaderboard.factories import LanguageModelFactory, make_benchmark, make_run, snippet_results
+from tests.factories import (
+    CompletionFactory,
+    LanguageModelFactory,
+    TestResultFactory,
+    make_benchmark,
+    make_run,
+    snippet_results,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -167,8 +174,7 @@ def test_a_burst_of_results_schedules_one_refresh_after_commit(transactional_db,
     run = make_run(snippets, {"a": "- - -"})
     with transaction.atomic():
         for snippet in snippets["a"]:
-            completion = Completion.objects.create(run=run, snippet=snippet, stage="done")
-            TestResult.objects.create(completion=completion, outcome="passed", passed=True, tier="none")
+            TestResultFactory(completion=CompletionFactory(run=run, snippet=snippet))
         results_recorded.send(sender=TestResult, run_id=run.pk)
         assert sent == []  # nothing leaves before the results are committed
     assert len(sent) == 1 and sent[0][0] == [run.pk]

@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from leaderboard.services import leaderboard_refresh_run
-from tests.leaderboard.factories import (
+from tests.factories import (
     LanguageModelFactory,
     make_benchmark,
     make_run,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.leaderboard.factories import LanguageModelFactory, make_benchmark, make_run
+from tests.factories import LanguageModelFactory, make_benchmark, make_run
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -10,7 +10,7 @@ import pytest
 
 from leaderboard.exports import table_csv
 from leaderboard.services import leaderboard_refresh_run
-from tests.leaderboard.factories import LanguageModelFactory, make_benchmark, make_run
+from tests.factories import LanguageModelFactory, make_benchmark, make_run
 
 pytestmark = pytest.mark.django_db
 

@@ -22,7 +22,7 @@ from evaluation.models import Completion, TestResult
 from leaderboard import selectors, views
 from leaderboard.services import leaderboard_refresh_runs
 from leaderboard.tasks import refresh_run
-from tests.leaderboard.factories import LanguageModelFactory, make_benchmark, make_run
+from tests.factories import LanguageModelFactory, TestResultFactory, make_benchmark, make_run
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +74,7 @@ def queries(client: Client, url: str, **headers: str) -> tuple[int, int]:
 
 
 def score_text(model_key: str) -> str:
-    row = next(r for r in selectors.leaderboard_rows_uncached() if r.model.key == model_key)
+    row = next(r for r in selectors.leaderboard_rows() if r.model.key == model_key)
     return f"{row.scaled_pass_at_1:.2f}"
 
 
@@ -92,7 +92,7 @@ def test_new_results_show_up_on_every_page_once_the_run_is_aggregated(client):
     for result in TestResult.objects.filter(completion__run=run, passed=False):
         result.delete()
     for c in Completion.objects.filter(run=run, result__isnull=True):
-        TestResult.objects.create(completion=c, outcome="passed", passed=True, tier="none")
+        TestResultFactory(completion=c)
     # Not aggregated yet: the read models, hence the page, are unchanged.
     assert without_token(client.get("/").content.decode()) == without_token(first[0])
     assert refresh_run(run.pk) is True

@@ -15,9 +15,6 @@ from django.urls import reverse
 from contributions.models import Snippet
 from leaderboard import selectors
 from leaderboard.selectors import LeaderboardFilters
-from tests.leaderboard.factories import (
-    published_board,  # noqa: F401 - fixture
-)
 
 pytestmark = pytest.mark.django_db
 REPO = Path(__file__).resolve().parents[2]
@@ -111,7 +108,7 @@ def board_rows(client, **params) -> list[dict]:
 # --- the published board ------------------------------------------------------------------------------
 
 
-def test_board_shows_the_published_numbers_in_selector_order(client, published_board):  # noqa: F811
+def test_board_shows_the_published_numbers_in_selector_order(client, published_board):
     html = get(client, "/")
     page = assert_accessible(html)
     rows = page.rows
@@ -133,7 +130,7 @@ def test_board_shows_the_published_numbers_in_selector_order(client, published_b
     assert "open" in by_key["DEEPSEEK_R1"]["cells"][3] and "closed" in by_key["O3_HIGH"]["cells"][3]
 
 
-def test_board_chart_has_every_model_and_value(client, published_board):  # noqa: F811
+def test_board_chart_has_every_model_and_value(client, published_board):
     html = get(client, "/")
     svg = re.search(r'<svg[^>]*id="board-chart".*?</svg>', html, flags=re.S).group(0)
     root = ET.fromstring(svg)
@@ -156,7 +153,7 @@ def test_board_chart_has_every_model_and_value(client, published_board):  # noqa
     ],
     ids=["developer", "open", "closed", "sort-name", "sort-pass-ascending"],
 )  # fmt: skip
-def test_each_filter_and_sort_changes_the_rows(client, published_board, params, check):  # noqa: F811
+def test_each_filter_and_sort_changes_the_rows(client, published_board, params, check):
     everything = board_rows(client)
     rows = board_rows(client, **params)
     assert rows and check(rows)
@@ -169,7 +166,7 @@ def test_each_filter_and_sort_changes_the_rows(client, published_board, params, 
     assert [r["key"] for r in rows] == [r.model.key for r in expected]
 
 
-def test_global_contamination_rule_reproduces_the_papers_numbers(client, published_board):  # noqa: F811
+def test_global_contamination_rule_reproduces_the_papers_numbers(client, published_board):
     html = get(client, "/", contamination="global")
     rows = Page(html).rows
     top = rows[0]
@@ -179,7 +176,7 @@ def test_global_contamination_rule_reproduces_the_papers_numbers(client, publish
     assert "13 papers kept" in html
 
 
-def test_per_model_contamination_scores_each_model_on_its_own_papers(client, published_board):  # noqa: F811
+def test_per_model_contamination_scores_each_model_on_its_own_papers(client, published_board):
     rows = board_rows(client, contamination="per-model")
     expected = {
         r.model.key: r
@@ -194,14 +191,14 @@ def test_per_model_contamination_scores_each_model_on_its_own_papers(client, pub
     assert rows != board_rows(client)
 
 
-def test_filters_without_matches_show_an_honest_empty_state(client, published_board):  # noqa: F811
+def test_filters_without_matches_show_an_honest_empty_state(client, published_board):
     html = get(client, "/", paper="without")
     assert "No model matches these filters" in html and not Page(html).rows
     html = get(client, "/", verification="uploaded")
     assert "No model matches these filters" in html
 
 
-def test_unknown_filter_values_are_reported_not_crashed_on(client, published_board):  # noqa: F811
+def test_unknown_filter_values_are_reported_not_crashed_on(client, published_board):
     html = get(client, "/", weights="maybe", contamination="sometimes", sort="shoe_size")
     assert "Unknown weights &#x27;maybe&#x27;" in html
     assert "Unknown contamination &#x27;sometimes&#x27;" in html
@@ -209,7 +206,7 @@ def test_unknown_filter_values_are_reported_not_crashed_on(client, published_boa
     assert len(Page(html).rows) == 32
 
 
-def test_htmx_requests_get_only_the_results_fragment(client, published_board):  # noqa: F811
+def test_htmx_requests_get_only_the_results_fragment(client, published_board):
     response = client.get("/", {"developer": "Google"}, HTTP_HX_REQUEST="true")
     html = response.content.decode()
     assert response.status_code == 200
@@ -218,7 +215,7 @@ def test_htmx_requests_get_only_the_results_fragment(client, published_board):  
     assert 'id="board-chart"' in html
 
 
-def test_sort_headers_are_real_links_that_keep_the_filters(client, published_board):  # noqa: F811
+def test_sort_headers_are_real_links_that_keep_the_filters(client, published_board):
     html = get(client, "/", developer="OpenAI", sort="-pass_at_1")
     assert 'aria-sort="descending"' in html
     links = re.findall(r'<a class="sort" href="([^"]+)" hx-get="\1"', html)
@@ -226,7 +223,7 @@ def test_sort_headers_are_real_links_that_keep_the_filters(client, published_boa
     assert "?developer=OpenAI&amp;sort=pass_at_1" in html  # the current column toggles direction
 
 
-def test_every_page_is_accessible(client, published_board):  # noqa: F811
+def test_every_page_is_accessible(client, published_board):
     snippet = Snippet.objects.filter(task_version__task__paper__key="DyT").order_by("ordinal").first()
     urls = [
         "/",
@@ -242,7 +239,7 @@ def test_every_page_is_accessible(client, published_board):  # noqa: F811
         assert_accessible(get(client, url))
 
 
-def test_model_page_shows_its_per_paper_scores_and_verdict_grid(client, published_board):  # noqa: F811
+def test_model_page_shows_its_per_paper_scores_and_verdict_grid(client, published_board):
     html = get(client, reverse("leaderboard:model", args=["O3_HIGH"]))
     detail = selectors.model_detail(key="O3_HIGH")
     assert "<h1>O3 (High)</h1>" in html
@@ -256,7 +253,7 @@ def test_model_page_shows_its_per_paper_scores_and_verdict_grid(client, publishe
     assert client.get(reverse("leaderboard:model", args=["NO_SUCH_MODEL"])).status_code == 404
 
 
-def test_paper_page_shows_metadata_tree_difficulty_and_heatmap(client, published_board):  # noqa: F811
+def test_paper_page_shows_metadata_tree_difficulty_and_heatmap(client, published_board):
     html = get(client, reverse("leaderboard:paper", args=["DyT"]))
     detail = selectors.paper_detail(key="DyT")
     assert "Transformers without Normalization" in html and "https://github.com/jiachenzhu/DyT" in html
@@ -274,7 +271,7 @@ def test_paper_page_shows_metadata_tree_difficulty_and_heatmap(client, published
     assert client.get(reverse("leaderboard:paper", args=["nope"])).status_code == 404
 
 
-def test_snippet_page_of_a_metadata_only_version_explains_what_is_missing(client, published_board):  # noqa: F811
+def test_snippet_page_of_a_metadata_only_version_explains_what_is_missing(client, published_board):
     snippet = Snippet.objects.filter(task_version__task__paper__key="DyT", name="forward").get()
     html = get(client, reverse("leaderboard:snippet", args=["DyT", "forward"]))
     assert "holds only metadata" in html
@@ -284,7 +281,7 @@ def test_snippet_page_of_a_metadata_only_version_explains_what_is_missing(client
     assert client.get(reverse("leaderboard:snippet", args=["DyT", "no such snippet"])).status_code == 404
 
 
-def test_errors_page_shares_and_per_model_counts_match_the_breakdown(client, published_board):  # noqa: F811
+def test_errors_page_shares_and_per_model_counts_match_the_breakdown(client, published_board):
     html = get(client, reverse("leaderboard:errors"))
     data = selectors.error_breakdown()
     for c in data.categories:
@@ -293,7 +290,7 @@ def test_errors_page_shares_and_per_model_counts_match_the_breakdown(client, pub
     assert "No infrastructure failures recorded" in html
 
 
-def test_contamination_page_shows_the_global_cutoff_and_timeline(client, published_board):  # noqa: F811
+def test_contamination_page_shows_the_global_cutoff_and_timeline(client, published_board):
     html = get(client, reverse("leaderboard:contamination"))
     data = selectors.contamination_overview()
     assert f"keeps 13 of {len(data.papers)} papers" in html
@@ -304,13 +301,13 @@ def test_contamination_page_shows_the_global_cutoff_and_timeline(client, publish
     assert f"Original global cutoff ({data.global_cutoff.isoformat()})" in texts
 
 
-def test_ablation_page_is_honest_when_no_pairs_exist(client, published_board):  # noqa: F811
+def test_ablation_page_is_honest_when_no_pairs_exist(client, published_board):
     html = get(client, reverse("leaderboard:ablation"))
     assert "No with/without-paper pairs yet" in html
     assert "No snippet has results both with and without the paper yet" in html
 
 
-def test_chart_data_links_return_csv_of_the_filtered_rows(client, published_board):  # noqa: F811
+def test_chart_data_links_return_csv_of_the_filtered_rows(client, published_board):
     import csv
     import io
 

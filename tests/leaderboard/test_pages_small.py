@@ -9,11 +9,18 @@ import pytest
 from django.urls import reverse
 
 from contributions.services import task_version_import
-from evaluation.models import Completion, EvaluationRun, TestResult
+from evaluation.models import EvaluationRun
 from leaderboard import selectors
 from leaderboard.services import leaderboard_refresh_run
 from researchcodebench.pset import read_pset
-from tests.leaderboard.factories import LanguageModelFactory, make_benchmark, make_run
+from tests.factories import (
+    CompletionFactory,
+    EvaluationRunFactory,
+    LanguageModelFactory,
+    TestResultFactory,
+    make_benchmark,
+    make_run,
+)
 from tests.leaderboard.test_pages import Page, assert_accessible, get
 
 pytestmark = pytest.mark.django_db
@@ -83,15 +90,13 @@ def test_snippet_page_shows_problem_reference_and_highlighted_escaped_diff(clien
     pset = read_pset(REPO / "examples" / "pset")
     version = task_version_import(task=pset.task("rmsnorm"))
     snippet = version.snippets.exclude(code="").order_by("ordinal").first()
-    run = EvaluationRun.objects.create(
+    run = EvaluationRunFactory(
         model=LanguageModelFactory(name="<script>alert(1)</script>", key="EVIL"),
-        source=EvaluationRun.Source.UPLOADED, verification=EvaluationRun.Verification.UPLOADED,
-        status=EvaluationRun.Status.FINISHED,
-    )  # fmt: skip
+        source=EvaluationRun.Source.UPLOADED,
+    )
     code = snippet.code.replace("\n", "\n# <b>changed</b>\n", 1)
-    completion = Completion.objects.create(run=run, snippet=snippet, code=code, stage=Completion.Stage.DONE)
-    TestResult.objects.create(
-        completion=completion, outcome="failed", passed=False, category="logic",
+    TestResultFactory(
+        completion=CompletionFactory(run=run, snippet=snippet, code=code), outcome="failed", category="logic",
         exception_type="AssertionError", stdout_tail="ran 3 tests", stderr_tail="AssertionError: <mismatch>",
     )  # fmt: skip
     scored(run)

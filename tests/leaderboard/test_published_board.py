@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.leaderboard.factories import published_board  # noqa: F401 - fixture
-
 pytestmark = pytest.mark.django_db
 
 
@@ -19,7 +17,7 @@ def by_key(payload: dict) -> dict[str, dict]:
 # --- the published results ----------------------------------------------------------------------------
 
 
-def test_published_leaderboard_puts_gemini_first_with_the_papers_numbers(client, published_board):  # noqa: F811
+def test_published_leaderboard_puts_gemini_first_with_the_papers_numbers(client, published_board):
     response = client.get("/api/v1/leaderboard/")
     assert response.status_code == 200
     data = response.json()
@@ -38,7 +36,7 @@ def test_published_leaderboard_puts_gemini_first_with_the_papers_numbers(client,
     assert scores == sorted(scores, reverse=True)
 
 
-def test_global_contamination_keeps_13_papers_and_gemini_scores_33_30(client, published_board):  # noqa: F811
+def test_global_contamination_keeps_13_papers_and_gemini_scores_33_30(client, published_board):
     data = client.get("/api/v1/leaderboard/?contamination=global").json()
     assert data["contamination"] == "global" and len(data["results"]) == 32
     gemini = by_key(data)["GEMINI_2_5_PRO_PREVIEW_05_06"]
@@ -48,7 +46,7 @@ def test_global_contamination_keeps_13_papers_and_gemini_scores_33_30(client, pu
     assert gemini["ci95"] is not None  # the unfiltered global selection is stored with its interval
 
 
-def test_per_model_contamination_scores_each_model_after_its_own_cutoff(client, published_board):  # noqa: F811
+def test_per_model_contamination_scores_each_model_after_its_own_cutoff(client, published_board):
     rows = by_key(client.get("/api/v1/leaderboard/?contamination=per-model").json())
     assert len(rows["GEMINI_2_5_PRO_PREVIEW_05_06"]["selection"]) == 13  # cutoff 2025-01
     assert len(rows["O3_HIGH"]["selection"]) == 20  # cutoff 2023-10: every paper is later
@@ -56,7 +54,7 @@ def test_per_model_contamination_scores_each_model_after_its_own_cutoff(client, 
     assert rows["CLAUDE_3_7_SONNET_2025_02_19"]["snippets"] < 212
 
 
-def test_global_rule_follows_the_models_shown_by_the_filters(client, published_board):  # noqa: F811
+def test_global_rule_follows_the_models_shown_by_the_filters(client, published_board):
     everyone = by_key(client.get("/api/v1/leaderboard/?contamination=global").json())
     openai = client.get("/api/v1/leaderboard/?contamination=global&developer=OpenAI").json()
     assert openai["results"] and all(r["model"]["developer"] == "OpenAI" for r in openai["results"])
@@ -66,7 +64,7 @@ def test_global_rule_follows_the_models_shown_by_the_filters(client, published_b
     assert o3["ci95"] is None  # recombined from per-paper sums: no stored interval for this selection
 
 
-def test_model_paper_snippet_and_run_endpoints_answer_for_published_rows(client, published_board):  # noqa: F811
+def test_model_paper_snippet_and_run_endpoints_answer_for_published_rows(client, published_board):
     model = client.get("/api/v1/models/GEMINI_2_5_PRO_PREVIEW_05_06/").json()
     assert round(model["scores"]["none"]["scaled_pass_at_1"], 2) == 37.34
     assert len(model["per_paper"]) == 20 and len(model["verdict_grid"]) == 212
@@ -82,13 +80,13 @@ def test_model_paper_snippet_and_run_endpoints_answer_for_published_rows(client,
 
 
 @pytest.mark.parametrize("mode", ["none", "global", "per-model"])
-def test_every_published_row_equals_core_scoring_exactly(published_board, mode):  # noqa: F811
+def test_every_published_row_equals_core_scoring_exactly(published_board, mode):
     import yaml
 
     from leaderboard.selectors import LeaderboardFilters, leaderboard_rows
     from researchcodebench.pset import normalise_date
     from researchcodebench.scoring import load_published, score_published
-    from tests.leaderboard.factories import ORIGINAL, REGISTRY
+    from tests.leaderboard.conftest import ORIGINAL, REGISTRY
 
     dates = {
         str(e["id"]): normalise_date(e["first_commit_date"]) for e in yaml.safe_load(REGISTRY.read_text())

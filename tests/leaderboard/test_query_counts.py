@@ -10,7 +10,7 @@ import pytest
 from leaderboard import selectors
 from leaderboard.selectors import LeaderboardFilters
 from leaderboard.services import leaderboard_refresh_runs
-from tests.leaderboard.factories import LanguageModelFactory, make_benchmark, make_run
+from tests.factories import LanguageModelFactory, make_benchmark, make_run
 
 pytestmark = pytest.mark.django_db
 
