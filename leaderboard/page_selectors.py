@@ -4,7 +4,8 @@ and name) and the problem text a model saw for it.
 ``selectors.snippet_detail`` takes a snippet id; page URLs carry the paper key and the snippet name (names
 hold spaces, commas and other free text), so ``snippet_lookup`` resolves them, preferring the version of
 the default release, then the newest version. ``snippet_problem`` rebuilds the masked file and the prompt
-with the core library (``researchcodebench.problems``) from the task version's stored files.
+with the core library (``researchcodebench.problems``) from the task version's stored bytes, in memory: a
+page view never writes a task folder.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from contributions.models import Release, Snippet, TaskVersion
-from evaluation.workspace import WorkspaceError, task_version_task
+from contributions.task_folders import TaskFolderError, task_version_read
 from researchcodebench import problems
 
 
@@ -80,10 +81,10 @@ def snippet_problem(
             }
         )
     try:
-        task = task_version_task(task_version=task_version)
+        task = task_version_read(task_version=task_version)
         snippet = task.snippet(name)
         masked = problems.mask_file(task.read_text(snippet.file), snippet)
         prompt = problems.build_prompt(task, snippet, template=template, with_paper=with_paper)
-    except (WorkspaceError, KeyError, ValueError, OSError) as exc:
+    except (TaskFolderError, KeyError, ValueError, OSError) as exc:
         return Problem(**{**empty.__dict__, "reason": f"The problem cannot be rebuilt: {exc}"})
     return Problem(True, "", template, with_paper, masked, snippet.file, prompt.text, prompt.hash)

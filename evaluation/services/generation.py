@@ -34,7 +34,7 @@ def completion_generate(*, completion_id: int, owner: str) -> Completion | None:
     Precondition: ``owner`` holds the generation lease. Not one transaction: the network call happens
     outside any transaction, the record is atomic. Returns what ``completion_record_generation`` returns.
     """
-    from evaluation.workspace import task_version_task
+    from contributions.task_folders import task_version_task
 
     item = Completion.objects.select_related("run__model", "snippet__task_version__task").get(
         pk=completion_id

@@ -13,17 +13,16 @@ Two source formats are accepted, detected from the content:
 snippets, the release ``rcb-2025-published``) and evaluation rows (one language model and one finished,
 imported run per model, with a completion and a test result per published record). It is idempotent: rows
 are keyed by natural keys (model key, paper key, (task, content hash), (model, release, source),
-(run, snippet, completion index)) and only what is missing is created.
+(run, snippet, completion index)) and only what is missing is created. Catalogue rows are written only
+through ``contributions.services`` (their one writer); this module writes the evaluation rows itself.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import gzip
 import hashlib
 import json
 import math
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -32,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
 from django.utils import timezone
 
-from contributions.models import Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
+from contributions.models import Paper, Release, ReleaseEntry, TaskVersion
+from contributions.services import catalogue, releases
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
 from researchcodebench.errors import classify_imported
 from researchcodebench.pset import DATE_KEYS, PaperMeta, PsetError, normalise_date, read_registry_entries
@@ -63,7 +62,6 @@ TIMEOUT_EXIT_CODE = 124
 #: Marks "no record for this snippet" in a fixture verdict string.
 NO_RECORD = "."
 
-_ARXIV_ID = re.compile(r"arxiv\.org/(?:abs|pdf)/([^/?#]+?)(?:v\d+)?(?:\.pdf)?/?$")
 _PAPER_FIELDS = ("title", "arxiv_abs", "github_url", "venue")
 # company (as the original writes it) -> provider; models behind OpenRouter carry company OPENROUTER.
 _PROVIDER_BY_COMPANY = {
@@ -678,7 +676,7 @@ def _model_fields(model: PublishedModel, where: str) -> dict[str, Any]:
     }
 
 
-def _save_fields(row: LanguageModel | Paper, values: Mapping[str, Any], names: list[str]) -> bool:
+def _save_fields(row: LanguageModel, values: Mapping[str, Any], names: list[str]) -> bool:
     """Set the fields ``names`` of ``row`` from ``values`` and save only them (and ``updated_at``).
 
     Returns False, saving nothing, when ``names`` is empty."""
@@ -723,39 +721,15 @@ def _import_models(source: PublishedSource, report: PublishedImportReport) -> di
     return out
 
 
-def _arxiv_id(url: str | None) -> str:
-    match = _ARXIV_ID.search(url or "")
-    return match.group(1) if match else ""
-
-
-def _paper_fields(paper: PaperMeta) -> dict[str, Any]:
-    def date(value: str | None) -> _dt.date | None:
-        return _dt.date.fromisoformat(value) if value else None
-
-    return {
-        "title": paper.title or paper.id,
-        "arxiv_id": _arxiv_id(paper.arxiv_abs),
-        "arxiv_abs": paper.arxiv_abs or "",
-        "venue": paper.venue or "",
-        "github_url": paper.github_url or "",
-        **{name: date(getattr(paper, name)) for name in DATE_KEYS},
-    }
-
-
 def _import_papers(source: PublishedSource, report: PublishedImportReport) -> dict[str, Paper]:
-    existing = {p.key: p for p in Paper.objects.filter(key__in=[p.id for p in source.papers])}
     out: dict[str, Paper] = {}
     for paper in source.papers:
-        values = _paper_fields(paper)
-        row = existing.get(paper.id)
-        if row is None:
-            row = Paper.objects.create(key=paper.id, **values)
+        row, created = catalogue.paper_get_or_create(meta=paper)
+        if created:
             report.papers_created += 1
-        else:
-            # Only fill what is empty: a paper imported with its task folder keeps its own registry entry.
-            changed = [n for n, v in values.items() if v not in (None, "") and getattr(row, n) in (None, "")]
-            if _save_fields(row, values, changed):
-                report.papers_updated += 1
+        # Only fill what is empty: a paper imported with its task folder keeps its own registry entry.
+        elif catalogue.paper_update(paper=row, meta=paper, only_empty=True):
+            report.papers_updated += 1
         out[paper.id] = row
     return out
 
@@ -780,10 +754,8 @@ def _version_for(
     )
     if entry is not None:
         return entry.task_version
-    task = Task.objects.filter(key=paper.id).first()
-    if task is None:
-        task = Task.objects.create(key=paper.id, paper=paper_row)
-        report.tasks_created += 1
+    task, created = catalogue.task_get_or_create(key=paper.id, paper=paper_row)
+    report.tasks_created += int(created)
     wanted = dict(snippets)
     for version in task.versions.filter(has_files=True).order_by("-number"):
         have = dict(version.snippets.values_list("name", "lines"))
@@ -795,36 +767,17 @@ def _version_for(
                 f"{paper.id} v{version.number} has the published snippet names but other line counts; "
                 "the published results use a metadata-only version instead"
             )
-    content_hash = _metadata_hash(snippets)
-    version = TaskVersion.objects.filter(task=task, content_hash=content_hash).first()
-    if version is not None:
-        return version
-    number = (task.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     files = paper.annotated_file_paths
-    version = TaskVersion.objects.create(
+    version, created = catalogue.task_version_create_metadata_only(
         task=task,
-        number=number,
-        content_hash=content_hash,
-        origin=TaskVersion.Origin.PUBLISHED,
-        has_files=False,
-        files={},
-        meta=paper.to_dict(),
-        manifest={},
-        validation_report=[],
-        total_lines=0,
+        content_hash=_metadata_hash(snippets),
+        meta=paper,
+        snippets=snippets,
+        snippet_file=files[0] if len(files) == 1 else "",
     )
-    Snippet.objects.bulk_create(
-        Snippet(
-            task_version=version,
-            name=name,
-            ordinal=i,
-            file=files[0] if len(files) == 1 else "",
-            lines=lines,
-        )
-        for i, (name, lines) in enumerate(snippets)
-    )
-    report.task_versions_created += 1
-    report.snippets_created += len(snippets)
+    if created:
+        report.task_versions_created += 1
+        report.snippets_created += len(snippets)
     return version
 
 
@@ -979,20 +932,15 @@ def published_import(*, source: Path, papers: Path | None = None) -> PublishedIm
         raise PublishedSourceError(f"{data.path}: no paper metadata for {', '.join(missing_papers)}")
     models = _import_models(data, report)
     paper_rows = _import_papers(data, report)
-    release, report.release_created = Release.objects.get_or_create(
-        name=RELEASE_NAME, defaults={"title": RELEASE_TITLE, "description": CREDIT}
+    release, report.release_created = releases.release_get_or_create(
+        name=RELEASE_NAME, title=RELEASE_TITLE, description=CREDIT
     )
-    if not release.is_default and not Release.objects.filter(is_default=True).exists():
-        release.is_default = True
-        release.save(update_fields=["is_default"])
-        report.made_default = True
+    report.made_default = releases.release_set_default_if_none(release=release)
     snippet_ids: dict[tuple[str, str], int] = {}
     by_key = {p.id: p for p in data.papers}
     for position, (paper_key, snippets) in enumerate(data.snippets.items()):
         version = _version_for(by_key[paper_key], paper_rows[paper_key], snippets, release, report)
-        ReleaseEntry.objects.get_or_create(
-            release=release, task=version.task, defaults={"task_version": version, "position": position}
-        )
+        releases.release_entry_get_or_create(release=release, task_version=version, position=position)
         ids = dict(version.snippets.values_list("name", "id"))
         for name, _lines in snippets:
             if name not in ids:

@@ -688,7 +688,8 @@ def completion_test(*, completion_id: int, owner: str, worker_host: str = "") ->
     corrupt blob, sandbox or environment unavailable) is recorded as an ``infra_error`` verdict with its
     reason, so it can be re-run (``run_rerun``) and never counts against the model.
     """
-    from evaluation.workspace import shared_runner, task_version_task
+    from contributions.task_folders import task_version_task
+    from evaluation.workspace import shared_runner
 
     item = Completion.objects.select_related("run", "snippet__task_version__task").get(pk=completion_id)
     try:

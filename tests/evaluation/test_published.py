@@ -13,6 +13,7 @@ from django.core.management import CommandError, call_command
 from django.db.models import Count
 
 from contributions.models import Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
+from contributions.task_meta import meta_from_json, meta_to_json
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
 from evaluation.selectors import run_snippet_results
 from evaluation.services.published import (
@@ -24,6 +25,7 @@ from evaluation.services.published import (
     published_source_read,
     published_verify,
 )
+from researchcodebench.arxiv import arxiv_id
 from researchcodebench.scoring import line_rates, load_published, per_paper, task_rates
 
 REPO = Path(__file__).resolve().parents[2]
@@ -253,6 +255,28 @@ def test_registry_dates_override_the_result_files_paper_metadata():
     assert str(registry["first_commit_date"]) != raw["first_commit_date"]
     assert minp.first_commit_date.isoformat() == str(registry["first_commit_date"])
     assert minp.arxiv_id == "2407.01082"
+
+
+@needs_original
+def test_papers_get_the_arxiv_ids_of_the_registry_by_the_one_parser():
+    published_import(source=FIXTURE, papers=REGISTRY)
+
+    registry = {e["id"]: e.get("arxiv_abs") for e in yaml.safe_load(REGISTRY.read_text())}
+    ids = dict(Paper.objects.filter(key__in=list(registry)).values_list("key", "arxiv_id"))
+    assert ids == {key: arxiv_id(url) for key, url in registry.items()}
+    assert (ids["DyT"], ids["SISS"], ids["GPS"]) == ("2503.10622", "2503.01034", "")
+
+
+def test_metadata_only_versions_store_the_registry_entry_as_every_version_does(tmp_path):
+    published_import(source=small_fixture(tmp_path))
+
+    version = TaskVersion.objects.get(task__key="alpha", has_files=False)
+    assert meta_from_json(version.meta).arxiv_abs == "https://arxiv.org/abs/2401.00001v2"
+    assert version.meta == meta_to_json(meta_from_json(version.meta)) and version.meta["extra_order"] == []
+    assert list(version.snippets.values_list("name", "lines", "file")) == [
+        ("a1", 4, "model.py"),
+        ("a2", 1, "model.py"),
+    ]
 
 
 # ---------------------------------------------------------------------------------------- small fixtures

@@ -1,0 +1,221 @@
+"""Writes to releases and their entries: importing a pset as a release, the default release, export.
+
+Every function here is keyword-only and raises ``CatalogueError`` for input it refuses (a release name
+that is not a slug or is taken, a pset with errors, a release that cannot be exported).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import transaction
+
+from contributions.errors import CatalogueError
+from contributions.models import Release, ReleaseEntry, TaskVersion
+from contributions.services.catalogue import file_blobs_store, task_version_import
+from contributions.task_folders import (
+    TaskFolderError,
+    blobs_read,
+    files_write,
+    safe_relpath,
+    version_file_bytes,
+)
+from contributions.task_meta import meta_from_json
+from researchcodebench import pset as rcb_pset
+
+#: Shown at most this many problems in one error message; the count of the rest is stated.
+_MAX_LISTED_PROBLEMS = 50
+
+
+def _problem_lines(problems: Iterable[tuple[str | None, rcb_pset.Issue]]) -> list[str]:
+    lines = []
+    for task_id, issue in problems:
+        # Task issues name files relative to the task folder; registry issues name papers.yaml itself.
+        where = (
+            issue.location()
+            if task_id is None or issue.file == rcb_pset.REGISTRY
+            else f"{task_id}/{issue.location()}"
+        )
+        text = f"{where}: {issue.message}"
+        lines.append(f"{text} (hint: {issue.hint})" if issue.hint else text)
+    return lines
+
+
+def _limited(lines: list[str]) -> str:
+    shown = lines[:_MAX_LISTED_PROBLEMS]
+    rest = len(lines) - len(shown)
+    return "\n".join(["  " + line for line in shown] + ([f"  ... and {rest} more"] if rest else []))
+
+
+def _release_contents(release: Release) -> dict[str, str]:
+    return dict(release.entries.values_list("task__key", "task_version__content_hash"))
+
+
+def _check_release_name(name: str) -> None:
+    try:
+        validate_slug(name)
+    except ValidationError as exc:
+        raise CatalogueError(
+            f"release name {name!r} is not valid: use letters, digits, '-' and '_' only"
+        ) from exc
+
+
+@transaction.atomic
+def release_get_or_create(*, name: str, title: str = "", description: str = "") -> tuple[Release, bool]:
+    """The release called ``name``, created empty with ``title`` and ``description`` when missing;
+    (release, created). An existing release is returned unchanged. Raises ``CatalogueError`` for a name
+    that is not a slug."""
+    _check_release_name(name)
+    return Release.objects.get_or_create(name=name, defaults={"title": title, "description": description})
+
+
+@transaction.atomic
+def release_entry_get_or_create(
+    *, release: Release, task_version: TaskVersion, position: int
+) -> tuple[ReleaseEntry, bool]:
+    """The entry of ``task_version``'s task in ``release``, added at ``position`` when the release holds no
+    version of that task; an existing entry (even of another version) is kept. (entry, created)."""
+    return ReleaseEntry.objects.get_or_create(
+        release=release,
+        task=task_version.task,
+        defaults={"task_version": task_version, "position": position},
+    )
+
+
+@transaction.atomic
+def release_create_from_pset(
+    *,
+    path: str | Path,
+    name: str,
+    title: str = "",
+    by: AbstractBaseUser | None = None,
+    allow_errors: bool = False,
+) -> Release:
+    """Import an original-format pset folder (docs/task-format.md) as a new release named ``name``.
+
+    Each task becomes a task version (reused when its content was imported before). Refuses, with every
+    problem listed as ``task/file:line: message``, a pset whose validation finds errors, unless
+    ``allow_errors``. A name that is taken raises ``CatalogueError``, except when the existing release
+    holds exactly the same task contents: then it is returned unchanged, so repeating an import is safe.
+    After the transaction commits, the release is committed and tagged in the benchmark git repository;
+    a failure there is logged and recorded on the release, never undoing the import.
+    """
+    _check_release_name(name)
+    try:
+        pset = rcb_pset.read_pset(path)
+    except rcb_pset.PsetError as exc:
+        raise CatalogueError(str(exc)) from exc
+    errors = [(task_id, issue) for task_id, issue in pset.all_issues() if issue.is_error]
+    if errors and not allow_errors:
+        raise CatalogueError(
+            f"{pset.root}: {len(errors)} error(s); fix them (python -m researchcodebench inspect "
+            f"shows them too) or import with --allow-errors:\n{_limited(_problem_lines(errors))}"
+        )
+    if not pset.tasks:
+        raise CatalogueError(f"{pset.root}: the registry lists no task with a folder; nothing to import")
+
+    top_files = _pset_top_files(Path(pset.root))
+    wanted = {task.id: rcb_pset.content_hash(task.root) for task in pset.tasks}
+    wanted_top = {rel: hashlib.sha256(data).hexdigest() for rel, data in top_files.items()}
+    existing = Release.objects.filter(name=name).first()
+    if existing is not None:
+        have = _release_contents(existing)
+        if have == wanted and existing.pset_files == wanted_top:
+            return existing
+        changed = sorted(k for k in set(have) | set(wanted) if have.get(k) != wanted.get(k))
+        changed += sorted(
+            k
+            for k in set(existing.pset_files) | set(wanted_top)
+            if existing.pset_files.get(k) != wanted_top.get(k)
+        )
+        raise CatalogueError(
+            f"release {name!r} already exists with different contents (differing: "
+            f"{', '.join(changed)}); releases never change: choose a new release name"
+        )
+
+    release = Release.objects.create(name=name, title=title, pset_files=file_blobs_store(top_files))
+    for position, task in enumerate(pset.tasks):
+        version = task_version_import(task=task, origin=TaskVersion.Origin.IMPORTED, by=by)
+        release_entry_get_or_create(release=release, task_version=version, position=position)
+
+    from contributions import benchmark_repo  # the repository module builds on this one
+
+    transaction.on_commit(functools.partial(benchmark_repo.commit_release_recorded, release_id=release.pk))
+    return release
+
+
+def _pset_top_files(root: Path) -> dict[str, bytes]:
+    """The pset folder's own files (``papers.yaml``, a README...): plain files directly in the folder."""
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(root.iterdir())
+        if p.is_file() and not p.is_symlink() and not p.name.endswith((".pyc", ".pyo"))
+    }
+
+
+@transaction.atomic
+def release_set_default(*, release: Release) -> Release:
+    """Make ``release`` the one the leaderboard shows first (exactly one release is the default)."""
+    Release.objects.filter(is_default=True).exclude(pk=release.pk).update(is_default=False)
+    Release.objects.filter(pk=release.pk).update(is_default=True)
+    release.is_default = True
+    return release
+
+
+@transaction.atomic
+def release_set_default_if_none(*, release: Release) -> bool:
+    """Make ``release`` the default release when there is none; True when it became the default."""
+    if release.is_default or Release.objects.select_for_update().filter(is_default=True).exists():
+        return False
+    release_set_default(release=release)
+    return True
+
+
+def _single_name(name: str, *, owner: str) -> str:
+    """``name`` when it is safe as one entry of the export's top folder (``task_folders.safe_relpath``)."""
+    if len(safe_relpath(name, owner=owner)) != 1:
+        raise TaskFolderError(f"{owner}: {name!r} is not a plain file or folder name")
+    return name
+
+
+def release_export(*, release: Release, out_dir: str | Path) -> Path:
+    """Write ``release`` as an original-format pset: ``papers.yaml`` plus every task folder byte-exact.
+
+    ``out_dir`` must not exist or be empty. A release imported from a folder gets that folder's own files
+    back verbatim (its ``papers.yaml`` included), so the export is byte-identical to the import; for
+    other releases ``papers.yaml`` is written from the versions' stored registry entries. Raises
+    ``CatalogueError`` naming the tasks when the release holds metadata-only versions (their files are
+    not in the portal), and for a missing or corrupt blob or an unsafe stored path.
+    """
+    out = Path(out_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise CatalogueError(f"{out}: output folder exists and is not empty; choose a new or empty folder")
+    entries = list(release.entries.select_related("task_version__task").order_by("position", "task__key"))
+    no_files = [e.task_version for e in entries if not e.task_version.has_files]
+    if no_files:
+        names = ", ".join(str(v) for v in no_files)
+        raise CatalogueError(
+            f"release {release.name!r} cannot be exported: metadata-only task versions have no files "
+            f"({names}); import their task folders first"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    metas = []
+    for entry in entries:
+        version = entry.task_version
+        task_dir = out / _single_name(version.task.key, owner=f"release {release.name}")
+        task_dir.mkdir()
+        files_write(files=version_file_bytes(task_version=version), folder=task_dir, owner=str(version))
+        metas.append(meta_from_json(version.meta))
+    owner = f"release {release.name}"
+    top_files = blobs_read(release.pset_files, owner=owner)
+    for rel in top_files:
+        _single_name(rel, owner=owner)
+    top_files.setdefault(rcb_pset.REGISTRY, rcb_pset.registry_text(metas).encode("utf-8"))
+    files_write(files=top_files, folder=out, owner=owner)
+    return out
