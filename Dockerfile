@@ -26,6 +26,9 @@ COPY --chown=app:app . /app
 # Collect, hash and compress static files at build time (a throwaway key: settings refuse to load without one).
 RUN DJANGO_SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput
 
+# Web and every worker run as `app`. The local sandbox works unprivileged (bubblewrap with user namespaces)
+# where the container may create user namespaces; Docker's default seccomp profile forbids that, which is
+# why compose's evaluation workers use the docker sandbox (each test in its own container) instead.
 USER app
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \

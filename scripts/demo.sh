@@ -6,6 +6,34 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh
 
+# The worker runs untrusted test code (in the local sandbox): started as root, the demo drops to the
+# unprivileged RCB_DEMO_USER (default nobody) for everything after the setup, first handing it var/ and a
+# cgroup of its own under this one (v1 memory, pids, cpu), so the sandbox still limits memory, processes
+# and CPU per run. It stays root, saying why, when that user cannot run both interpreters (a pyenv under
+# /root, say): bubblewrap, running as that user, must be able to reach the interpreter's folders.
+if [ "$(id -u)" = 0 ] && [ -z "${RCB_DEMO_DROPPED:-}" ]; then
+  demo_user="${RCB_DEMO_USER:-nobody}"
+  drop=(setpriv --reuid "$(id -u "$demo_user")" --regid "$(id -g "$demo_user")" --clear-groups --inh-caps=-all)
+  if "${drop[@]}" sh -c '.venv/bin/python -c "" && "${RCB_EVAL_PYTHON:-.venv-eval/bin/python}" -c ""' \
+    2>/dev/null; then
+    mkdir -p var
+    chown -R "$demo_user:" var
+    while IFS=: read -r _ controllers path; do
+      for controller in memory pids cpu; do
+        case ",$controllers," in *",$controller,"*) ;; *) continue ;; esac
+        folder="/sys/fs/cgroup/$controller${path%/}/rcb-demo-$$"
+        if mkdir -p "$folder" 2>/dev/null && chown -R "$demo_user:" "$folder"; then
+          echo $$ >"$folder/cgroup.procs" || true
+        fi
+      done
+    done </proc/self/cgroup
+    export RCB_DEMO_DROPPED=1 HOME=/tmp
+    exec "${drop[@]}" "$0" "$@"
+  fi
+  echo "demo: $demo_user cannot run .venv/bin/python and the evaluation interpreter (are they under" \
+    "/root?); the worker runs as root. Set RCB_DEMO_USER, or make the interpreters readable." >&2
+fi
+
 export DJANGO_DEBUG="${DJANGO_DEBUG:-1}"
 HOST="${RCB_DEMO_HOST:-127.0.0.1}"
 PORT="${RCB_DEMO_PORT:-8000}"

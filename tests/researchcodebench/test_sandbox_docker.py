@@ -599,6 +599,18 @@ def test_eval_image_pins_torch_2_13_0_like_requirements_bench() -> None:
     assert "-r" in pip_words
 
 
+def test_compose_runs_every_worker_as_an_unprivileged_user() -> None:
+    import yaml
+
+    services = yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
+    workers = {name: s for name, s in services.items() if name.startswith("worker-")}
+    assert set(workers) >= {"worker-site", "worker-eval-cpu", "worker-eval-gpu"}
+    for name, service in workers.items():
+        # No "user" means the image's USER (app), which the Dockerfile test holds to be unprivileged.
+        assert str(service.get("user", "app")).split(":")[0] not in {"0", "root"}, name
+    assert services["worker-eval-cpu"]["group_add"], "the eval workers reach the engine through its group"
+
+
 def test_eval_image_runs_as_the_non_root_user_the_sandbox_expects_in_task() -> None:
     instructions = dockerfile_instructions()
     users = [rest for kw, rest in instructions if kw == "USER"]
