@@ -216,6 +216,10 @@ RCB_EVAL_PYTHON = env_str("RCB_EVAL_PYTHON")
 RCB_SANDBOX = env_str("RCB_SANDBOX", "local")
 #: the docker sandbox's evaluation image (None: the core's ``DEFAULT_IMAGE``)
 RCB_DOCKER_IMAGE = env_str("RCB_DOCKER_IMAGE")
+#: per-run sandbox resources (``researchcodebench.sandbox.base.Limits``): the size of a run's private task
+#: folder (writes past it fail with ENOSPC, never on the host's disk) and its CPU quota in cores
+RCB_TASK_DIR_MB = env_int("RCB_TASK_DIR_MB", 1024, minimum=1)
+RCB_CPU_QUOTA = env_float("RCB_CPU_QUOTA", 1.0, minimum=0.01)
 #: the development-only ``none`` sandbox runs untrusted code on the host, so it is refused unless this is on
 RCB_ALLOW_UNSANDBOXED = env_bool("RCB_ALLOW_UNSANDBOXED", default=False)
 #: routes bench/leaderboard_load.py's do-nothing baseline view (``/api/v1/bench/trivial/``)
