@@ -4,7 +4,6 @@
 
 from contributions.errors import CatalogueError
 from contributions.services.catalogue import (
-    arxiv_id_from_url,
     file_blobs_store,
     paper_get_or_create,
     paper_update,
@@ -25,7 +24,6 @@ from contributions.task_meta import meta_from_json, meta_to_json
 
 __all__ = [
     "CatalogueError",
-    "arxiv_id_from_url",
     "file_blobs_store",
     "meta_from_json",
     "meta_to_json",

@@ -28,11 +28,6 @@ from researchcodebench import pset as rcb_pset
 from researchcodebench.arxiv import arxiv_id
 
 
-def arxiv_id_from_url(url: str | None) -> str:
-    """The arXiv id of an abstract or PDF URL without its version; "" if none (``researchcodebench.arxiv``)."""
-    return arxiv_id(url)
-
-
 def _date(value: str | None) -> _dt.date | None:
     return _dt.date.fromisoformat(value) if value else None
 

@@ -68,20 +68,6 @@ def test_paper_rows_carry_registry_metadata_with_parsed_arxiv_id_and_dates(small
     assert paper.last_commit_date is None and paper.github_url == "https://github.com/example/alpha"
 
 
-@pytest.mark.parametrize(
-    ("url", "expected"),
-    [
-        ("https://arxiv.org/abs/2502.10927v1", "2502.10927"),
-        ("http://arxiv.org/pdf/2104.09864.pdf", "2104.09864"),
-        ("https://arxiv.org/abs/hep-th/9901001", "hep-th/9901001"),
-        ("https://example.org/paper", ""),
-        (None, ""),
-    ],
-)
-def test_arxiv_id_is_parsed_from_abstract_and_pdf_urls(url, expected):
-    assert services.arxiv_id_from_url(url) == expected
-
-
 def test_export_writes_every_imported_file_byte_identical_and_inspect_reads_it(example_pset, tmp_path):
     release = services.release_create_from_pset(path=example_pset, name="r1")
     out = services.release_export(release=release, out_dir=tmp_path / "out")
