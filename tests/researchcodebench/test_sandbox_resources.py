@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,26 @@ def test_limits_refuse_a_non_positive_cpu_quota_or_task_folder_naming_the_field(
     with pytest.raises(ValueError, match="task_dir_mb"):
         Limits(task_dir_mb=0)
     assert Limits.from_dict({"cpu_quota": 2.5, "task_dir_mb": 64}) == Limits(cpu_quota=2.5, task_dir_mb=64)
+
+
+def test_a_busy_sandbox_is_throttled_by_its_cgroup_while_it_runs(sandbox, tmp_path):
+    # Read from the host while the run spins: the kernel's own count of periods the quota held it back.
+    _needs_cpu_controller(sandbox)
+    python = eval_python()
+    spin = "import os\nos.fork(); os.fork()\nwhile True:\n    pass"
+    box = sandbox.spawn(
+        (python, "-I", "-c", spin),
+        python=python,
+        workdir=str(tmp_path),
+        env={},
+        limits=Limits(timeout_s=20, cpu_quota=0.1),
+        stdin=None,
+        stdout=None,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while box.cgroup.cpu_throttled() < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert box.cgroup.cpu_throttled() >= 3
+    finally:
+        box.close()
