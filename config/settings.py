@@ -168,6 +168,12 @@ REST_FRAMEWORK = {
 }
 #: the largest predictions file an upload (web form or API) accepts, in bytes
 RCB_UPLOAD_MAX_BYTES = env_int("RCB_UPLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1)
+#: the largest ``code`` or ``response`` of one predictions line, in UTF-8 bytes
+RCB_UPLOAD_MAX_CODE_BYTES = env_int("RCB_UPLOAD_MAX_CODE_BYTES", 256 * 1024, minimum=1)
+#: the most (non-blank) lines a predictions file may have
+RCB_UPLOAD_MAX_LINES = env_int("RCB_UPLOAD_MAX_LINES", 100_000, minimum=1)
+#: completions per snippet an upload may give (``completion_idx`` from 0 to this minus one)
+RCB_UPLOAD_MAX_COMPLETIONS = env_int("RCB_UPLOAD_MAX_COMPLETIONS", 100, minimum=1)
 SPECTACULAR_SETTINGS = {
     "TITLE": "ResearchCodeBench Hub API",
     "DESCRIPTION": "Read the leaderboard, models, papers, snippets, runs and results; submit predictions.",

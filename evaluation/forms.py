@@ -10,11 +10,10 @@ from django.core.exceptions import ValidationError
 
 from contributions.models import Release
 from evaluation.models import EvaluationRun, LanguageModel
-from evaluation.services.uploads import upload_limit_bytes
+from evaluation.services.uploads import MODEL_KEY_RE, NewModel, upload_limits
+from researchcodebench.predictions import human_size
 from researchcodebench.problems import TEMPLATES
 
-#: a model key: letters, digits, '.', '_' and '-', starting with a letter or digit (e.g. "GPT_4O", "o3-mini")
-MODEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 #: an environment variable name as the portal accepts it (POSIX portable, upper case: OPENAI_API_KEY)
 ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 #: prefixes of real provider keys (OpenAI, Anthropic, OpenRouter, xAI, Groq, Google, Hugging Face, GitHub, ...)
@@ -134,7 +133,11 @@ def _release_choices() -> forms.ModelChoiceField:
 
 
 class PredictionsUploadForm(forms.Form):
-    """A predictions JSONL for a release, for an existing model or a new one named here."""
+    """A predictions JSONL for a release, for an existing model or a new one named here.
+
+    The form only parses the request; the file, its size and the new model's key and name are checked by
+    ``evaluation.services.uploads.predictions_upload`` (whose errors the view puts on these fields).
+    """
 
     model = forms.ModelChoiceField(
         queryset=LanguageModel.objects.order_by("name"),
@@ -142,9 +145,7 @@ class PredictionsUploadForm(forms.Form):
         required=False,
         empty_label="— a new model (fill in below) —",
     )
-    new_model_key = forms.CharField(
-        required=False, max_length=100, validators=[validate_model_key], label="New model key"
-    )
+    new_model_key = forms.CharField(required=False, max_length=100, label="New model key")
     new_model_name = forms.CharField(required=False, max_length=200, label="New model display name")
     new_model_developer = forms.CharField(required=False, max_length=100, label="Developer")
     release = forms.ModelChoiceField(queryset=Release.objects.none())
@@ -152,49 +153,39 @@ class PredictionsUploadForm(forms.Form):
         choices=[(t, t) for t in TEMPLATES],
         initial="rcb-v2",
         help_text="how code is extracted from lines that give a raw 'response'",
+        # The default message repeats the submitted value, which may be of any size.
+        error_messages={"invalid_choice": f"Choose one of {', '.join(TEMPLATES)}."},
     )
     file = forms.FileField(label="Predictions (JSONL)")
+
+    #: the upload service's field names -> this form's
+    SERVICE_FIELDS = {"model_key": "new_model_key", "model_name": "new_model_name"}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["release"] = _release_choices()
-        limit = upload_limit_bytes()
+        limits = upload_limits()
         self.fields["file"].help_text = (
             f'one JSON object per line: {{"task", "snippet", "completion_idx", "code" or "response"}}; '
-            f"at most {limit // (1024 * 1024)} MB"
+            f"at most {human_size(limits.max_bytes)}, {limits.max_lines} lines and "
+            f"{human_size(limits.max_code_bytes)} of code or response per line"
         )
-
-    def clean_file(self) -> Any:
-        upload = self.cleaned_data["file"]
-        limit = upload_limit_bytes()
-        # Refuse before reading: the size is known from the request.
-        if upload.size > limit:
-            raise ValidationError(
-                f"The file is too large ({upload.size / 1024 / 1024:.1f} MB); "
-                f"the limit is {limit / 1024 / 1024:.0f} MB."
-            )
-        return upload
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
-        if data.get("model") is None:
-            key, name = data.get("new_model_key", ""), data.get("new_model_name", "")
-            if not key and "new_model_key" not in self.errors:
-                self.add_error("new_model_key", "Choose a model above or give the new model's key.")
-            if not name:
-                self.add_error("new_model_name", "Give the new model's display name.")
-            if key and LanguageModel.objects.filter(key=key).exists():
-                self.add_error("new_model_key", f"A model with the key {key} exists: choose it above.")
-            if name and LanguageModel.objects.filter(name=name).exists():
-                self.add_error("new_model_name", f"A model named {name} exists: choose it above.")
+        if data.get("model") is None and not data.get("new_model_key") and "new_model_key" not in self.errors:
+            self.add_error("new_model_key", "Choose a model above or give the new model's key.")
         return data
 
-    def new_model_fields(self) -> dict[str, str]:
-        return {
-            "key": self.cleaned_data["new_model_key"],
-            "name": self.cleaned_data["new_model_name"],
-            "developer": self.cleaned_data.get("new_model_developer", ""),
-        }
+    def new_model(self) -> NewModel | None:
+        """The model to create when none was chosen (its key and name are checked by the service)."""
+        if self.cleaned_data.get("model") is not None:
+            return None
+        return NewModel(
+            key=self.cleaned_data["new_model_key"],
+            name=self.cleaned_data.get("new_model_name", ""),
+            developer=self.cleaned_data.get("new_model_developer", ""),
+        )
 
 
 class RunFilterForm(forms.Form):

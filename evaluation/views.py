@@ -6,6 +6,7 @@ fragment (a template partial) that the page swaps in; without it, with the whole
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -17,14 +18,16 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.text import capfirst
 from django.views.decorators.http import require_http_methods, require_POST
+from rest_framework.throttling import UserRateThrottle
 
 from evaluation import selectors
 from evaluation.forms import LanguageModelForm, PredictionsUploadForm, RunFilterForm
 from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services import generation, runs
 from evaluation.services.language_models import language_model_create, language_model_update
-from evaluation.services.uploads import PredictionsInvalid, predictions_upload, predictions_upload_new_model
+from evaluation.services.uploads import PredictionsInvalid, predictions_upload
 
 RUNS_PER_PAGE = 50
 
@@ -111,30 +114,44 @@ def run_rerun_view(request: HttpRequest, run_id: int) -> HttpResponse:
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 
+class UploadThrottle(UserRateThrottle):
+    """The upload API's rate (``RCB_UPLOAD_THROTTLE``) for the upload form. Scope "uploads" gives the same
+    cache key per user as the API's ``ScopedRateThrottle``, so the form and the API share one budget."""
+
+    scope = "uploads"
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def run_upload(request: HttpRequest) -> HttpResponse:
-    """Upload a predictions JSONL: on success go to the new run; otherwise show every error by line."""
+    """Upload a predictions JSONL: on success go to the new run; otherwise show every error by line.
+
+    A POST past the upload rate gets the page back with status 429, a ``Retry-After`` header and a message.
+    """
     line_errors: list[str] = []
     if request.method == "POST":
+        throttle = UploadThrottle()
+        if not throttle.allow_request(request, None):
+            return _upload_throttled(request, throttle)
         form = PredictionsUploadForm(request.POST, request.FILES)
         if form.is_valid():
-            data = form.cleaned_data["file"].read()
-            common = {
-                "release": form.cleaned_data["release"],
-                "data": data,
-                "template": form.cleaned_data["template"],
-                "requester": request.user,
-            }
+            upload = form.cleaned_data["file"]
             try:
-                if form.cleaned_data["model"] is not None:
-                    run = predictions_upload(model=form.cleaned_data["model"], **common)
-                else:
-                    run = predictions_upload_new_model(model_fields=form.new_model_fields(), **common)
+                run = predictions_upload(
+                    release=form.cleaned_data["release"],
+                    file=upload,
+                    template=form.cleaned_data["template"],
+                    requester=request.user,
+                    model=form.cleaned_data["model"],
+                    new_model=form.new_model(),
+                )
             except PredictionsInvalid as exc:
-                line_errors = exc.errors
+                for name, problems in exc.field_errors.items():
+                    for problem in problems:
+                        form.add_error(form.SERVICE_FIELDS.get(name, name), capfirst(problem) + ".")
+                line_errors = exc.line_errors
             else:
-                messages.success(request, f"Run {run.pk} was created from {form.cleaned_data['file'].name}.")
+                messages.success(request, f"Run {run.pk} was created from {upload.name}.")
                 return redirect("evaluation:run_detail", run_id=run.pk)
     else:
         form = PredictionsUploadForm(initial={"model": request.GET.get("model")})
@@ -144,6 +161,34 @@ def run_upload(request: HttpRequest) -> HttpResponse:
         {"form": form, "line_errors": line_errors},
         status=400 if request.method == "POST" else 200,
     )
+
+
+def _upload_throttled(request: HttpRequest, throttle: UploadThrottle) -> HttpResponse:
+    wait = throttle.wait()
+    seconds = max(1, math.ceil(wait)) if wait is not None else None
+    form = PredictionsUploadForm(initial={"model": request.GET.get("model")})
+    response = render(
+        request,
+        "evaluation/run_upload.html",
+        {
+            "form": form,
+            "line_errors": [],
+            "throttled": {"rate": throttle.rate, "retry_after": _duration(seconds)},
+        },
+        status=429,
+    )
+    if seconds is not None:
+        response["Retry-After"] = str(seconds)
+    return response
+
+
+def _duration(seconds: int | None) -> str:
+    if seconds is None:
+        return ""
+    if seconds < 90:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    minutes = math.ceil(seconds / 60)
+    return f"{minutes} minutes"
 
 
 @staff_required

@@ -26,7 +26,15 @@ from collections import Counter
 from typing import Any, TextIO
 
 from .environments import EvalEnvironmentError, resolve_environment
-from .problems import DEFAULT_TEMPLATE, TEMPLATES, blank_body, extract_answer, reindent
+from .predictions import (
+    PredictionError,
+    PredictionLimits,
+    answer_code,
+    format_errors,
+    parse_predictions,
+    shown,
+)
+from .problems import DEFAULT_TEMPLATE, TEMPLATES, blank_body
 from .pset import PsetError, Task, read_pset
 from .runner import EvalItem, Runner, Verdict, VerdictCache, make_sandbox
 from .sandbox.base import SandboxUnavailable
@@ -72,68 +80,42 @@ def register(subparsers: Any) -> None:
     p.set_defaults(handler=run_evaluate)
 
 
-def _field(data: dict, key: str, kind: type, where: str, *, required: bool = True) -> Any:
-    if key not in data:
-        if required:
-            raise EvaluateInputError(f"{where}: missing field {key!r}")
-        return None
-    value = data[key]
-    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise EvaluateInputError(f"{where}: field {key!r} must be an integer, got {value!r}")
-    if kind is str and not isinstance(value, str):
-        raise EvaluateInputError(f"{where}: field {key!r} must be a string, got {type(value).__name__}")
-    return value
-
-
 def read_predictions(
     path: str, tasks: dict[str, Task], *, template: str, wanted: set[str] | None
 ) -> list[EvalItem]:
-    """Parse a predictions JSONL file into items; raises ``EvaluateInputError`` naming ``path:line``."""
-    items: list[EvalItem] = []
-    seen: dict[tuple[str, str, int], int] = {}
+    """Parse a predictions JSONL file into items (``researchcodebench.predictions``, default limits).
+
+    Raises ``EvaluateInputError`` listing every problem as ``path:line: message``: the format's own, and a
+    task the pset lacks or a snippet its task lacks. Lines for tasks outside ``wanted`` are skipped.
+    """
+    limits = PredictionLimits()
     try:
-        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed below
+        size_error = limits.size_error(os.path.getsize(path))
+        if size_error:
+            raise EvaluateInputError(f"{path}: {size_error}")
+        with open(path, "rb") as handle:
+            data = handle.read()
     except OSError as exc:
         raise EvaluateInputError(f"{path}: cannot read predictions: {exc.strerror}") from exc
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            where = f"{path}:{number}"
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except ValueError as exc:
-                raise EvaluateInputError(f"{where}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(data, dict):
-                raise EvaluateInputError(f"{where}: expected a JSON object, got {type(data).__name__}")
-            task_id = _field(data, "task", str, where)
-            name = _field(data, "snippet", str, where)
-            idx = _field(data, "completion_idx", int, where, required=False) or 0
-            has_code, has_response = "code" in data, "response" in data
-            if has_code == has_response:
-                raise EvaluateInputError(f"{where}: give exactly one of 'code' and 'response'")
-            if wanted is not None and task_id not in wanted:
-                continue
-            task = tasks.get(task_id)
-            if task is None:
-                raise EvaluateInputError(f"{where}: unknown task {task_id!r} (not in the pset)")
-            try:
-                snippet = task.snippet(name)
-            except KeyError as exc:
-                raise EvaluateInputError(f"{where}: task {task_id!r} has no snippet {name!r}") from exc
-            key = (task_id, name, idx)
-            if key in seen:
-                raise EvaluateInputError(
-                    f"{where}: duplicate prediction for {key} (first at line {seen[key]})"
-                )
-            seen[key] = number
-            if has_code:
-                code: str | None = reindent(_field(data, "code", str, where), snippet.indent)
-            else:
-                code = extract_answer(
-                    _field(data, "response", str, where), template=template, indent=snippet.indent
-                )
-            items.append(EvalItem(task, snippet, code, completion_idx=idx, template=template))
+    parsed = parse_predictions(data, limits=limits)
+    errors = list(parsed.errors)
+    items: list[EvalItem] = []
+    for p in parsed.predictions:
+        if wanted is not None and p.task not in wanted:
+            continue
+        task = tasks.get(p.task)
+        if task is None:
+            errors.append(PredictionError(p.line, f"unknown task {shown(p.task)} (not in the pset)"))
+            continue
+        try:
+            snippet = task.snippet(p.snippet)
+        except KeyError:
+            errors.append(PredictionError(p.line, f"task {shown(p.task)} has no snippet {shown(p.snippet)}"))
+            continue
+        code = answer_code(p, template=template, indent=snippet.indent)
+        items.append(EvalItem(task, snippet, code, completion_idx=p.completion_idx, template=template))
+    if errors:
+        raise EvaluateInputError("\n".join(format_errors(errors, limit=limits.max_errors, source=path)))
     return items
 
 

@@ -1,6 +1,7 @@
-"""Building the problem shown to a model, reading its answer, and filling the answer in (docs/task-format.md).
+"""Building the problem shown to a model and filling its answer in (docs/task-format.md).
 
-Two prompt templates:
+Reading the answer (extraction, re-indentation) belongs to the predictions format:
+``researchcodebench.predictions``. Two prompt templates:
 
 * ``rcb-2025``: the original harness's structure (in our own wording), kept for reproducing published
   numbers, *including* its documented defect: every context file's lines are joined without newlines.
@@ -22,12 +23,6 @@ if TYPE_CHECKING:
 
 TEMPLATES = ("rcb-2025", "rcb-v2")
 DEFAULT_TEMPLATE = "rcb-v2"
-
-# The original's exact extraction: the last ```python fence, non-greedy, across lines.
-_FENCE_2025 = re.compile(r"```python\n(.*?)```", re.DOTALL)
-# rcb-v2: an opening fence ends its line and may carry a language; python-like or bare ones are accepted.
-_OPEN_FENCE = re.compile(r"```[ \t]*([\w+.-]*)[ \t]*\r?$")
-_PYTHON_INFOS = ("", "python", "py", "python3", "py3")
 
 
 @dataclass(frozen=True)
@@ -98,72 +93,6 @@ def fill_in(text: str, snippet: Snippet, code: str) -> str:
     lines = split_lines(text)
     _check_lines(lines, snippet)
     return "\n".join(lines[: snippet.start_line] + _answer_lines(code) + lines[snippet.end_line - 1 :])
-
-
-def reindent(code: str, indent: int) -> str:
-    """Strip the common leading whitespace of the non-blank lines, then indent them by ``indent`` spaces.
-
-    Blank lines become empty. Whitespace characters are compared literally (a tab is not 4 spaces), so a
-    mix of tabs and spaces keeps its relative structure.
-    """
-    lines = split_lines(code.rstrip("\n"))
-    non_blank = [line for line in lines if line.strip()]
-    if not non_blank:
-        return ""
-    common = non_blank[0][: len(non_blank[0]) - len(non_blank[0].lstrip())]
-    for line in non_blank[1:]:
-        prefix = line[: len(line) - len(line.lstrip())]
-        size = 0
-        while size < min(len(common), len(prefix)) and common[size] == prefix[size]:
-            size += 1
-        common = common[:size]
-    pad = " " * indent
-    return "\n".join(pad + line[len(common) :].rstrip("\r") if line.strip() else "" for line in lines)
-
-
-def extract_answer(response: str, *, template: str, indent: int | None = None) -> str | None:
-    """The code block a model answered with, or None when no code could be extracted.
-
-    ``rcb-2025`` (exact): the last match of ```` ```python\\n(.*?)``` ````, verbatim, no re-indentation;
-    the original inserted an empty answer when nothing matched, here that case is None.
-    ``rcb-v2``: the last ```` ```python ````/```` ```py ````/```` ```Python ````/bare fence (an unclosed
-    last fence counts); when ``indent`` is given the block is re-indented to it; a blank block is None.
-    """
-    if template == "rcb-2025":
-        matches = _FENCE_2025.findall(response)
-        return matches[-1] if matches else None
-    if template == "rcb-v2":
-        blocks = [body for info, body in _fenced_blocks(response) if info.lower() in _PYTHON_INFOS]
-        if not blocks or not blocks[-1].strip():
-            return None
-        block = blocks[-1]
-        return reindent(block, indent) if indent is not None else block.rstrip("\n")
-    raise ValueError(f"unknown template {template!r}; choose one of {', '.join(TEMPLATES)}")
-
-
-def _fenced_blocks(response: str) -> list[tuple[str, str]]:
-    """(language, body) of every fenced block, scanning fences in order so that the closing fence of one
-    block is never mistaken for the opening of the next. An unclosed last block runs to the end."""
-    blocks: list[tuple[str, str]] = []
-    info: str | None = None
-    body: list[str] = []
-    for line in split_lines(response):
-        if info is None:
-            match = _OPEN_FENCE.search(line)
-            if match:
-                info, body = match.group(1), []
-            continue
-        if "```" in line:
-            head = line[: line.index("```")]
-            if head.strip():
-                body.append(head)
-            blocks.append((info, "\n".join(body) + "\n"))
-            info = None
-            continue
-        body.append(line)
-    if info is not None:
-        blocks.append((info, "\n".join(body) + "\n"))
-    return blocks
 
 
 def blank_body(snippet: Snippet) -> str:

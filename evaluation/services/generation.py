@@ -15,7 +15,8 @@ from django.conf import settings
 from evaluation import llm
 from evaluation.models import Completion, LanguageModel
 from evaluation.services.runs import completion_record_generation
-from researchcodebench.problems import build_prompt, extract_answer
+from researchcodebench.predictions import extract_answer
+from researchcodebench.problems import build_prompt
 
 CONNECTION_TEST_PROMPT = "Reply with the single word: ok"
 
@@ -61,8 +62,7 @@ def completion_generate(*, completion_id: int, owner: str) -> Completion | None:
             prompt_hash=prompt.hash,
             error=f"{exc} ({exc.requests} requests)",
         )
-    indent = snippet.indent if run.template == "rcb-v2" else None
-    code = extract_answer(answer.content, template=run.template, indent=indent)
+    code = extract_answer(answer.content, template=run.template, indent=snippet.indent)
     return completion_record_generation(
         completion_id=completion_id,
         owner=owner,

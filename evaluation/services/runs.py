@@ -39,7 +39,8 @@ from django.utils import timezone
 from contributions.models import Release, Snippet, TaskVersion
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
 from researchcodebench import errors
-from researchcodebench.problems import TEMPLATES, extract_answer
+from researchcodebench.predictions import Prediction, answer_code
+from researchcodebench.problems import TEMPLATES
 from researchcodebench.runner import Verdict
 
 if TYPE_CHECKING:
@@ -66,17 +67,6 @@ class LeaseResult(enum.Enum):
     BUSY = "busy"
     #: someone else holds the item, it is past this stage, cancelled, or out of attempts
     UNAVAILABLE = "unavailable"
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """One uploaded prediction: ``code`` as given, else extracted from ``response`` with the run's template."""
-
-    task: str
-    snippet: str
-    completion_idx: int = 0
-    response: str = ""
-    code: str | None = None
 
 
 @dataclass
@@ -240,6 +230,7 @@ def run_create(
     files; each is queued for generation. ``source="uploaded"``: ``predictions`` (required) become
     completions that already hold their response/code and are queued for testing; snippets without a
     prediction are simply absent (``counts["expected"]`` versus ``counts["total"]`` is the coverage).
+    Each answer becomes code through ``researchcodebench.predictions.answer_code`` (as the CLI does).
     Raises ``RunError`` for an unknown template/source, a prediction naming an unknown task or snippet,
     an index out of range, or a duplicate prediction.
     """
@@ -300,17 +291,14 @@ def run_create(
             if key in seen:
                 raise RunError(f"duplicate prediction for {p.task!r} / {p.snippet!r} #{p.completion_idx}")
             seen.add(key)
-            code = p.code
-            if code is None:
-                indent = snippet.indent if template == "rcb-v2" else None
-                code = extract_answer(p.response, template=template, indent=indent)
+            code = answer_code(p, template=template, indent=snippet.indent)
             rows.append(
                 Completion(
                     run=run,
                     snippet=snippet,
                     completion_idx=p.completion_idx,
                     stage=Stage.PENDING_TEST,
-                    raw_response=p.response,
+                    raw_response=p.response or "",
                     code=code or "",
                     code_extracted=code is not None,
                 )

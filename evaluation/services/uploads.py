@@ -1,23 +1,19 @@
-"""Uploaded predictions: parse and validate the CLI's predictions JSONL, then start a run that tests them.
+"""Uploaded predictions: the one service behind the upload form and the upload API.
 
-The file holds one JSON object per line::
-
-    {"task": "DyT", "snippet": "forward", "completion_idx": 0, "code": "return x * 2"}
-    {"task": "DyT", "snippet": "init", "completion_idx": 0, "response": "```python\\n...\\n```"}
-
-``code`` is the answer as it goes into the masked file; ``response`` is a raw model answer from which the run
-extracts the code with the run's template. ``completion_idx`` defaults to 0. Blank lines are ignored. Snippets
-of the release that the file does not cover are allowed: the run's coverage shows them as missing.
-
-Validation collects every problem (up to ``MAX_REPORTED_ERRORS``) rather than stopping at the first, so a
-submitter fixes the whole file in one go.
+The file format and its parser belong to the core (``researchcodebench.predictions``, ``docs/predictions.md``);
+this module adds what only the portal knows: the limits (settings ``RCB_UPLOAD_*``), the release the lines
+must answer, and the model the run is for (an existing one, or a new one described by the submitter).
+``predictions_upload`` checks all of it, the file's size before reading it, collects every problem (up to
+the limit's ``max_errors``, each naming its line and field, offending values shortened) and creates nothing
+unless everything is valid. Snippets of the release that the file does not cover are allowed: the run's
+coverage shows them as missing.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import transaction
@@ -26,60 +22,85 @@ from contributions.models import Release, Snippet
 from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services import runs
 from evaluation.services.language_models import language_model_create
-from researchcodebench.problems import reindent
+from researchcodebench.predictions import (
+    Prediction,
+    PredictionError,
+    PredictionLimits,
+    format_errors,
+    parse_predictions,
+    shown,
+)
 
-#: past this many errors the report ends with a count of the rest
-MAX_REPORTED_ERRORS = 200
-#: completion indices above this are surely a mistake (n completions per snippet)
-MAX_COMPLETION_IDX = 99
-
-
-def upload_limit_bytes() -> int:
-    """The largest predictions file accepted, from ``settings.RCB_UPLOAD_MAX_BYTES``."""
-    return int(settings.RCB_UPLOAD_MAX_BYTES)
-
-
-def _human_size(n: int) -> str:
-    for unit, size in (("GB", 1024**3), ("MB", 1024**2), ("KB", 1024)):
-        if n >= size:
-            value = n / size
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n} bytes"
+#: a model key: letters, digits, '.', '_' and '-', starting with a letter or digit (e.g. "GPT_4O", "o3-mini")
+MODEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+#: ``LanguageModel.name``'s length
+MODEL_NAME_MAX_CHARS = 200
 
 
-class PredictionsInvalid(Exception):
-    """The predictions file was rejected; ``errors`` lists every problem found, each naming its line."""
+def upload_limits() -> PredictionLimits:
+    """The limits of an upload, from the ``RCB_UPLOAD_*`` settings."""
+    return PredictionLimits(
+        max_bytes=int(settings.RCB_UPLOAD_MAX_BYTES),
+        max_lines=int(settings.RCB_UPLOAD_MAX_LINES),
+        max_code_bytes=int(settings.RCB_UPLOAD_MAX_CODE_BYTES),
+        max_completions=int(settings.RCB_UPLOAD_MAX_COMPLETIONS),
+    )
 
-    def __init__(self, errors: list[str]) -> None:
-        super().__init__("; ".join(errors[:3]) + (" ..." if len(errors) > 3 else ""))
-        self.errors = errors
+
+class UploadFile(Protocol):
+    """What an upload needs of a file: its size (known before reading) and its bytes. Django's ``File``
+    and ``UploadedFile`` (and ``ContentFile`` in tests) have both."""
+
+    size: int | None
+
+    def read(self, size: int = -1) -> bytes: ...
 
 
 @dataclass(frozen=True)
-class Prediction:
-    """One valid line: the snippet it answers, and either ``code`` or ``response`` (the other is None)."""
+class NewModel:
+    """A model the submitter describes to create along with the run (checked by ``predictions_upload``)."""
 
-    line: int
-    task: str
-    snippet: str
-    snippet_id: int
-    #: the snippet's indentation (columns): ``code`` is re-indented to it, as the CLI's evaluate does
-    indent: int
-    completion_idx: int
-    code: str | None
-    response: str | None
+    key: str
+    name: str
+    developer: str = ""
+
+
+class PredictionsInvalid(Exception):
+    """The upload was rejected and nothing was created.
+
+    ``field_errors`` maps ``"model_key"``, ``"model_name"`` (the new model's fields) and ``"file"`` (a
+    whole-file problem: too large, empty, too many lines) to messages; ``line_errors`` lists the file's
+    line problems (``line N: message``, capped). ``errors`` is the file's problems, whole-file ones first.
+    """
+
+    def __init__(self, *, line_errors: list[str], field_errors: dict[str, list[str]]) -> None:
+        self.line_errors = line_errors
+        self.field_errors = {name: messages for name, messages in field_errors.items() if messages}
+        every = [f"{name}: {m}" for name, messages in self.field_errors.items() for m in messages]
+        super().__init__("; ".join([*every, *line_errors][:3]))
+
+    @property
+    def errors(self) -> list[str]:
+        return [*self.field_errors.get("file", []), *self.line_errors]
 
 
 @dataclass
-class ParsedPredictions:
-    """The outcome of parsing: valid predictions, every error, and coverage of the release's snippets."""
+class ReleasePredictions:
+    """A file checked against a release: valid predictions, every error, coverage of the release's snippets."""
 
     release: Release
     predictions: list[Prediction] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    #: problems of the whole file (too large, empty, too many lines): parsing stopped at them
+    file_errors: list[str] = field(default_factory=list)
+    #: ``line N: message`` in line order, capped at the limit's ``max_errors`` plus a count of the rest
+    line_errors: list[str] = field(default_factory=list)
     #: (task key, snippet name) of every testable snippet of the release with no prediction at all
     missing: list[tuple[str, str]] = field(default_factory=list)
     total_snippets: int = 0
+
+    @property
+    def errors(self) -> list[str]:
+        return [*self.file_errors, *self.line_errors]
 
     @property
     def ok(self) -> bool:
@@ -87,7 +108,7 @@ class ParsedPredictions:
 
     @property
     def covered_snippets(self) -> int:
-        return len({p.snippet_id for p in self.predictions})
+        return len({(p.task, p.snippet) for p in self.predictions})
 
     @property
     def n_completions(self) -> int:
@@ -99,176 +120,137 @@ class ParsedPredictions:
         return self.covered_snippets / self.total_snippets if self.total_snippets else 0.0
 
 
-def _release_snippets(
-    release: Release,
-) -> tuple[dict[str, dict[str, tuple[int, int]] | None], dict[str, list[str]]]:
-    """Task key -> {snippet name -> (id, indent)} for the release (None for a task without files), and
-    snippet names in document order per task."""
-    tasks: dict[str, dict[str, tuple[int, int]] | None] = {}
+def _release_snippets(release: Release) -> tuple[dict[str, set[str] | None], dict[str, list[str]]]:
+    """Task key -> snippet names of the release (None for a task without files), and the names in
+    document order per task."""
+    tasks: dict[str, set[str] | None] = {}
     order: dict[str, list[str]] = {}
     for entry in release.entries.select_related("task", "task_version"):
-        tasks[entry.task.key] = {} if entry.task_version.has_files else None
+        tasks[entry.task.key] = set() if entry.task_version.has_files else None
         order[entry.task.key] = []
     rows = (
         Snippet.objects.filter(task_version__release_entries__release=release, task_version__has_files=True)
         .order_by("task_version__task__key", "ordinal")
-        .values_list("id", "name", "indent", "task_version__task__key")
+        .values_list("name", "task_version__task__key")
     )
-    for snippet_id, name, indent, task_key in rows:
-        by_name = tasks.get(task_key)
-        if by_name is not None:
-            by_name[name] = (snippet_id, indent)
+    for name, task_key in rows:
+        names = tasks.get(task_key)
+        if names is not None:
+            names.add(name)
             order[task_key].append(name)
     return tasks, order
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
+def predictions_parse(*, data: bytes, release: Release) -> ReleasePredictions:
+    """Check a predictions file against ``release``; never raises for bad input.
 
-
-def predictions_parse(*, data: bytes, release: Release) -> ParsedPredictions:
-    """Validate a predictions JSONL file against ``release``; never raises for bad input.
-
-    Every problem becomes one message in ``errors`` naming its line (1-based) and field: a line that is
-    not JSON, a missing or mistyped field, an unknown task or snippet, a task the release holds only as
-    metadata (no files to test against), a duplicate ``(task, snippet, completion_idx)``. Whole-file
-    problems (too large, empty, not UTF-8) stop parsing with a single message.
+    The core parser's errors (``researchcodebench.predictions.parse_predictions`` with ``upload_limits()``)
+    plus, per line, an unknown task, a task the release holds only as metadata (no files to test against)
+    or an unknown snippet. Valid lines of a file with errors are still listed in ``predictions``.
     """
-    parsed = ParsedPredictions(release=release)
-    limit = upload_limit_bytes()
-    if len(data) > limit:
-        parsed.errors.append(
-            f"the file is too large ({_human_size(len(data))}); the limit is {_human_size(limit)}"
-        )
-        return parsed
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        parsed.errors.append(
-            f"the file is not UTF-8 text: line {line} has the invalid byte 0x{data[exc.start]:02x}"
-        )
-        return parsed
-    if not text.strip():
-        parsed.errors.append("the file is empty: expected one JSON object per line")
-        return parsed
-
+    limits = upload_limits()
+    parsed = parse_predictions(data, limits=limits)
     tasks, order = _release_snippets(release)
-    parsed.total_snippets = sum(len(names) for names in order.values())
-    seen: dict[tuple[str, str, int], int] = {}
-    errors: list[str] = []
-
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
+    errors: list[PredictionError] = list(parsed.errors)
+    predictions: list[Prediction] = []
+    release_name = shown(release.name)
+    for p in parsed.predictions:
+        if p.task not in tasks:
+            errors.append(PredictionError(p.line, f"unknown task {shown(p.task)} in release {release_name}"))
             continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            errors.append(f"line {number} is not JSON ({exc.msg} at column {exc.colno})")
-            continue
-        if not isinstance(obj, dict):
-            errors.append(f"line {number}: expected a JSON object, got {_json_type(obj)}")
-            continue
-        problems: list[str] = []
-        for name in ("task", "snippet"):
-            if name not in obj:
-                problems.append(f"line {number}: missing field '{name}'")
-            elif not isinstance(obj[name], str) or not obj[name]:
-                problems.append(f"line {number}: field '{name}' must be a non-empty string")
-        idx = obj.get("completion_idx", 0)
-        if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx <= MAX_COMPLETION_IDX:
-            problems.append(
-                f"line {number}: field 'completion_idx' must be an integer from 0 to {MAX_COMPLETION_IDX}"
-            )
-        has_code, has_response = "code" in obj, "response" in obj
-        if has_code and has_response:
-            problems.append(f"line {number}: give either 'code' or 'response', not both")
-        elif not has_code and not has_response:
-            problems.append(f"line {number}: missing field 'code' (or 'response')")
-        else:
-            answer_field = "code" if has_code else "response"
-            if not isinstance(obj[answer_field], str):
-                problems.append(
-                    f"line {number}: field '{answer_field}' must be a string, "
-                    f"got {_json_type(obj[answer_field])}"
-                )
-        if problems:
-            errors.extend(problems)
-            continue
-
-        task, snippet = obj["task"], obj["snippet"]
-        if task not in tasks:
-            errors.append(f"line {number}: unknown task '{task}' in release {release.name}")
-            continue
-        by_name = tasks[task]
-        if by_name is None:
+        names = tasks[p.task]
+        if names is None:
             errors.append(
-                f"line {number}: task '{task}' in release {release.name} has no task files "
-                "(published metadata only), so it cannot be tested"
+                PredictionError(
+                    p.line,
+                    f"task {shown(p.task)} in release {release_name} has no task files "
+                    "(published metadata only), so it cannot be tested",
+                )
             )
             continue
-        if snippet not in by_name:
-            errors.append(f"line {number}: unknown snippet '{snippet}' in task {task}")
-            continue
-        item = (task, snippet, idx)
-        if item in seen:
-            errors.append(f"line {number}: duplicate of line {seen[item]} (task, snippet, completion_idx)")
-            continue
-        seen[item] = number
-        parsed.predictions.append(
-            Prediction(
-                line=number,
-                task=task,
-                snippet=snippet,
-                snippet_id=by_name[snippet][0],
-                indent=by_name[snippet][1],
-                completion_idx=idx,
-                code=obj.get("code"),
-                response=obj.get("response"),
+        if p.snippet not in names:
+            errors.append(
+                PredictionError(p.line, f"unknown snippet {shown(p.snippet)} in task {shown(p.task)}")
             )
-        )
+            continue
+        predictions.append(p)
+    covered = {(p.task, p.snippet) for p in predictions}
+    return ReleasePredictions(
+        release=release,
+        predictions=predictions,
+        file_errors=[e.message for e in errors if e.line is None],
+        line_errors=format_errors([e for e in errors if e.line is not None], limit=limits.max_errors),
+        missing=[(t, s) for t, names in order.items() for s in names if (t, s) not in covered],
+        total_snippets=sum(len(names) for names in order.values()),
+    )
 
-    if len(errors) > MAX_REPORTED_ERRORS:
-        rest = len(errors) - MAX_REPORTED_ERRORS
-        errors = errors[:MAX_REPORTED_ERRORS] + [f"... and {rest} more errors"]
-    parsed.errors = errors
-    if not errors and not parsed.predictions:
-        parsed.errors.append("the file is empty: expected one JSON object per line")
-    covered = {(p.task, p.snippet) for p in parsed.predictions}
-    parsed.missing = [(t, s) for t, names in order.items() for s in names if (t, s) not in covered]
-    return parsed
+
+def _new_model_errors(new_model: NewModel) -> dict[str, list[str]]:
+    """Problems of a new model's key and name: format, length, and a model that already has either."""
+    problems: dict[str, list[str]] = {}
+    key, name = new_model.key, new_model.name
+    key_ok = False
+    if not key:
+        problems["model_key"] = ["give the new model's key"]
+    elif not MODEL_KEY_RE.match(key):
+        problems["model_key"] = [
+            "use 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit (e.g. gpt-4.1)"
+        ]
+    elif LanguageModel.objects.filter(key=key).exists():
+        problems["model_key"] = [f"a model with the key {shown(key)} exists: choose it instead"]
+    else:
+        key_ok = True
+    if not name.strip():
+        # The API creates a model when its key is unknown: say why a name is wanted.
+        problems["model_name"] = [
+            f"no model has the key {shown(key)}: give a display name to create it"
+            if key_ok
+            else "give the new model's display name"
+        ]
+    elif len(name) > MODEL_NAME_MAX_CHARS:
+        problems["model_name"] = [f"use at most {MODEL_NAME_MAX_CHARS} characters (it has {len(name)})"]
+    elif LanguageModel.objects.filter(name=name).exists():
+        problems["model_name"] = [f"a model named {shown(name)} exists with another key"]
+    return problems
 
 
 @transaction.atomic
 def predictions_upload(
-    *, model: LanguageModel, release: Release, data: bytes, template: str, requester: Any
+    *,
+    release: Release,
+    file: UploadFile,
+    template: str,
+    requester: Any,
+    model: LanguageModel | None = None,
+    new_model: NewModel | None = None,
 ) -> EvaluationRun:
-    """Validate ``data`` for ``release`` and start a run that tests the predictions of ``model``.
+    """Check an upload and start a run that tests its predictions; give ``model`` or ``new_model``.
 
-    Raises ``PredictionsInvalid`` with every error when the file does not validate (nothing is created).
-    The run has source and verification "uploaded"; its items are the valid lines, and snippets the file
-    leaves out are not part of it (the run page shows them as missing coverage). ``code`` is re-indented
-    to its snippet's indentation, exactly as ``python -m researchcodebench evaluate`` does, so the portal
-    and the CLI test the same file the same way.
+    Raises ``PredictionsInvalid`` with every problem, of the new model and of the file, when anything is
+    wrong; then nothing is created (not the model either). A file over ``RCB_UPLOAD_MAX_BYTES`` is refused
+    from its size, before it is read. The run has source and verification "uploaded"; its items are the
+    file's lines, each answer turned into code exactly as ``python -m researchcodebench evaluate`` does
+    (``researchcodebench.predictions.answer_code``, applied by ``run_create``).
     """
-    parsed = predictions_parse(data=data, release=release)
-    if not parsed.ok:
-        raise PredictionsInvalid(parsed.errors)
-    task_versions = list(release.task_versions.filter(has_files=True))
+    if (model is None) == (new_model is None):
+        raise ValueError("give exactly one of model and new_model")
+    field_errors = _new_model_errors(new_model) if new_model is not None else {}
+    limits = upload_limits()
+    size_error = limits.size_error(file.size) if file.size is not None else None
+    if size_error:
+        raise PredictionsInvalid(line_errors=[], field_errors={**field_errors, "file": [size_error]})
+    # At most one byte past the limit is read, so a file that did not tell its size is still bounded.
+    parsed = predictions_parse(data=file.read(limits.max_bytes + 1), release=release)
+    if parsed.errors or field_errors:
+        raise PredictionsInvalid(
+            line_errors=parsed.line_errors, field_errors={**field_errors, "file": parsed.file_errors}
+        )
+    if new_model is not None:
+        model = language_model_create(key=new_model.key, name=new_model.name, developer=new_model.developer)
     return runs.run_create(
         model=model,
         release=release,
-        task_versions=task_versions,
+        task_versions=list(release.task_versions.filter(has_files=True)),
         template=template,
         with_paper=False,
         n_completions=parsed.n_completions,
@@ -276,26 +258,5 @@ def predictions_upload(
         source=EvaluationRun.Source.UPLOADED,
         verification=EvaluationRun.Verification.UPLOADED,
         requester=requester,
-        predictions=[
-            runs.Prediction(
-                task=p.task,
-                snippet=p.snippet,
-                completion_idx=p.completion_idx,
-                response=p.response or "",
-                code=None if p.code is None else reindent(p.code, p.indent),
-            )
-            for p in parsed.predictions
-        ],
+        predictions=parsed.predictions,
     )
-
-
-@transaction.atomic
-def predictions_upload_new_model(
-    *, model_fields: dict[str, Any], release: Release, data: bytes, template: str, requester: Any
-) -> EvaluationRun:
-    """Create the model described by ``model_fields`` (validated key, name, ...) and upload its predictions.
-
-    One transaction: when the file is rejected (``PredictionsInvalid``) the model is not created either.
-    """
-    model = language_model_create(**model_fields)
-    return predictions_upload(model=model, release=release, data=data, template=template, requester=requester)

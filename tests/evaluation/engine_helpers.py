@@ -14,7 +14,8 @@ from contributions.models import Release
 from contributions.services import release_create_from_pset
 from evaluation.models import LanguageModel
 from researchcodebench.annotations import Snippet
-from researchcodebench.problems import extract_answer, fill_in
+from researchcodebench.predictions import extract_answer
+from researchcodebench.problems import fill_in
 from researchcodebench.pset import Task, read_pset, write_pset
 
 REPO = Path(__file__).resolve().parents[2]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -10,7 +12,7 @@ from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
 from evaluation.models import Completion, EvaluationRun, LanguageModel
-from tests.evaluation.runs_fixtures import full_predictions, jsonl, make_model, make_release
+from tests.factories import LanguageModelFactory, UserFactory, full_predictions, jsonl, make_release
 
 pytestmark = pytest.mark.django_db
 
@@ -30,8 +32,8 @@ def release():
 
 
 @pytest.fixture
-def submitter(django_user_model):
-    return django_user_model.objects.create_user("submitter", password="pw")
+def submitter():
+    return UserFactory(username="submitter", password="pw")
 
 
 @pytest.fixture
@@ -46,7 +48,7 @@ def payload(data: bytes, **fields) -> dict:
 
 
 def test_upload_with_a_token_creates_a_run_and_returns_its_id_and_url(api, submitter, release):
-    make_model("m1")
+    LanguageModelFactory(key="m1")
     response = api.post(
         URL, payload(jsonl({"task": "alpha", "snippet": "a1", "code": "x = 1"})), format="multipart"
     )
@@ -63,15 +65,16 @@ def test_upload_with_a_token_creates_a_run_and_returns_its_id_and_url(api, submi
 
 
 def test_upload_returns_400_with_every_line_error(api, release):
-    make_model("m1")
+    LanguageModelFactory(key="m1")
     data = jsonl(
         "{nope", {"task": "x", "snippet": "a1", "code": ""}, {"task": "alpha", "snippet": "a1", "code": ""}
     )
     response = api.post(URL, payload(data), format="multipart")
     assert response.status_code == 400
-    errors = response.json()["errors"]
-    assert errors[0].startswith("line 1 is not JSON (")
-    assert errors[1:] == ["line 2: unknown task 'x' in release r1"]
+    assert response.json()["errors"] == [
+        "line 1: not valid JSON (Expecting property name enclosed in double quotes at column 2)",
+        "line 2: unknown task 'x' in release 'r1'",
+    ]
     assert not EvaluationRun.objects.exists()
 
 
@@ -83,12 +86,27 @@ def test_upload_names_missing_fields_of_the_request(api, release):
 
 
 def test_upload_rejects_unknown_release_and_unknown_model_without_a_name(api, release):
-    make_model("m1")
+    LanguageModelFactory(key="m1")
     response = api.post(URL, payload(full_predictions(), release="nope"), format="multipart")
     assert response.json() == {"errors": ["release: unknown release 'nope'"]}
     response = api.post(URL, payload(full_predictions(), model="ghost"), format="multipart")
     assert response.status_code == 400
-    assert response.json() == {"errors": ["model: unknown model 'ghost'; give model_name to create it"]}
+    assert response.json() == {
+        "errors": ["model_name: no model has the key 'ghost': give a display name to create it"]
+    }
+    assert not LanguageModel.objects.filter(key="ghost").exists()
+
+
+def test_upload_checks_a_new_models_key_and_name_and_the_file_together(api, release):
+    LanguageModelFactory(key="m1", name="Taken")
+    response = api.post(URL, payload(jsonl("{"), model="bad key", model_name="Taken"), format="multipart")
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        "model: use 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit (e.g. gpt-4.1)",
+        "model_name: a model named 'Taken' exists with another key",
+        "line 1: not valid JSON (Expecting property name enclosed in double quotes at column 2)",
+    ]
+    assert LanguageModel.objects.count() == 1
 
 
 def test_upload_creates_a_new_model_when_given_its_name(api, release):
@@ -102,14 +120,61 @@ def test_upload_creates_a_new_model_when_given_its_name(api, release):
 
 def test_upload_rejects_a_file_over_the_limit(api, release, settings):
     settings.RCB_UPLOAD_MAX_BYTES = 1024 * 1024
-    make_model("m1")
+    LanguageModelFactory(key="m1")
     response = api.post(URL, payload(b"x" * (2 * 1024 * 1024)), format="multipart")
     assert response.status_code == 400
-    assert response.json()["errors"] == ["the file is too large (2.0 MB); the limit is 1 MB"]
+    assert response.json()["errors"] == ["the file is too large (2 MB); the limit is 1 MB"]
+
+
+#: lines that crashed the upload (HTTP 500) or were accepted whole before, and the error each gives now
+ADVERSARIAL = {
+    "deeply nested JSON": (
+        b'{"task": "alpha", "snippet": "a2", "code": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "line 2: not valid JSON here (nested too deeply)",
+    ),
+    "5000-digit completion_idx": (
+        b'{"task": "alpha", "snippet": "a2", "completion_idx": ' + b"9" * 5000 + b', "code": "x"}',
+        "line 2: field 'completion_idx' must be an integer from 0 to 99, got a 5000-digit number",
+    ),
+    "lone surrogate in code": (
+        b'{"task": "alpha", "snippet": "a2", "code": "x = \\ud800"}',
+        "line 2: field 'code' holds a lone surrogate '\\ud800' at character 5 (not valid Unicode)",
+    ),
+    "NUL in code": (
+        b'{"task": "alpha", "snippet": "a2", "code": "x = \\u0000"}',
+        "line 2: field 'code' holds a NUL character at character 5",
+    ),
+    "1 MB task name": (
+        json.dumps({"task": "T" * 1024 * 1024, "snippet": "a2", "code": "x"}).encode(),
+        "line 2: field 'task' is too long (1048576 characters; at most 500): 'TTTTT",
+    ),
+    "5 MB of code on one line": (
+        json.dumps({"task": "alpha", "snippet": "a2", "code": "x" * 5 * 1024 * 1024}).encode(),
+        "line 2: the line is too long (5.0 MB); the limit is 1.6 MB",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ADVERSARIAL)
+def test_adversarial_lines_get_400_with_one_bounded_error_and_nothing_is_stored(api, release, case):
+    line, message = ADVERSARIAL[case]
+    data = jsonl({"task": "alpha", "snippet": "a1", "code": "x"}) + line + b"\n"
+    response = api.post(URL, payload(data, model="fresh", model_name="Fresh"), format="multipart")
+    assert response.status_code == 400
+    (error,) = response.json()["errors"]
+    assert error.startswith(message) and len(response.content) < 1000
+    assert not EvaluationRun.objects.exists() and not LanguageModel.objects.exists()
+
+
+def test_an_invalid_template_is_not_echoed(api, release):
+    LanguageModelFactory(key="m1")
+    response = api.post(URL, payload(full_predictions(), template="x" * 100_000), format="multipart")
+    assert response.status_code == 400
+    assert response.json() == {"errors": ["template: choose one of rcb-2025, rcb-v2"]}
 
 
 def test_unauthenticated_upload_is_401(release):
-    make_model("m1")
+    LanguageModelFactory(key="m1")
     response = APIClient().post(URL, payload(full_predictions()), format="multipart")
     assert response.status_code == 401
     assert response["WWW-Authenticate"] == "Token"
@@ -129,7 +194,7 @@ def test_a_logged_in_session_without_a_token_is_refused(client, submitter, relea
 
 def test_uploads_are_throttled_per_user_with_429_after_the_limit(api, release, monkeypatch):
     monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"uploads": "2/hour"})
-    make_model("m1")
+    LanguageModelFactory(key="m1")
     statuses = [api.post(URL, payload(full_predictions()), format="multipart").status_code for _ in range(3)]
     assert statuses == [201, 201, 429]
     assert EvaluationRun.objects.count() == 2

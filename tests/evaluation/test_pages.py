@@ -461,7 +461,10 @@ def test_upload_form_shows_every_line_error_and_keeps_its_values(client, member,
     )
     assert response.status_code == 400
     html = response.content.decode()
-    assert "line 1 is not JSON" in html and "line 2: unknown snippet &#x27;nope&#x27; in task alpha" in html
+    assert (
+        "line 1: not valid JSON" in html
+        and "line 2: unknown snippet &#x27;nope&#x27; in task &#x27;alpha&#x27;" in html
+    )
     assert 'value="kept-key"' in html and 'value="Kept Name"' in html
     assert re.search(r'<option value="rcb-2025" selected>', html)
     assert not EvaluationRun.objects.exists() and not LanguageModel.objects.exists()

@@ -1,25 +1,66 @@
-"""Predictions JSONL: every validation error names its line; a valid file becomes an uploaded run."""
+"""Uploaded predictions: the one upload service (every error names its line; nothing is half-stored) and the
+web form in front of it (adversarial files never crash it, errors are bounded, posts are throttled)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from django.core.cache import cache
+from django.core.files.base import ContentFile
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.throttling import SimpleRateThrottle
 
 from contributions.models import Snippet
 from evaluation.models import Completion, EvaluationRun, LanguageModel
 from evaluation.services.uploads import (
+    NewModel,
     PredictionsInvalid,
     predictions_parse,
     predictions_upload,
-    predictions_upload_new_model,
-    upload_limit_bytes,
+    upload_limits,
 )
-from tests.evaluation.runs_fixtures import full_predictions, jsonl, make_model, make_release
+from tests.factories import LanguageModelFactory, UserFactory, full_predictions, jsonl, make_release
 
 pytestmark = pytest.mark.django_db
 
 OK = {"task": "alpha", "snippet": "a1", "completion_idx": 0, "code": "return 1"}
+
+#: lines that crashed the upload (HTTP 500) or were accepted whole before, and the error each must give now
+#: (as the second line of a file)
+ADVERSARIAL = {
+    "deeply nested JSON": (
+        b'{"task": "alpha", "snippet": "a2", "code": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "not valid JSON here (nested too deeply)",
+    ),
+    "5000-digit completion_idx": (
+        b'{"task": "alpha", "snippet": "a2", "completion_idx": ' + b"9" * 5000 + b', "code": "x"}',
+        "field 'completion_idx' must be an integer from 0 to 99, got a 5000-digit number",
+    ),
+    "lone surrogate in code": (
+        b'{"task": "alpha", "snippet": "a2", "code": "x = \\ud800"}',
+        "field 'code' holds a lone surrogate '\\ud800' at character 5 (not valid Unicode)",
+    ),
+    "NUL in code": (
+        b'{"task": "alpha", "snippet": "a2", "code": "x = \\u0000"}',
+        "field 'code' holds a NUL character at character 5",
+    ),
+    "1 MB task name": (
+        json.dumps({"task": "T" * 1024 * 1024, "snippet": "a2", "code": "x"}).encode(),
+        "field 'task' is too long (1048576 characters; at most 500): 'TTTTT",
+    ),
+    "5 MB of code on one line": (
+        json.dumps({"task": "alpha", "snippet": "a2", "code": "x" * 5 * 1024 * 1024}).encode(),
+        "the line is too long (5.0 MB); the limit is 1.6 MB",
+    ),
+}
+
+
+@pytest.fixture(autouse=True)
+def fresh_throttle_cache():
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture
@@ -29,6 +70,17 @@ def release():
 
 def errors_of(data: bytes, release) -> list[str]:
     return predictions_parse(data=data, release=release).errors
+
+
+def upload(release, data: bytes, **kwargs):
+    kwargs.setdefault("template", "rcb-v2")
+    kwargs.setdefault("requester", None)
+    if "new_model" not in kwargs and "model" not in kwargs:
+        kwargs["model"] = LanguageModelFactory()
+    return predictions_upload(release=release, file=ContentFile(data), **kwargs)
+
+
+# --- checking a file against a release ----------------------------------------------------------------------
 
 
 def test_valid_file_parses_every_line_with_code_or_response(release):
@@ -48,12 +100,6 @@ def test_missing_snippets_are_allowed_and_reported_as_coverage(release):
     assert parsed.missing == [("alpha", "a2"), ("beta", "b1")]
 
 
-def test_line_that_is_not_json_names_the_line_and_the_reason(release):
-    errors = errors_of(jsonl(OK, '{"task": "alpha", "snippet":'), release)
-    assert len(errors) == 1
-    assert errors[0].startswith("line 2 is not JSON (")
-
-
 def test_collects_every_error_not_just_the_first(release):
     data = jsonl(
         "not json",
@@ -64,88 +110,60 @@ def test_collects_every_error_not_just_the_first(release):
         OK,
     )
     assert errors_of(data, release) == [
-        errors_of(jsonl("not json"), release)[0],
+        "line 1: not valid JSON (Expecting value at column 1)",
         "line 2: missing field 'task'",
-        "line 3: unknown task 'nope' in release r1",
-        "line 4: unknown snippet 'zzz' in task alpha",
+        "line 3: unknown task 'nope' in release 'r1'",
+        "line 4: unknown snippet 'zzz' in task 'alpha'",
         "line 6: duplicate of line 5 (task, snippet, completion_idx)",
     ]
 
 
-def test_missing_snippet_and_answer_fields_are_named(release):
-    errors = errors_of(jsonl({"task": "alpha"}), release)
-    assert errors == ["line 1: missing field 'snippet'", "line 1: missing field 'code' (or 'response')"]
-
-
-def test_same_snippet_with_another_completion_index_is_not_a_duplicate(release):
-    parsed = predictions_parse(data=jsonl(OK, {**OK, "completion_idx": 1}), release=release)
-    assert parsed.ok and parsed.n_completions == 2
-
-
 def test_blank_lines_are_skipped_but_line_numbers_stay_true(release):
     data = jsonl(OK, "", {"task": "alpha", "snippet": "bad", "code": "x"})
-    assert errors_of(data, release) == ["line 3: unknown snippet 'bad' in task alpha"]
-
-
-@pytest.mark.parametrize(
-    ("record", "message"),
-    [
-        ([1, 2], "line 1: expected a JSON object, got array"),
-        ({**OK, "completion_idx": -1}, "line 1: field 'completion_idx' must be an integer from 0 to 99"),
-        ({**OK, "completion_idx": "0"}, "line 1: field 'completion_idx' must be an integer from 0 to 99"),
-        ({**OK, "code": 5}, "line 1: field 'code' must be a string, got number"),
-        ({**OK, "response": "x"}, "line 1: give either 'code' or 'response', not both"),
-        ({**OK, "task": ""}, "line 1: field 'task' must be a non-empty string"),
-    ],
-)
-def test_rejects_badly_typed_fields(release, record, message):
-    assert errors_of(jsonl(record), release) == [message]
+    assert errors_of(data, release) == ["line 3: unknown snippet 'bad' in task 'alpha'"]
 
 
 def test_task_without_files_in_the_release_cannot_be_tested(release):
     errors = errors_of(jsonl({"task": "gamma", "snippet": "g1", "code": "x"}), release)
     assert errors == [
-        "line 1: task 'gamma' in release r1 has no task files (published metadata only), so it cannot be tested"
+        "line 1: task 'gamma' in release 'r1' has no task files (published metadata only), so it cannot be tested"
     ]
 
 
-def test_rejects_a_file_over_the_size_limit_naming_the_limit(release, settings):
-    settings.RCB_UPLOAD_MAX_BYTES = 1024 * 1024
-    errors = errors_of(b"x" * (1024 * 1024 + 1), release)
-    assert errors == ["the file is too large (1.0 MB); the limit is 1 MB"]
+def test_limits_come_from_the_settings(settings):
+    assert upload_limits().max_bytes == 20 * 1024 * 1024
+    settings.RCB_UPLOAD_MAX_LINES = 2
+    settings.RCB_UPLOAD_MAX_CODE_BYTES = 10
+    settings.RCB_UPLOAD_MAX_COMPLETIONS = 3
+    limits = upload_limits()
+    assert (limits.max_lines, limits.max_code_bytes, limits.max_completions) == (2, 10, 3)
 
 
-def test_the_default_size_limit_is_20_mb():
-    assert upload_limit_bytes() == 20 * 1024 * 1024
-
-
-@pytest.mark.parametrize("data", [b"", b"\n\n  \n"])
-def test_rejects_an_empty_file(release, data):
-    assert errors_of(data, release) == ["the file is empty: expected one JSON object per line"]
-
-
-def test_rejects_a_file_that_is_not_utf8_naming_the_line(release):
-    data = jsonl(OK) + b'{"task": "alpha", "snippet": "a2", "code": "\xff"}\n'
-    assert errors_of(data, release) == ["the file is not UTF-8 text: line 2 has the invalid byte 0xff"]
-
-
-def test_a_utf8_byte_order_mark_is_accepted(release):
-    assert predictions_parse(data=b"\xef\xbb\xbf" + jsonl(OK), release=release).ok
+def test_per_completion_and_line_count_limits_are_applied(release, settings):
+    settings.RCB_UPLOAD_MAX_CODE_BYTES = 8
+    settings.RCB_UPLOAD_MAX_COMPLETIONS = 2
+    data = jsonl({**OK, "code": "123456789"}, {**OK, "completion_idx": 2})
+    assert errors_of(data, release) == [
+        "line 1: field 'code' is too large (9 bytes); the limit is 8 bytes",
+        "line 2: field 'completion_idx' must be an integer from 0 to 1, got '2'",
+    ]
+    settings.RCB_UPLOAD_MAX_LINES = 1
+    assert errors_of(data, release) == ["the file has 2 lines; the limit is 1"]
 
 
 def test_error_list_is_capped_with_a_count_of_the_rest(release):
-    data = jsonl(*(["nope"] * 250))
-    errors = errors_of(data, release)
-    assert len(errors) == 201
-    assert errors[-1] == "... and 50 more errors"
+    errors = errors_of(jsonl(*(["nope"] * 250)), release)
+    assert len(errors) == 51
+    assert errors[-1] == "... and 200 more errors"
 
 
-def test_upload_creates_an_uploaded_run_with_one_item_per_prediction(release, django_user_model):
-    user = django_user_model.objects.create_user("sub", password="pw")
-    model = make_model()
-    run = predictions_upload(
-        model=model, release=release, data=full_predictions(), template="rcb-v2", requester=user
-    )
+# --- the upload service ----------------------------------------------------------------------------------
+
+
+def test_upload_creates_an_uploaded_run_with_one_item_per_prediction(release):
+    user = UserFactory(username="sub", password="pw")
+    model = LanguageModelFactory()
+    run = upload(release, full_predictions(), model=model, requester=user)
     assert run.source == EvaluationRun.Source.UPLOADED
     assert run.verification == EvaluationRun.Verification.UPLOADED
     assert run.requester == user and run.release == release and run.model == model
@@ -158,52 +176,190 @@ def test_upload_creates_an_uploaded_run_with_one_item_per_prediction(release, dj
 
 
 def test_upload_extracts_code_from_a_response_with_the_template(release):
-    data = jsonl({"task": "alpha", "snippet": "a1", "response": "Sure:\n```python\ny = 2\n```\n"})
-    run = predictions_upload(
-        model=make_model(), release=release, data=data, template="rcb-v2", requester=None
+    run = upload(
+        release, jsonl({"task": "alpha", "snippet": "a1", "response": "Sure:\n```python\ny = 2\n```\n"})
     )
     item = Completion.objects.get(run=run)
     assert item.code.strip() == "y = 2" and item.code_extracted
 
 
+def test_uploaded_code_is_reindented_to_its_snippet_like_the_cli(release):
+    Snippet.objects.filter(name="a1").update(indent=8)
+    run = upload(release, jsonl({"task": "alpha", "snippet": "a1", "code": "x = 1\nif x:\n    y = 2"}))
+    assert Completion.objects.get(run=run).code == "        x = 1\n        if x:\n            y = 2"
+
+
 def test_invalid_upload_raises_with_every_error_and_creates_nothing(release):
     with pytest.raises(PredictionsInvalid) as info:
-        predictions_upload(
-            model=make_model(), release=release, data=jsonl("x", OK, OK), template="rcb-v2", requester=None
-        )
-    assert info.value.errors[0].startswith("line 1 is not JSON")
-    assert info.value.errors[1] == "line 3: duplicate of line 2 (task, snippet, completion_idx)"
+        upload(release, jsonl("x", OK, OK))
+    assert info.value.errors == [
+        "line 1: not valid JSON (Expecting value at column 1)",
+        "line 3: duplicate of line 2 (task, snippet, completion_idx)",
+    ]
     assert not EvaluationRun.objects.exists()
+
+
+def test_a_file_over_the_limit_is_refused_from_its_size_before_it_is_read(release, settings):
+    settings.RCB_UPLOAD_MAX_BYTES = 1024 * 1024
+
+    class Unreadable(ContentFile):
+        def read(self, *args):
+            raise AssertionError("the file was read")
+
+    with pytest.raises(PredictionsInvalid) as info:
+        predictions_upload(
+            release=release,
+            file=Unreadable(b"x" * (1024 * 1024 + 1)),
+            template="rcb-v2",
+            requester=None,
+            model=LanguageModelFactory(),
+        )
+    assert info.value.field_errors == {"file": ["the file is too large (1.0 MB); the limit is 1 MB"]}
+    assert info.value.errors == ["the file is too large (1.0 MB); the limit is 1 MB"]
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n  \n"])
+def test_rejects_an_empty_file(release, data):
+    with pytest.raises(PredictionsInvalid) as info:
+        upload(release, data)
+    assert info.value.field_errors == {"file": ["the file is empty: expected one JSON object per line"]}
+
+
+def test_new_model_and_its_run_are_created_together(release):
+    run = upload(release, jsonl(OK), new_model=NewModel(key="new", name="New"), template="rcb-2025")
+    assert run.model.key == "new" and run.model.name == "New" and run.template == "rcb-2025"
+    assert run.counts["total"] == 1
 
 
 def test_new_model_is_not_created_when_the_file_is_rejected(release):
     with pytest.raises(PredictionsInvalid):
-        predictions_upload_new_model(
-            model_fields={"key": "new", "name": "New"},
-            release=release,
-            data=b"",
-            template="rcb-v2",
-            requester=None,
-        )
+        upload(release, b"", new_model=NewModel(key="new", name="New"))
     assert not LanguageModel.objects.filter(key="new").exists()
 
 
-def test_new_model_and_its_run_are_created_together(release):
-    run = predictions_upload_new_model(
-        model_fields={"key": "new", "name": "New"},
-        release=release,
-        data=jsonl(OK),
-        template="rcb-2025",
-        requester=None,
-    )
-    assert run.model.key == "new" and run.template == "rcb-2025"
-    assert json.loads(json.dumps(run.counts))["total"] == 1
+@pytest.mark.parametrize(
+    ("new_model", "field_errors"),
+    [
+        (NewModel(key="bad key!", name="N"), {"model_key": ["use 1-100 letters, digits"]}),
+        (
+            NewModel(key="m1", name="N"),
+            {"model_key": ["a model with the key 'm1' exists: choose it instead"]},
+        ),
+        (
+            NewModel(key="k", name="Model m1"),
+            {"model_name": ["a model named 'Model m1' exists with another key"]},
+        ),
+        (
+            NewModel(key="k", name=""),
+            {"model_name": ["no model has the key 'k': give a display name to create it"]},
+        ),
+        (NewModel(key="k", name="N" * 201), {"model_name": ["use at most 200 characters (it has 201)"]}),
+    ],
+)
+def test_new_model_key_and_name_are_checked_together_with_the_file(release, new_model, field_errors):
+    LanguageModelFactory(key="m1", name="Model m1")
+    with pytest.raises(PredictionsInvalid) as info:
+        upload(release, jsonl("oops"), new_model=new_model)
+    got = info.value.field_errors
+    assert set(got) == set(field_errors)
+    for name, (message,) in field_errors.items():
+        assert got[name][0].startswith(message)
+    assert info.value.line_errors == ["line 1: not valid JSON (Expecting value at column 1)"]
+    assert LanguageModel.objects.count() == 1 and not EvaluationRun.objects.exists()
 
 
-def test_uploaded_code_is_reindented_to_its_snippet_like_the_cli(release):
-    Snippet.objects.filter(name="a1").update(indent=8)
-    data = jsonl({"task": "alpha", "snippet": "a1", "code": "x = 1\nif x:\n    y = 2"})
-    run = predictions_upload(
-        model=make_model(), release=release, data=data, template="rcb-v2", requester=None
+@pytest.mark.parametrize("case", ADVERSARIAL)
+def test_adversarial_lines_are_line_errors_and_nothing_is_stored(release, case):
+    line, message = ADVERSARIAL[case]
+    with pytest.raises(PredictionsInvalid) as info:
+        upload(release, jsonl(OK) + line + b"\n", new_model=NewModel(key="new", name="New"))
+    (error,) = info.value.errors
+    assert error.startswith(f"line 2: {message}") and len(error) < 300
+    assert not EvaluationRun.objects.exists() and not LanguageModel.objects.exists()
+
+
+# --- the web form --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def member(client):
+    user = UserFactory(username="member", password="pw")
+    client.force_login(user)
+    return user
+
+
+def post_form(client, data: bytes, **fields):
+    form = {
+        "model": "",
+        "new_model_key": "fresh",
+        "new_model_name": "Fresh",
+        "release": "r1",
+        "template": "rcb-v2",
+    }
+    return client.post("/runs/upload/", {**form, **fields, "file": SimpleUploadedFile("p.jsonl", data)})
+
+
+@pytest.mark.parametrize("case", ADVERSARIAL)
+def test_form_answers_400_with_a_bounded_line_error_and_stores_nothing(client, member, release, case):
+    line, message = ADVERSARIAL[case]
+    response = post_form(client, jsonl(OK) + line + b"\n")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert f"line 2: {message}".replace("'", "&#x27;") in html
+    assert len(response.content) < 50_000
+    assert not EvaluationRun.objects.exists() and not LanguageModel.objects.exists()
+
+
+def test_form_shows_model_errors_on_their_fields_with_the_file_errors(client, member, release):
+    LanguageModelFactory(key="taken")
+    response = post_form(client, jsonl("oops"), new_model_key="taken", new_model_name="")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "A model with the key &#x27;taken&#x27; exists: choose it instead." in html
+    assert "Give the new model&#x27;s display name." in html
+    assert "line 1: not valid JSON (Expecting value at column 1)" in html
+    assert LanguageModel.objects.count() == 1
+
+
+def test_form_puts_a_whole_file_problem_on_the_file_field(client, member, release, settings):
+    settings.RCB_UPLOAD_MAX_LINES = 1
+    response = post_form(client, jsonl(OK, OK))
+    assert response.status_code == 400
+    assert "The file has 2 lines; the limit is 1." in response.content.decode()
+
+
+def test_form_does_not_echo_an_invalid_template(client, member, release):
+    response = post_form(client, jsonl(OK), template="x" * 100_000)
+    assert response.status_code == 400
+    assert "Choose one of rcb-2025, rcb-v2." in response.content.decode()
+    assert len(response.content) < 50_000
+
+
+def test_form_posts_are_throttled_with_429_and_a_message(client, member, release, monkeypatch):
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"uploads": "2/hour"})
+    LanguageModelFactory(key="m1")
+    statuses = [post_form(client, jsonl(OK), model="m1").status_code for _ in range(2)]
+    response = post_form(client, jsonl(OK), model="m1")
+    assert statuses == [302, 302] and response.status_code == 429
+    assert int(response["Retry-After"]) > 3500
+    assert (
+        "You have reached the upload limit of 2/hour (web form and API together)."
+        in response.content.decode()
     )
-    assert Completion.objects.get(run=run).code == "        x = 1\n        if x:\n            y = 2"
+    assert "Try again in 60 minutes." in response.content.decode()
+    assert EvaluationRun.objects.count() == 2
+    assert client.get("/runs/upload/").status_code == 200
+
+
+def test_form_and_api_share_one_upload_budget_per_user(client, member, release, monkeypatch):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"uploads": "2/hour"})
+    LanguageModelFactory(key="m1")
+    assert post_form(client, jsonl(OK), model="m1").status_code == 302
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=member).key}")
+    payload = {"model": "m1", "release": "r1", "file": SimpleUploadedFile("p.jsonl", jsonl(OK))}
+    assert api.post("/api/v1/runs/upload/", payload, format="multipart").status_code == 201
+    assert post_form(client, jsonl(OK), model="m1").status_code == 429

@@ -89,7 +89,7 @@ def test_predictions_with_code_and_responses_are_evaluated(pset, tmp_path, capsy
         ('{"task": "other", "snippet": "s", "code": "x"}\n', "preds.jsonl:1: unknown task 'other'"),
         (
             '{"task": "toy", "snippet": "scale values"}\n',
-            "preds.jsonl:1: give exactly one of 'code' and 'response'",
+            "preds.jsonl:1: missing field 'code' (or 'response')",
         ),
         ('{"snippet": "scale values", "code": "x"}\n', "preds.jsonl:1: missing field 'task'"),
         (
@@ -98,7 +98,7 @@ def test_predictions_with_code_and_responses_are_evaluated(pset, tmp_path, capsy
         ),
         (
             '{"task": "toy", "snippet": "scale values", "code": "x"}\n' * 2,
-            "preds.jsonl:2: duplicate prediction",
+            "preds.jsonl:2: duplicate of line 1",
         ),
     ],
 )
@@ -109,6 +109,31 @@ def test_bad_predictions_exit_2_naming_file_and_line(pset, tmp_path, capsys, con
     assert status == 2
     assert message in err
     assert out == ""
+
+
+def test_bad_predictions_report_every_problem_and_never_crash(pset, tmp_path, capsys):
+    path = tmp_path / "preds.jsonl"
+    path.write_bytes(
+        b'{"task": "toy", "snippet": "scale values", "code": "x\\ud800"}\n'
+        + b'{"task": "toy", "snippet": "scale values", "completion_idx": '
+        + b"7" * 5000
+        + b', "code": "x"}\n'
+        + b"[" * 100_000
+        + b"\n"
+        + b'{"task": "'
+        + b"T" * 100_000
+        + b'", "snippet": "s", "code": "x"}\n'
+    )
+    status, out, err = _run(capsys, str(pset), "--predictions", str(path))
+    assert status == 2 and out == ""
+    assert "preds.jsonl:1: field 'code' holds a lone surrogate" in err
+    assert (
+        "preds.jsonl:2: field 'completion_idx' must be an integer from 0 to 99, got a 5000-digit number"
+        in err
+    )
+    assert "preds.jsonl:3: not valid JSON here (nested too deeply)" in err
+    assert "preds.jsonl:4: field 'task' is too long (100000 characters; at most 500): 'TTTT" in err
+    assert len(err) < 2000
 
 
 def test_unknown_task_filter_exits_2(pset, capsys):

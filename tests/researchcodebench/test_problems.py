@@ -1,4 +1,4 @@
-"""Masking, filling in, prompts and answer extraction (docs/task-format.md), with golden texts written by hand."""
+"""Masking, filling in and prompts (docs/task-format.md), with golden texts written by hand."""
 
 from __future__ import annotations
 
@@ -7,14 +7,7 @@ from pathlib import Path
 import pytest
 
 from researchcodebench.annotations import parse_file
-from researchcodebench.problems import (
-    blank_body,
-    build_prompt,
-    extract_answer,
-    fill_in,
-    mask_file,
-    reindent,
-)
+from researchcodebench.problems import blank_body, build_prompt, fill_in, mask_file
 from researchcodebench.pset import read_pset
 
 SOURCE = """\
@@ -119,43 +112,6 @@ def test_masks_tab_indented_snippet_with_spaces_like_the_original() -> None:
     assert mask_file(text, snippet) == (
         'def f(x):\n # TODO: Implement block "a"\n\n # Approximately 1 line(s) of code.\n\n'
     )
-
-
-def test_rcb_2025_extraction_takes_last_python_fence_verbatim() -> None:
-    response = "first\n```python\n  a = 1\n```\nthen\n```python\n    b = 2\n```\n```py\nc = 3\n```"
-    assert extract_answer(response, template="rcb-2025") == "    b = 2\n"
-    assert extract_answer("```py\nx = 1\n```", template="rcb-2025") is None
-    assert extract_answer("```Python\nx = 1\n```", template="rcb-2025") is None
-    assert extract_answer("no code", template="rcb-2025") is None
-
-
-def test_rcb_v2_extraction_accepts_variants_and_reindents() -> None:
-    assert extract_answer("```py\nx = 1\n```", template="rcb-v2") == "x = 1"
-    assert extract_answer("```Python\nif a:\n    b()\n```", template="rcb-v2", indent=8) == (
-        "        if a:\n            b()"
-    )
-    assert extract_answer("text\n```\n  y = 2\n```", template="rcb-v2", indent=4) == "    y = 2"
-    assert extract_answer("```python\n\n```", template="rcb-v2") is None
-    assert extract_answer("no fences at all", template="rcb-v2") is None
-
-
-def test_rcb_v2_does_not_mistake_a_closing_fence_for_an_opening() -> None:
-    response = "```python\nz = 9\n```\nRun it with:\n```bash\npython x.py\n```\ndone"
-    assert extract_answer(response, template="rcb-v2") == "z = 9"
-
-
-def test_rcb_v2_accepts_an_unclosed_last_fence() -> None:
-    assert extract_answer("```python\nq = 1\nr = 2", template="rcb-v2", indent=2) == "  q = 1\n  r = 2"
-
-
-def test_unknown_template_is_rejected() -> None:
-    with pytest.raises(ValueError, match="unknown template"):
-        extract_answer("x", template="gpt")
-
-
-def test_reindent_strips_common_prefix_and_blanks_empty_lines() -> None:
-    assert reindent("    a\n\n      b\n", 2) == "  a\n\n    b"
-    assert reindent("\ta\n\t\tb", 0) == "a\n\tb"
 
 
 def test_blank_body_is_pass_at_snippet_indent() -> None:
