@@ -35,6 +35,8 @@ CATEGORIES: dict[str, tuple[str, str]] = {
     "oom": ("Out of memory", MODEL),
     "no_code": ("No code extracted", MODEL),
     "oracle_access": ("Oracle access", MODEL),
+    # The completion reached for the test's or the process's machinery (docs/integrity.md).
+    "harness_tampering": ("Harness tampering", MODEL),
     "early_exit": ("Early exit", MODEL),
     "crash": ("Crash (killed by a signal)", MODEL),
     "other": ("Other", MODEL),

@@ -6,6 +6,11 @@ and fail it). Before anything runs, a completion that names one of the task's or
 and the manifest's ``oracle_files``: imports and string literals) fails as ``oracle_access``; oracle
 files that no other task file refers to are also hidden from the test.
 
+Integrity (docs/integrity.md): a completion that the static screen (``screen.py``) refuses fails as
+``harness_tampering`` without running; after a run, the harness's own checks (functions of the test
+machinery or of the comparison libraries replaced, the result channel changed) and the runner's (a result
+line the harness did not write, failed tests, a test count unlike the reference run's) fail it the same way.
+
 Speed: ``Runner`` keeps warm interpreters per environment (backends that are a ``WarmCapableSandbox``,
 the local one; ``warm.py``), calibrates
 each task's timeout from its reference run (``max(TIMEOUT_FACTOR x reference, TIMEOUT_FLOOR_S)``, capped
@@ -31,7 +36,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from . import errors
+from . import errors, screen
 from .annotations import Snippet
 from .environments import Environment, resolve_environment
 from .problems import fill_in
@@ -49,6 +54,10 @@ from .warm import HARNESS_SOURCE, ServerLost, WarmPool
 
 START_MARK = "@@RCB-START@@"
 RESULT_MARK = "@@RCB-RESULT@@"
+#: Libraries whose comparison functions the harness guards when a task imports them.
+WATCHED_LIBRARIES = ("torch", "numpy")
+#: Findings named in a screen verdict's reason (the rest are counted).
+REASON_FINDINGS = 5
 #: Characters of each stream kept in a verdict.
 VERDICT_TAIL_CHARS = 4000
 TIMEOUT_FACTOR = 10.0
@@ -98,6 +107,7 @@ class Verdict:
     stderr_tail: str = ""
     tests_run: int | None = None
     tests_failed: int | None = None
+    tests_skipped: int | None = None
     environment: str = ""
     cached: bool = False
     warm: bool = False
@@ -351,6 +361,13 @@ def _signal_name(number: int | None) -> str | None:
         return f"signal {number}"
 
 
+def forged_results(result: RunResult) -> int:
+    """How many result lines beyond the harness's one the run wrote (any of them is a forgery)."""
+    lines = result.stderr.decode("utf-8", "replace").split("\n")
+    count = sum(1 for line in lines if line.startswith(RESULT_MARK))
+    return max(0, count - 1)
+
+
 def parse_run(result: RunResult, nonce: str) -> tuple[dict | None, bool, str, str]:
     """(result record or None, start marker seen, stdout text, stderr text without the harness lines)."""
     stdout = result.stdout.decode("utf-8", "replace")
@@ -387,6 +404,7 @@ def verdict_from_run(result: RunResult, nonce: str, *, facts: TaskFacts | None, 
         "stderr_tail": _tail_text(stderr),
         "tests_run": (record or {}).get("tests_run"),
         "tests_failed": (record or {}).get("tests_failed"),
+        "tests_skipped": (record or {}).get("tests_skipped"),
         "environment": environment,
         "exception_type": exc.get("type"),
         "exception_message": exc.get("message"),
@@ -412,9 +430,15 @@ def verdict_from_run(result: RunResult, nonce: str, *, facts: TaskFacts | None, 
         if result.signal is not None:
             return make(errors.classify("failed", signal_name=_signal_name(result.signal)))
         return make(errors.classify("failed", early_exit=True))
+    tampered = record.get("tampered")
+    if tampered or not isinstance(tampered, list):
+        what = ", ".join(str(t) for t in tampered[:REASON_FINDINGS]) if tampered else "the harness's checks"
+        return make(tampering(f"the run replaced {what}"))
+    if forged_results(result):
+        return make(tampering("the run wrote a result line of its own"))
     if record.get("early_exit"):
         return make(errors.classify("failed", early_exit=True))
-    if record.get("status") == 0 and result.exit_code == 0:
+    if record.get("status") == 0 and result.exit_code == 0 and not record.get("tests_failed"):
         return make(errors.classify("passed"))
     return make(
         errors.classify(
@@ -428,6 +452,25 @@ def verdict_from_run(result: RunResult, nonce: str, *, facts: TaskFacts | None, 
             task_imports=facts.task_imports if facts else None,
         )
     )
+
+
+def tampering(reason: str) -> errors.Classification:
+    """The classification of a run (or completion) that tampered with the harness."""
+    return errors.Classification(
+        "failed", screen.CATEGORY, errors.MODEL, ("harness tampering: " + reason)[:500]
+    )
+
+
+def screen_reason(findings: Sequence[screen.Finding], file: str) -> str:
+    """The findings of the static screen as one reason line (the first few, then a count)."""
+    shown = "; ".join(f.describe(file) for f in findings[:REASON_FINDINGS])
+    more = len(findings) - REASON_FINDINGS
+    return shown + (f" (and {more} more)" if more > 0 else "")
+
+
+def watched_libraries(facts: TaskFacts) -> list[str]:
+    """The comparison libraries the task's files import (the harness guards their functions)."""
+    return [name for name in WATCHED_LIBRARIES if name in facts.task_imports]
 
 
 def _verdict_without_run(outcome: str, environment: str, **kwargs: Any) -> Verdict:
@@ -491,8 +534,12 @@ class Runner:
         calibrate: bool = True,
         workers: int = 2,
         timeout_floor_s: float = TIMEOUT_FLOOR_S,
+        static_screen: bool = True,
     ) -> None:
         sandbox.check()
+        # ``static_screen=False`` exists for the sandbox's own tests, which must reach the sandbox with code
+        # the screen would refuse; every evaluation path of the portal and the CLI keeps the default.
+        self.static_screen = static_screen
         self.timeout_floor_s = timeout_floor_s
         self.sandbox = sandbox
         self.environment = (
@@ -509,6 +556,7 @@ class Runner:
         )
         self._facts: dict[str, TaskFacts] = {}
         self._timeouts: dict[str, float] = {}
+        self._references: dict[str, Verdict] = {}
         self._lock = threading.Lock()
         self._task_locks: dict[str, threading.Lock] = {}
 
@@ -541,12 +589,11 @@ class Runner:
         cap = self.cap_s(task)
         if not self.calibrate:
             return cap
-        facts = self.facts(task)
         with self._lock:
             lock = self._task_locks.setdefault("timeout:" + task.root, threading.Lock())
         with lock:
             if task.root not in self._timeouts:
-                reference = self._run(task, None, None, facts, replace(self.limits, timeout_s=cap))
+                reference = self.reference(task)
                 if reference.outcome == "passed":
                     value = min(max(TIMEOUT_FACTOR * reference.duration_s, self.timeout_floor_s), cap)
                 else:
@@ -554,12 +601,40 @@ class Runner:
                 self._timeouts[task.root] = value
             return self._timeouts[task.root]
 
+    def reference(self, task: Task) -> Verdict:
+        """The verdict of the task's unchanged reference, run once per task (at the cap's timeout)."""
+        facts = self.facts(task)
+        with self._lock:
+            lock = self._task_locks.setdefault("reference:" + task.root, threading.Lock())
+        with lock:
+            if task.root not in self._references:
+                limits = replace(self.limits, timeout_s=self.cap_s(task))
+                self._references[task.root] = self._run(task, None, None, facts, limits)
+            return self._references[task.root]
+
+    def _check_counts(self, task: Task, verdict: Verdict, *, is_reference: bool) -> Verdict:
+        """A passing run must have run as many tests (and skipped as many) as the reference run: a test that
+        vanished or was skipped did not test the completion."""
+        if not verdict.passed or is_reference:
+            return verdict
+        reference = self.reference(task)
+        if not reference.passed:
+            return verdict
+        if (verdict.tests_run, verdict.tests_skipped) == (reference.tests_run, reference.tests_skipped):
+            return verdict
+        c = tampering(
+            f"the test ran {verdict.tests_run} tests ({verdict.tests_skipped} skipped) where the reference "
+            f"run ran {reference.tests_run} ({reference.tests_skipped} skipped)"
+        )
+        return replace(verdict, outcome=c.outcome, category=c.category, tier=c.tier, reason=c.reason)
+
     # -------------------------------------------------------------- one run
 
     def _run(
         self, task: Task, snippet: Snippet | None, code: str | None, facts: TaskFacts, limits: Limits
     ) -> Verdict:
         nonce = secrets.token_hex(16)
+        watch = watched_libraries(facts)
         entry = task.manifest.test_entry
         completed = [snippet.file] if snippet is not None else sorted({s.file for s in task.snippets})
         hl = harness_limits(self.sandbox, limits)
@@ -575,6 +650,7 @@ class Runner:
                     limits=limits,
                     harness_limits=hl,
                     nonce=nonce,
+                    watch=watch,
                 )
             except ServerLost:
                 if server is not None:
@@ -590,7 +666,7 @@ class Runner:
                     timeout_s=limits.timeout_s,
                     warm=True,
                 )
-        return self._run_cold(task, snippet, code, facts, limits, nonce, entry, completed, hl)
+        return self._run_cold(task, snippet, code, facts, limits, nonce, entry, completed, hl, watch)
 
     def _run_cold(
         self,
@@ -603,6 +679,7 @@ class Runner:
         entry: str,
         completed: list[str],
         hl: dict[str, int],
+        watch: list[str],
     ) -> Verdict:
         workdir = tempfile.mkdtemp(prefix="rcb-run-")
         try:
@@ -617,6 +694,7 @@ class Runner:
                 entry,
                 json.dumps(completed),
                 json.dumps(hl),
+                json.dumps(watch),
             )
             spec = RunSpec(
                 workdir=workdir,
@@ -655,14 +733,29 @@ class Runner:
             if hit is not None:
                 return hit
         reason = oracle_access(task, snippet, code, facts.oracles)
+        original = task.read_text(snippet.file)
+        findings = (
+            screen.screen_completion(
+                original=original, snippet=snippet, code=code, test_entry=task.manifest.test_entry
+            )
+            if self.static_screen and reason is None
+            else []
+        )
         if reason is not None:
             c = errors.Classification("failed", "oracle_access", errors.MODEL, reason)
+            verdict = Verdict(
+                outcome=c.outcome, category=c.category, tier=c.tier, reason=c.reason, environment=env_id
+            )
+        elif findings:
+            c = tampering(screen_reason(findings, snippet.file))
             verdict = Verdict(
                 outcome=c.outcome, category=c.category, tier=c.tier, reason=c.reason, environment=env_id
             )
         else:
             run_limits = limits or replace(self.limits, timeout_s=self.timeout_for(task))
             verdict = self._run(task, snippet, code, facts, run_limits)
+            is_reference = fill_in(original, snippet, code) == original
+            verdict = self._check_counts(task, verdict, is_reference=is_reference)
         if self.cache is not None and key is not None:
             self.cache.put(key, verdict)
         return verdict

@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .environments import Environment
@@ -150,6 +150,7 @@ class WarmServer:
         limits: Limits,
         harness_limits: dict[str, int],
         nonce: str,
+        watch: Sequence[str] = (),
     ) -> RunResult:
         """Run one test: ``prepare(slot)`` fills the emptied slot with the task folder, then the server forks.
 
@@ -184,6 +185,7 @@ class WarmServer:
             "completed": completed,
             "limits": harness_limits,
             "nonce": nonce,
+            "watch": list(watch),
             "timeout_s": limits.timeout_s,
         }
         stdin = self.box.popen.stdin

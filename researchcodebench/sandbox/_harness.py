@@ -3,7 +3,7 @@
 It is never imported by the host: the runner passes this file's source to ``python -I -B -c`` (so it works
 in any backend, a container included, without mounting anything) with one of two commands:
 
-``run ENTRY COMPLETED_JSON LIMITS_JSON``
+``run ENTRY COMPLETED_JSON LIMITS_JSON [WATCH_JSON]``
     Reads a per-run nonce from stdin, then executes ``ENTRY`` (normally ``paper2code_test.py``) exactly as
     ``python ENTRY`` would in the current directory (``__main__``, ``sys.argv``, ``sys.path[0]``), and ends
     the process itself with the script's exit status.
@@ -18,7 +18,17 @@ normally, or ended through a ``SystemExit`` that was not raised from a completed
 ``RESULT_MARK {json}`` line holding the nonce goes to fd 2 and the process ends with ``os._exit``. A
 missing result line therefore means the run ended early (``os._exit`` in the completion, a signal, ...).
 The nonce is only in this process's memory; this is a guard against accidental or naive early exits, not
-against code that searches the interpreter's memory for it.
+against code that searches the interpreter's memory for it (the static screen, researchcodebench/screen.py,
+refuses such code before it runs).
+
+Runtime integrity (docs/integrity.md): before the test starts the harness hooks unittest's result methods,
+imports the comparison libraries the task uses (``WATCH_JSON``) and records the identity of every function
+and class of the test machinery (unittest), of those libraries (``torch.allclose``, ``numpy.testing``...,
+``torch.Tensor``'s methods) and of the builtins. After the run it compares them again: anything replaced
+is listed in the result's ``tampered`` field, which fails the run whatever the exit status. The result line
+goes to a duplicate of fd 2 taken before the test (closing or redirecting fd 2 cannot swallow it), written
+with ``os.write``/``json.dumps`` captured when the harness loaded. Tests run, failed and skipped are counted
+by hooks installed before any test code ran; the runner compares them with the reference run's.
 """
 
 import json
@@ -29,6 +39,14 @@ import signal
 import sys
 import time
 import traceback
+
+# Captured before any test or completion code runs: a patched os.write, os._exit or json.dumps cannot
+# rewrite or suppress the harness's own result line.
+_write = os.write
+_exit = os._exit
+_dumps = json.dumps
+_fstat = os.fstat
+_dup = os.dup
 
 START_MARK = "@@RCB-START@@"
 RESULT_MARK = "@@RCB-RESULT@@"
@@ -87,12 +105,16 @@ class _Tally:
         self.unittest = False
         self.run = 0
         self.failed = 0
+        self.skipped = 0
+        #: Errors and failures seen by the hooks themselves (not the result object's lists).
+        self.noted = 0
         self.first_error = None
         self.first_failure = None
 
     def note(self, exc_info, failure):
         if exc_info is None or exc_info[1] is None:
             return
+        self.noted += 1
         if isinstance(exc_info[1], SystemExit) and _raised_from(exc_info[2], self.completed_real):
             # unittest turns SystemExit into a test error; from model code it is still an early exit.
             self.early_exit = True
@@ -119,6 +141,7 @@ def _hook_unittest(tally):
         tally.failed += (
             len(result.failures) + len(result.errors) + len(getattr(result, "unexpectedSuccesses", ()))
         )
+        tally.skipped += len(getattr(result, "skipped", ()))
         return result
 
     def add_error(self, test, err):
@@ -138,6 +161,86 @@ def _hook_unittest(tally):
     unittest.TestResult.addError = add_error
     unittest.TestResult.addFailure = add_failure
     unittest.TestResult.addSubTest = add_subtest
+
+
+_UNITTEST_CLASSES = (
+    "BaseTestSuite",
+    "FunctionTestCase",
+    "TestCase",
+    "TestLoader",
+    "TestProgram",
+    "TestResult",
+    "TestSuite",
+    "TextTestResult",
+    "TextTestRunner",
+)
+_UNITTEST_MODULES = ("case", "loader", "main", "result", "runner", "suite", "util")
+#: Per watched library: submodules and classes whose functions a test compares with.
+_LIBRARY_PARTS = {
+    "torch": (("testing", "nn", "nn.functional", "linalg", "special", "fft"), ("Tensor", "nn.Module")),
+    "numpy": (("testing", "linalg", "random"), ("ndarray",)),
+}
+
+
+def _resolve(root, dotted):
+    obj = root
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _namespaces(watch):
+    """(label, namespace) pairs to guard: unittest, builtins, and the watched libraries (imported here)."""
+    import builtins
+    import unittest
+
+    pairs = [("builtins", builtins.__dict__), ("unittest", unittest.__dict__)]
+    for name in _UNITTEST_MODULES:
+        module = sys.modules.get("unittest." + name)
+        if module is not None:
+            pairs.append(("unittest." + name, module.__dict__))
+    for name in _UNITTEST_CLASSES:
+        cls = getattr(unittest, name, None)
+        if isinstance(cls, type):
+            pairs.append(("unittest." + name, cls.__dict__))
+    for name in watch:
+        try:
+            library = __import__(name)
+        except Exception:
+            # A missing library is the test's own ModuleNotFoundError to report.
+            continue
+        pairs.append((name, library.__dict__))
+        modules, classes = _LIBRARY_PARTS.get(name, ((), ()))
+        for dotted in modules + classes:
+            obj = _resolve(library, dotted)
+            if obj is not None and hasattr(obj, "__dict__"):
+                pairs.append((name + "." + dotted, obj.__dict__))
+    return pairs
+
+
+def _guarded(value):
+    return callable(value) or isinstance(value, type) or type(value).__name__ == "module"
+
+
+def snapshot(watch):
+    """The identities to verify after the run: (label, live namespace, copy of its guarded entries)."""
+    return [
+        (label, namespace, {k: v for k, v in list(namespace.items()) if _guarded(v)})
+        for label, namespace in _namespaces(watch)
+    ]
+
+
+def replaced(saved):
+    """Labels of every guarded entry that is gone or no longer the very same object."""
+    missing = object()
+    changed = []
+    for label, namespace, entries in saved:
+        for key, value in entries.items():
+            if namespace.get(key, missing) is not value:
+                changed.append(f"{label}.{key}")
+    return changed
 
 
 def _raised_from(tb, files):
@@ -171,25 +274,36 @@ def _flush():
             pass
 
 
-def _emit(line):
+def _emit(line, fd=2):
     data = ("\n" + line + "\n").encode("utf-8", "replace")
     try:
-        os.write(2, data)
+        _write(fd, data)
     except OSError:
         pass
 
 
-def run_test(entry, completed, limits, nonce):
+def _identity(fd):
+    try:
+        info = _fstat(fd)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+def run_test(entry, completed, limits, nonce, watch=()):
     """Run ``entry`` like ``python entry`` in the current directory; never returns (ends the process)."""
     _apply_limits(limits)
     workdir = os.getcwd()
     completed_real = {os.path.realpath(os.path.join(workdir, path)) for path in completed}
-    _emit(START_MARK + " " + nonce)
+    channel = _dup(2)
+    channel_identity = _identity(channel)
+    _emit(START_MARK + " " + nonce, channel)
     tally = _Tally(completed_real)
     record = {"nonce": nonce, "early_exit": False, "status": 1, "exception": None}
+    _hook_unittest(tally)
+    saved = snapshot(watch)
     started = time.monotonic()
     try:
-        _hook_unittest(tally)
         path = os.path.join(workdir, entry)
         import types
 
@@ -219,14 +333,19 @@ def run_test(entry, completed, limits, nonce):
     record["duration_s"] = time.monotonic() - started
     if tally.early_exit:
         record["early_exit"] = True
+    tampered = replaced(saved)
+    if _identity(channel) != channel_identity:
+        tampered.append("the result channel")
+    record["tampered"] = tampered
     record["unittest"] = tally.unittest
     record["tests_run"] = tally.run if tally.unittest else None
-    record["tests_failed"] = tally.failed if tally.unittest else None
+    record["tests_failed"] = max(tally.failed, tally.noted) if tally.unittest else None
+    record["tests_skipped"] = tally.skipped if tally.unittest else None
     if record["exception"] is None:
         record["exception"] = tally.first_error or tally.first_failure
     _flush()
-    _emit(RESULT_MARK + " " + json.dumps(record))
-    os._exit(record["status"])
+    _emit(RESULT_MARK + " " + _dumps(record), channel)
+    _exit(record["status"])
 
 
 def _read_nonce():
@@ -357,7 +476,13 @@ def _child(request):
             pass
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        run_test(request["entry"], request["completed"], request["limits"], request["nonce"])
+        run_test(
+            request["entry"],
+            request["completed"],
+            request["limits"],
+            request["nonce"],
+            request.get("watch", ()),
+        )
     except BaseException:
         try:
             traceback.print_exc()
@@ -469,13 +594,16 @@ def serve(preload):
 
 
 def main(argv):
-    if argv[:1] == ["run"] and len(argv) == 4:
+    if argv[:1] == ["run"] and len(argv) in (4, 5):
         nonce = _read_nonce()
-        run_test(argv[1], json.loads(argv[2]), json.loads(argv[3]), nonce)
+        watch = json.loads(argv[4]) if len(argv) == 5 else ()
+        run_test(argv[1], json.loads(argv[2]), json.loads(argv[3]), nonce, watch)
     elif argv[:1] == ["serve"] and len(argv) == 2:
         serve(json.loads(argv[1]))
     else:
-        sys.stderr.write("usage: harness run ENTRY COMPLETED_JSON LIMITS_JSON | serve PRELOAD_JSON\n")
+        sys.stderr.write(
+            "usage: harness run ENTRY COMPLETED_JSON LIMITS_JSON [WATCH_JSON] | serve PRELOAD_JSON\n"
+        )
         os._exit(64)
 
 

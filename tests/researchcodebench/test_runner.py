@@ -43,7 +43,10 @@ def task(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def warm(sandbox):
-    with Runner(sandbox=sandbox, environment=eval_python(), warm=True, calibrate=False, workers=1) as runner:
+    # The warm server's isolation is tested with code the static screen would refuse before it ran.
+    with Runner(
+        sandbox=sandbox, environment=eval_python(), warm=True, calibrate=False, workers=1, static_screen=False
+    ) as runner:
         yield runner
 
 
@@ -191,7 +194,9 @@ def test_a_killed_warm_server_is_replaced_and_the_item_rerun_cold(sandbox, task)
         result = [v * factor for v in values]
         """
     )
-    with Runner(sandbox=sandbox, environment=eval_python(), warm=True, calibrate=False, workers=1) as runner:
+    with Runner(
+        sandbox=sandbox, environment=eval_python(), warm=True, calibrate=False, workers=1, static_screen=False
+    ) as runner:
         rerun = runner.evaluate(task, snippet, kill_server)
         nxt = runner.evaluate(task, snippet, snippet.code)
     assert (rerun.outcome, rerun.warm) == ("passed", False)
@@ -240,7 +245,9 @@ class ScriptedSandbox:
     def run(self, spec: RunSpec) -> RunResult:
         self.timeouts.append(spec.limits.timeout_s)
         nonce = (spec.stdin or b"").decode().strip()
-        record = json.dumps({"nonce": nonce, "early_exit": False, "status": 0, "exception": None})
+        record = json.dumps(
+            {"nonce": nonce, "early_exit": False, "status": 0, "exception": None, "tampered": []}
+        )
         stderr = f"\n{START_MARK} {nonce}\n\n{RESULT_MARK} {record}\n"
         return RunResult(exit_code=0, duration_s=self.duration_s, stderr=stderr.encode())
 
@@ -362,7 +369,7 @@ def test_unsandboxed_runner_is_refused_unless_the_caller_allows_it(monkeypatch, 
         Runner(sandbox=make_sandbox("none"), environment=eval_python())
     snippet = task.snippets[0]
     allowed = make_sandbox("none", allow_unsandboxed=True)
-    with Runner(sandbox=allowed, environment=eval_python(), calibrate=False) as runner:
+    with Runner(sandbox=allowed, environment=eval_python(), calibrate=False, static_screen=False) as runner:
         assert runner.pool is None
         assert runner.evaluate(task, snippet, snippet.code).outcome == "passed"
         assert runner.evaluate(task, snippet, body("import sys\nsys.exit(0)")).category == "early_exit"

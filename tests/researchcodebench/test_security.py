@@ -1,6 +1,9 @@
 """Attacks from inside a completion (issue 4 item 7): each must end contained, with the right outcome,
 leaving no process or file behind and no secret in the recorded output. Every attack runs both warm
-(forked from a warm server) and cold (a fresh sandbox per run)."""
+(forked from a warm server) and cold (a fresh sandbox per run).
+
+The static screen (researchcodebench/screen.py) would refuse most of these programs before they run; the
+runners here switch it off so that the sandbox itself is what holds them (docs/integrity.md: layers)."""
 
 from __future__ import annotations
 
@@ -80,8 +83,16 @@ def workspace(tmp_path_factory, env_secrets):
     secret_file.parent.mkdir()
     secret_file.write_text("top-secret-canary-41c2\n")
     runners = {
-        "warm": Runner(sandbox=sandbox, environment=eval_python(), warm=True, calibrate=False, workers=1),
-        "cold": Runner(sandbox=sandbox, environment=eval_python(), warm=False, calibrate=False, workers=1),
+        (mode, screened): Runner(
+            sandbox=sandbox,
+            environment=eval_python(),
+            warm=mode == "warm",
+            calibrate=False,
+            workers=1,
+            static_screen=screened,
+        )
+        for mode in ("warm", "cold")
+        for screened in (False, True)
     }
     yield {
         "task": task,
@@ -101,10 +112,10 @@ def workspace(tmp_path_factory, env_secrets):
 MODES = ("warm", "cold")
 
 
-def _run(workspace, mode: str, code: str, **limits: object):
+def _run(workspace, mode: str, code: str, *, screened: bool = False, **limits: object):
     task = workspace["task"]
     snippet = task.snippets[0]
-    runner = workspace["runners"][mode]
+    runner = workspace["runners"][(mode, screened)]
     run_limits = Limits(**{"timeout_s": 10.0, **limits})
     verdict = runner.evaluate(task, snippet, body(code), limits=run_limits)
     recorded = verdict.stdout_tail + verdict.stderr_tail + verdict.reason + (verdict.exception_message or "")
@@ -302,6 +313,9 @@ def test_exiting_early_with_status_zero_fails(workspace, mode, code):
     verdict = _run(workspace, mode, code)
     assert verdict.outcome == "failed"
     assert verdict.category == "early_exit"
+    screened = _run(workspace, mode, code, screened=True)
+    assert (screened.outcome, screened.category) == ("failed", "harness_tampering")
+    assert "toy.py:" in screened.reason
 
 
 @pytest.mark.parametrize("mode", MODES)
