@@ -1,13 +1,21 @@
-"""The evaluation API: submitters upload predictions for a release with a token."""
+"""The evaluation API: submitters upload predictions for a release with a token; anyone reads runs and their
+results (JSON, or CSV with ``?format=csv``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.db.models import QuerySet
+from django.http import Http404
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
-from rest_framework import status
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
 from rest_framework.authentication import TokenAuthentication
+from rest_framework.exceptions import NotFound
+from rest_framework.generics import ListAPIView
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -15,10 +23,23 @@ from rest_framework.views import APIView
 
 from contributions.models import Release
 from evaluation import selectors
-from evaluation.models import LanguageModel
-from evaluation.serializers import ErrorListOutput, PredictionsUploadInput, PredictionsUploadOutput
-from evaluation.services.uploads import NewModel, PredictionsInvalid, predictions_upload
-from researchcodebench.predictions import shown
+from evaluation.exports import CSVRenderer
+from evaluation.models import Completion, EvaluationRun, LanguageModel
+from evaluation.serializers import (
+    ErrorListOutput,
+    PredictionsUploadInput,
+    PredictionsUploadOutput,
+    ResultQuerySerializer,
+    ResultSerializer,
+    RunQuerySerializer,
+    RunSerializer,
+)
+from evaluation.services.uploads import (
+    PredictionsInvalid,
+    predictions_upload,
+    predictions_upload_new_model,
+    upload_limit_bytes,
+)
 
 
 class RunUploadApi(APIView):
@@ -40,24 +61,50 @@ class RunUploadApi(APIView):
         if not form.is_valid():
             return Response({"errors": _flatten(form.errors)}, status=status.HTTP_400_BAD_REQUEST)
         data = form.validated_data
+        upload = data["file"]
+        if upload.size > upload_limit_bytes():
+            limit_mb = upload_limit_bytes() / 1024 / 1024
+            return Response(
+                {
+                    "errors": [
+                        f"the file is too large ({upload.size / 1024 / 1024:.1f} MB); the limit is {limit_mb:.0f} MB"
+                    ]
+                },
+                status=status.HTTP_400_BAD_REQUEST,
+            )
         release = Release.objects.filter(name=data["release"]).first()
         if release is None:
             return Response(
-                {"errors": [f"release: unknown release {shown(data['release'])}"]},
+                {"errors": [f"release: unknown release '{data['release']}'"]},
                 status=status.HTTP_400_BAD_REQUEST,
             )
         model = LanguageModel.objects.filter(key=data["model"]).first()
+        common = {
+            "release": release,
+            "data": upload.read(),
+            "template": data["template"],
+            "requester": request.user,
+        }
         try:
-            run = predictions_upload(
-                release=release,
-                file=data["file"],
-                template=data["template"],
-                requester=request.user,
-                model=model,
-                new_model=None if model else NewModel(key=data["model"], name=data.get("model_name", "")),
-            )
+            if model is not None:
+                run = predictions_upload(model=model, **common)
+            else:
+                name = data.get("model_name", "")
+                if not name:
+                    return Response(
+                        {"errors": [f"model: unknown model '{data['model']}'; give model_name to create it"]},
+                        status=status.HTTP_400_BAD_REQUEST,
+                    )
+                if LanguageModel.objects.filter(name=name).exists():
+                    return Response(
+                        {"errors": [f"model_name: a model named '{name}' exists with another key"]},
+                        status=status.HTTP_400_BAD_REQUEST,
+                    )
+                run = predictions_upload_new_model(
+                    model_fields={"key": data["model"], "name": name}, **common
+                )
         except PredictionsInvalid as exc:
-            return Response({"errors": _upload_errors(exc)}, status=status.HTTP_400_BAD_REQUEST)
+            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
         progress = selectors.run_progress(run=run)
         body = {
             "id": run.pk,
@@ -77,16 +124,73 @@ def _flatten(errors: dict) -> list[str]:
     return [f"{field}: {message}" for field, messages in errors.items() for message in messages]
 
 
-#: the upload service's names of the new model's fields -> this API's
-_SERVICE_FIELDS = {"model_key": "model", "model_name": "model_name"}
+# --- The read API of runs and their results ----------------------------------------------------------------
+
+#: JSON, the browsable API and CSV (``?format=csv``: one header row, then one row per record)
+READ_RENDERERS = [JSONRenderer, BrowsableAPIRenderer, CSVRenderer]
+FORMAT_PARAM = OpenApiParameter(
+    "format", str, enum=["json", "csv"], description="json (default) or csv (a file with a header row)"
+)
 
 
-def _upload_errors(exc: PredictionsInvalid) -> list[str]:
-    """The model's field errors as "field: message", then the file's (whole-file first, then by line)."""
-    fields = [
-        f"{_SERVICE_FIELDS[name]}: {message}"
-        for name, messages in exc.field_errors.items()
-        if name in _SERVICE_FIELDS
-        for message in messages
-    ]
-    return [*fields, *exc.errors]
+def _query(serializer_class: type[serializers.Serializer], request: Request) -> serializers.Serializer:
+    """The validated query string (a bad value -> 400 naming the parameter); ``format`` and the
+    pagination parameters belong to DRF, unknown parameters are ignored."""
+    params = {k: v for k, v in request.query_params.items() if k not in ("format", "limit", "offset")}
+    serializer = serializer_class(data=params)
+    serializer.is_valid(raise_exception=True)
+    return serializer
+
+
+def _run_or_404(run_id: int) -> EvaluationRun:
+    try:
+        return selectors.run_get(run_id=run_id)
+    except Http404:
+        raise NotFound(f"no run {run_id}.") from None
+
+
+class RunListApi(ListAPIView):
+    """GET /api/v1/runs/: every run, newest first, paginated."""
+
+    renderer_classes = READ_RENDERERS
+    serializer_class = RunSerializer
+    export_name = "runs"
+
+    @extend_schema(summary="Evaluation runs, newest first", parameters=[RunQuerySerializer, FORMAT_PARAM])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[EvaluationRun]:
+        return selectors.run_list(filters=_query(RunQuerySerializer, self.request).to_filters())
+
+
+class RunDetailApi(APIView):
+    """GET /api/v1/runs/<id>/: one run."""
+
+    renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
+
+    @extend_schema(summary="One evaluation run", responses=RunSerializer)
+    def get(self, request: Request, run_id: int) -> Response:
+        return Response(RunSerializer(_run_or_404(run_id)).data)
+
+
+class RunResultsApi(ListAPIView):
+    """GET /api/v1/runs/<id>/results/: the run's completions with their verdicts, paginated."""
+
+    renderer_classes = READ_RENDERERS
+    serializer_class = ResultSerializer
+    export_name = "run-results"
+
+    @extend_schema(
+        summary="The completions of a run with their verdicts (paginated)",
+        parameters=[ResultQuerySerializer, FORMAT_PARAM],
+    )
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self) -> QuerySet[Completion]:
+        run = _run_or_404(self.kwargs["run_id"])
+        query = _query(ResultQuerySerializer, self.request).validated_data
+        return selectors.run_result_list(
+            run=run, outcome=query.get("outcome", ""), paper=query.get("paper", "")
+        )

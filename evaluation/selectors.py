@@ -301,3 +301,21 @@ def run_snippet_results(*, run: EvaluationRun) -> list[SnippetResult]:
         SnippetResult(task=task, snippet=name, lines=lines, completion_idx=idx, passed=passed)
         for task, name, lines, idx, passed in rows
     ]
+
+
+# --- Runs and their results for the read API --------------------------------------------------------------
+
+
+def run_result_list(*, run: EvaluationRun, outcome: str = "", paper: str = "") -> QuerySet[Completion]:
+    """The completions of ``run`` with their verdict of record (``result``, absent until tested), by task,
+    snippet and completion index; ``outcome`` and ``paper`` (a paper key) narrow it, empty = any."""
+    qs = (
+        Completion.objects.filter(run=run)
+        .select_related("snippet__task_version__task__paper", "result")
+        .order_by("snippet__task_version__task__key", "snippet__ordinal", "completion_idx", "id")
+    )
+    if outcome:
+        qs = qs.filter(result__outcome=outcome)
+    if paper:
+        qs = qs.filter(snippet__task_version__task__paper__key=paper)
+    return qs

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from evaluation.forms import validate_model_key
+from evaluation.models import EvaluationRun, TestResult
+from evaluation.selectors import RunFilters
 from researchcodebench.problems import TEMPLATES
 
 
 class PredictionsUploadInput(serializers.Serializer):
     """multipart/form-data: the model (by key), the release (by name), the template and the JSONL file."""
 
-    model = serializers.CharField(max_length=100, help_text="key of the model (created when unknown)")
+    model = serializers.CharField(
+        max_length=100, validators=[validate_model_key], help_text="key of the model (created when unknown)"
+    )
     model_name = serializers.CharField(
         max_length=200, required=False, help_text="display name: creates the model when its key is unknown"
     )
     release = serializers.CharField(max_length=100, help_text="name of the benchmark release")
-    template = serializers.ChoiceField(
-        choices=TEMPLATES,
-        default="rcb-v2",
-        # The default message repeats the submitted value, which may be of any size.
-        error_messages={"invalid_choice": f"choose one of {', '.join(TEMPLATES)}"},
-    )
+    template = serializers.ChoiceField(choices=TEMPLATES, default="rcb-v2")
     file = serializers.FileField(help_text="predictions JSONL, one object per line")
 
 
@@ -39,3 +39,71 @@ class PredictionsUploadOutput(serializers.Serializer):
 
 class ErrorListOutput(serializers.Serializer):
     errors = serializers.ListField(child=serializers.CharField())
+
+
+# --- The read API of runs and their results ------------------------------------------------------------
+
+
+class RunModelSerializer(serializers.Serializer):
+    key = serializers.CharField()
+    name = serializers.CharField()
+    developer = serializers.CharField()
+    open_weights = serializers.BooleanField(allow_null=True)
+    knowledge_cutoff = serializers.DateField(allow_null=True)
+
+
+class RunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    model = RunModelSerializer()
+    release = serializers.CharField(source="release.name", allow_null=True, default=None)
+    template = serializers.CharField()
+    with_paper = serializers.BooleanField()
+    n_completions = serializers.IntegerField()
+    source = serializers.CharField()
+    verification = serializers.CharField()
+    status = serializers.CharField()
+    status_reason = serializers.CharField()
+    cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6, coerce_to_string=False)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+def _choice(choices: list[str], **kwargs: object) -> serializers.ChoiceField:
+    allowed = ", ".join(choices)
+    return serializers.ChoiceField(
+        choices=choices, error_messages={"invalid_choice": f'"{{input}}" is not one of: {allowed}.'}, **kwargs
+    )
+
+
+class RunQuerySerializer(serializers.Serializer):
+    model = serializers.CharField(required=False, max_length=100, help_text="a model key")
+    status = _choice([s.value for s in EvaluationRun.Status], required=False)
+    source = _choice([s.value for s in EvaluationRun.Source], required=False)
+    release = serializers.CharField(required=False, max_length=100)
+
+    def to_filters(self) -> RunFilters:
+        return RunFilters(**{name: self.validated_data.get(name, "") for name in self.fields})
+
+
+class ResultSerializer(serializers.Serializer):
+    """One completion of a run with its verdict of record (``outcome`` empty: not tested yet)."""
+
+    completion_id = serializers.IntegerField(source="id")
+    paper_key = serializers.CharField(source="snippet.task_version.task.paper.key")
+    task_key = serializers.CharField(source="snippet.task_version.task.key")
+    snippet_id = serializers.IntegerField()
+    snippet = serializers.CharField(source="snippet.name")
+    lines = serializers.IntegerField(source="snippet.lines")
+    completion_idx = serializers.IntegerField()
+    stage = serializers.CharField()
+    outcome = serializers.CharField(source="result.outcome", default="")
+    passed = serializers.BooleanField(source="result.passed", allow_null=True, default=None)
+    category = serializers.CharField(source="result.category", default="")
+    tier = serializers.CharField(source="result.tier", default="")
+    exit_code = serializers.IntegerField(source="result.exit_code", allow_null=True, default=None)
+    duration_s = serializers.FloatField(source="result.duration_s", allow_null=True, default=None)
+
+
+class ResultQuerySerializer(serializers.Serializer):
+    outcome = _choice([o.value for o in TestResult.Outcome], required=False)
+    paper = serializers.CharField(required=False, max_length=100)

@@ -1,6 +1,7 @@
-"""Routes of the leaderboard's read API (included under /api/v1/)."""
+"""Routes of the leaderboard's read API (included under /api/v1/; the runs' are in evaluation/api_urls.py)."""
 
-from django.conf import settings
+import os
+
 from django.urls import path
 
 from leaderboard import api
@@ -16,11 +17,8 @@ urlpatterns = [
     path("papers/<str:key>/", api.PaperDetailApi.as_view(), name="api-paper"),
     path("snippets/", api.SnippetListApi.as_view(), name="api-snippets"),
     path("snippets/<int:snippet_id>/", api.SnippetDetailApi.as_view(), name="api-snippet"),
-    path("runs/", api.RunListApi.as_view(), name="api-runs"),
-    path("runs/<int:run_id>/", api.RunDetailApi.as_view(), name="api-run"),
-    path("runs/<int:run_id>/results/", api.RunResultsApi.as_view(), name="api-run-results"),
 ]
 
-if settings.RCB_BENCH:
+if os.environ.get("RCB_BENCH"):
     # bench/leaderboard_load.py compares the pages with this do-nothing view (same middleware and routing).
     urlpatterns.append(path("bench/trivial/", api.bench_trivial, name="api-bench-trivial"))

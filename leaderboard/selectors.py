@@ -18,7 +18,6 @@ only the latest run per (model, release, template, with/without paper).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -26,7 +25,6 @@ from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import Any
 
-from django.core.cache import cache
 from django.db import connection
 from django.db.models import Q, QuerySet
 
@@ -326,17 +324,12 @@ def _rank_and_sort(rows: list[Row], sort: str) -> list[Row]:
     return present + absent
 
 
-#: upper bound on how long a cached read can lag a change the version does not see (e.g. a run cancelled
-#: without re-aggregation)
-CACHE_TTL_S = 60
-
-
 def board_version() -> str:
     """A token that changes whenever the read models or the metadata they show change: the number and
     the latest computation time of the score rows (a refresh deletes and recreates a run's rows, so every
     aggregation moves it), the latest edit of models and papers, and the releases (filter choices). One
-    query, on small tables. Cached reads and page bodies are keyed by it, so a refresh is visible on the
-    next request."""
+    query, on small tables. The cache layer (``leaderboard.caching``) keys every stored body by it, so a
+    refresh is visible on the next request."""
     with connection.cursor() as cur:
         cur.execute(
             f"SELECT (SELECT COUNT(*) FROM {RunScore._meta.db_table}),"
@@ -349,30 +342,7 @@ def board_version() -> str:
         return "|".join(str(v) for v in cur.fetchone())
 
 
-def cached_read(name: str, args: tuple, build: Callable[[], Any]) -> Any:
-    """``build()`` cached under (``name``, ``args``, ``board_version()``) for ``CACHE_TTL_S``. The key is
-    a stable digest of their ``repr`` (not ``hash()``, which differs between processes), so a cache shared
-    by several processes (Redis) shares the entries too."""
-    raw = repr((name, args, board_version()))
-    key = f"leaderboard:{name}:{hashlib.sha256(raw.encode()).hexdigest()[:40]}"
-    value = cache.get(key)
-    if value is None:
-        value = build()
-        cache.set(key, value, CACHE_TTL_S)
-    return value
-
-
 def leaderboard_rows(
-    *, release: Release | None = None, filters: LeaderboardFilters | None = None
-) -> list[Row]:
-    """``leaderboard_rows_uncached`` behind ``cached_read`` (one query on a hit)."""
-    filters = filters or LeaderboardFilters()
-    if release is not None:
-        filters = replace(filters, release=release.name)
-    return cached_read("rows", (filters,), lambda: leaderboard_rows_uncached(filters=filters))
-
-
-def leaderboard_rows_uncached(
     *, release: Release | None = None, filters: LeaderboardFilters | None = None
 ) -> list[Row]:
     """The leaderboard rows for ``filters`` (``release`` overrides ``filters.release``), ranked and sorted.
@@ -538,11 +508,6 @@ def _summary(run: EvaluationRun, score: RunScore | None) -> RunSummary:
 
 
 def model_detail(*, key: str, run_id: int | None = None) -> ModelDetail:
-    """``model_detail_uncached`` behind ``cached_read`` (one query on a hit)."""
-    return cached_read("model", (key, run_id), lambda: model_detail_uncached(key=key, run_id=run_id))
-
-
-def model_detail_uncached(*, key: str, run_id: int | None = None) -> ModelDetail:
     """The model page for ``key``: by default its latest finished run with the paper in the prompt (else
     its latest scored run); ``run_id`` picks another of its runs. Raises ``LanguageModel.DoesNotExist``
     for an unknown key and ``EvaluationRun.DoesNotExist`` for a run of another model. Seven queries."""
@@ -670,11 +635,6 @@ class PaperDetail:
 
 
 def paper_detail(*, key: str, filters: LeaderboardFilters | None = None) -> PaperDetail:
-    """``paper_detail_uncached`` behind ``cached_read`` (one query on a hit)."""
-    return cached_read("paper", (key, filters), lambda: paper_detail_uncached(key=key, filters=filters))
-
-
-def paper_detail_uncached(*, key: str, filters: LeaderboardFilters | None = None) -> PaperDetail:
     """The paper page for ``key``: metadata, the snippet tree of each task's latest version with its
     difficulty, and the model x snippet matrix over the runs ``filters`` keep (the board's runs by
     default). Raises ``Paper.DoesNotExist``. Four queries."""
@@ -1169,6 +1129,20 @@ def model_list() -> QuerySet[LanguageModel]:
     return LanguageModel.objects.order_by("name")
 
 
+def paper_list() -> QuerySet[Paper]:
+    """Every paper, by key."""
+    return Paper.objects.order_by("key")
+
+
+def snippet_list(*, paper: str | None = None) -> QuerySet[Snippet]:
+    """Every snippet of every task version with its difficulty (``stat``, absent before any result), by
+    task, version and document order; ``paper`` (a key) narrows it to one paper's."""
+    qs = Snippet.objects.select_related("task_version__task__paper", "stat").order_by(
+        "task_version__task__key", "task_version__number", "ordinal"
+    )
+    return qs.filter(task_version__task__paper__key=paper) if paper else qs
+
+
 def release_names() -> list[str]:
     """Names of every release (filter choices)."""
     return list(Release.objects.order_by("name").values_list("name", flat=True))
@@ -1208,7 +1182,9 @@ __all__ = [
     "leaderboard_rows",
     "model_detail",
     "paper_detail",
+    "paper_list",
     "paper_scores_table",
     "snippet_detail",
+    "snippet_list",
     "snippet_stats_table",
 ]

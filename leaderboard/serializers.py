@@ -4,15 +4,13 @@ keyed by the parameter's name (a bad value -> 400 naming it)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rest_framework import serializers
 
-from contributions.models import Paper, Release
-from evaluation.models import EvaluationRun
-from leaderboard.selectors import CONTAMINATION_MODES, SORT_KEYS, LeaderboardFilters
-
-SORT_CHOICES = sorted([*SORT_KEYS, *(f"-{k}" for k in SORT_KEYS)])
+from leaderboard import forms, selectors
+from leaderboard.selectors import LeaderboardFilters
 
 
 def _choice(choices: list[str], **kwargs: Any) -> serializers.ChoiceField:
@@ -23,39 +21,42 @@ def _choice(choices: list[str], **kwargs: Any) -> serializers.ChoiceField:
 
 
 class BoardQuerySerializer(serializers.Serializer):
-    """Query parameters shared by the leaderboard endpoints (all optional)."""
+    """Query parameters shared by the leaderboard endpoints (all optional): the parameters, choices,
+    defaults and matching of ``leaderboard.forms`` (the pages' filter form reads the same), plus
+    ``include_unfinished``."""
 
-    contamination = _choice(list(CONTAMINATION_MODES), default="none")
-    developer = serializers.CharField(required=False, max_length=100)
-    weights = _choice(["open", "closed"], required=False, help_text="open or closed weights only")
-    verification = _choice([v.value for v in EvaluationRun.Verification], required=False)
+    contamination = _choice(list(forms.CONTAMINATION_LABELS), default=forms.DEFAULTS["contamination"])
+    developer = serializers.CharField(
+        required=False, max_length=100, help_text="a developer of a scored model (any case)"
+    )
+    weights = _choice(list(forms.WEIGHTS_CHOICES), required=False, help_text="open or closed weights only")
+    verification = _choice(list(forms.VERIFICATION_CHOICES), required=False)
     release = serializers.CharField(required=False, max_length=100, help_text="a release name")
-    template = serializers.CharField(required=False, max_length=16)
+    template = serializers.CharField(required=False, max_length=16, help_text="a prompt template")
     paper = _choice(
-        ["with", "without", "any"],
-        default="with",
+        list(forms.PAPER_CHOICES),
+        default=forms.DEFAULTS["paper"],
         help_text="runs with the paper in the prompt, without, or both",
     )
-    sort = _choice(SORT_CHOICES, default="-scaled_pass_at_1")
+    sort = _choice(forms.SORT_CHOICES, default=forms.DEFAULTS["sort"])
     include_unfinished = serializers.BooleanField(default=False)
 
+    @functools.cached_property
+    def _allowed(self) -> dict[str, list[str]]:
+        return forms.board_choices()
+
+    def validate_developer(self, value: str) -> str:
+        return forms.board_choice("developer", value, self._allowed["developer"])
+
     def validate_release(self, value: str) -> str:
-        if not Release.objects.filter(name=value).exists():
-            raise serializers.ValidationError(f'unknown release "{value}".')
-        return value
+        return forms.board_choice("release", value, self._allowed["release"])
+
+    def validate_template(self, value: str) -> str:
+        return forms.board_choice("template", value, self._allowed["template"])
 
     def to_filters(self) -> LeaderboardFilters:
-        d = self.validated_data
-        return LeaderboardFilters(
-            developer=d.get("developer") or None,
-            open_weights={"open": True, "closed": False}.get(d.get("weights", "")),
-            verification=d.get("verification"),
-            release=d.get("release"),
-            template=d.get("template") or None,
-            with_paper={"with": True, "without": False, "any": None}[d["paper"]],
-            contamination=d["contamination"],
-            sort=d["sort"],
-            include_unfinished=d["include_unfinished"],
+        return forms.board_filters(
+            self.validated_data, include_unfinished=self.validated_data["include_unfinished"]
         )
 
 
@@ -63,7 +64,7 @@ class SnippetQuerySerializer(serializers.Serializer):
     paper = serializers.CharField(required=False, max_length=100, help_text="a paper key")
 
     def validate_paper(self, value: str) -> str:
-        if not Paper.objects.filter(key=value).exists():
+        if not selectors.paper_list().filter(key=value).exists():
             raise serializers.ValidationError(f'unknown paper "{value}".')
         return value
 
@@ -344,53 +345,6 @@ class ModelErrorsRowSerializer(serializers.Serializer):
     category = serializers.CharField()
     label = serializers.CharField()
     count = serializers.IntegerField()
-
-
-class RunSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    model = ModelRefSerializer()
-    release = serializers.CharField(source="release.name", allow_null=True, default=None)
-    template = serializers.CharField()
-    with_paper = serializers.BooleanField()
-    n_completions = serializers.IntegerField()
-    source = serializers.CharField()
-    verification = serializers.CharField()
-    status = serializers.CharField()
-    status_reason = serializers.CharField()
-    cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6, coerce_to_string=False)
-    created_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField(allow_null=True)
-
-
-class RunQuerySerializer(serializers.Serializer):
-    model = serializers.CharField(required=False, max_length=100, help_text="a model key")
-    status = _choice([s.value for s in EvaluationRun.Status], required=False)
-    source = _choice([s.value for s in EvaluationRun.Source], required=False)
-    release = serializers.CharField(required=False, max_length=100)
-
-
-class ResultSerializer(serializers.Serializer):
-    """One completion of a run with its verdict of record (``outcome`` empty: not tested yet)."""
-
-    completion_id = serializers.IntegerField(source="id")
-    paper_key = serializers.CharField(source="snippet.task_version.task.paper.key")
-    task_key = serializers.CharField(source="snippet.task_version.task.key")
-    snippet_id = serializers.IntegerField()
-    snippet = serializers.CharField(source="snippet.name")
-    lines = serializers.IntegerField(source="snippet.lines")
-    completion_idx = serializers.IntegerField()
-    stage = serializers.CharField()
-    outcome = serializers.CharField(source="result.outcome", default="")
-    passed = serializers.BooleanField(source="result.passed", allow_null=True, default=None)
-    category = serializers.CharField(source="result.category", default="")
-    tier = serializers.CharField(source="result.tier", default="")
-    exit_code = serializers.IntegerField(source="result.exit_code", allow_null=True, default=None)
-    duration_s = serializers.FloatField(source="result.duration_s", allow_null=True, default=None)
-
-
-class ResultQuerySerializer(serializers.Serializer):
-    outcome = _choice(["passed", "failed", "timeout", "oom", "no_code", "infra_error"], required=False)
-    paper = serializers.CharField(required=False, max_length=100)
 
 
 def serializer_columns(serializer: serializers.Serializer, prefix: str = "") -> list[str]:

@@ -1,263 +1,66 @@
-"""Leaderboard pages: thin views that parse the query string, call one selector and render.
+"""Leaderboard pages: thin views that call one selector, draw its charts and render.
 
 The URL holds the whole state of a page (filters, sort, chosen run), so every view can be shared and every
 control works as a plain link or GET form; with htmx (``request.htmx``) the same view returns only the
 ``results`` partial of its template, and the client pushes the URL.
 
-Speed (issue 6, item 6): a page's body is a pure function of the board version (``selectors.board_version``),
-the page's arguments, its query string (normalised: known parameters only, sorted) and whether htmx asked
-for a fragment. ``_serve`` caches the rendered body under exactly that (Django's cache framework), so a
-repeat request costs one query (the version) and a template render of the small shell
-(``leaderboard/_shell.html``: CSRF token, messages, nav); a new result changes the version, hence the key.
-The same digest is the (weak) ETag, so a conditional GET gets a 304 without rendering anything. The largest
-parts (a model's verdict grid, a paper's model x snippet heatmap) are loaded lazily by htmx
+A filterable page is ``cached_page`` plus a function from the filter form to the template's context: the
+helper parses the filters (``forms.BoardFilterForm``), serves the body from the one cache layer
+(``caching.serve_page``: keyed by the board version, ETag, a shared body in a per-visitor shell) and picks
+the htmx partial. Adding a page means a selector, a view of a few lines and a template. The largest parts
+(a model's verdict grid, a paper's model x snippet heatmap) are loaded lazily by htmx
 (``hx-trigger="revealed"``) once they pass ``LAZY_CELLS`` cells; their placeholder links to the full page.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 
-from django.conf import settings
-from django.contrib.messages.storage.cookie import CookieStorage
-from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
-from django.middleware.csrf import get_token
 from django.shortcuts import render
-from django.template import RequestContext, engines
-from django.template.loader import render_to_string
-from django.urls import reverse
-from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
+from django.urls import NoReverseMatch, reverse
 from django.utils.http import urlencode
-from django.utils.safestring import mark_safe
 
 from contributions.models import Paper, Snippet, TaskVersion
 from evaluation.models import EvaluationRun, LanguageModel
-from leaderboard import charts, code_diff, page_selectors, selectors
-from leaderboard.models import Contamination
+from leaderboard import caching, charts, code_diff, page_selectors, selectors
+from leaderboard.forms import CONTAMINATION_LABELS, FILTER_PARAMS, BoardFilterForm
 from researchcodebench import problems
 
-CONTAMINATION_LABELS = {
-    "none": "None (every paper)",
-    "global": "Original global rule",
-    "per-model": "Per model (papers after its own cutoff)",
-}
-PAPER_CHOICES = {"with": "With paper", "without": "Without paper", "any": "Both"}
-WEIGHTS_CHOICES = {"": "Any", "open": "Open weights", "closed": "Closed"}
-FILTER_CHOICES = {
-    "contamination_labels": CONTAMINATION_LABELS,
-    "paper_choices": PAPER_CHOICES,
-    "weights_choices": WEIGHTS_CHOICES,
-}
-
-
-@dataclass
-class FilterForm:
-    """The filter controls' state as parsed from the query string, with a message per rejected value."""
-
-    values: dict[str, str]
-    filters: selectors.LeaderboardFilters
-    errors: dict[str, str] = field(default_factory=dict)
-    choices: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def active(self) -> bool:
-        return any(
-            self.values.get(k) for k in ("developer", "weights", "verification", "release", "template")
-        ) or (
-            self.values.get("paper", "with") != "with" or self.values.get("contamination", "none") != "none"
-        )
-
-
-def _choice(
-    params: QueryDict,
-    name: str,
-    allowed: Mapping[str, str] | list[str],
-    errors: dict[str, str],
-    default: str = "",
-) -> str:
-    value = params.get(name, default).strip()
-    if value and value not in allowed:
-        shown = ", ".join(repr(a) for a in allowed if a) or "none available"
-        errors[name] = f"Unknown {name} {value!r}; choose one of {shown}. Showing all instead."
-        return default
-    return value
-
-
-def parse_filters(params: QueryDict) -> FilterForm:
-    """Query string -> ``LeaderboardFilters``. Unknown values are reported (``errors``) and ignored."""
-    choices = selectors.filter_choices()
-    errors: dict[str, str] = {}
-    developer = params.get("developer", "").strip()
-    if developer and developer.lower() not in {d.lower() for d in choices["developer"]}:
-        errors["developer"] = f"No scored model is by developer {developer!r}."
-    values = {
-        "developer": developer,
-        "weights": _choice(params, "weights", WEIGHTS_CHOICES, errors),
-        "verification": _choice(params, "verification", choices["verification"], errors),
-        "release": _choice(params, "release", choices["release"], errors),
-        "template": _choice(params, "template", list(problems.TEMPLATES) + choices["template"], errors),
-        "paper": _choice(params, "paper", PAPER_CHOICES, errors, "with"),
-        "contamination": _choice(params, "contamination", CONTAMINATION_LABELS, errors, "none"),
-    }
-    sort = params.get("sort", "").strip()
-    if sort and sort.lstrip("-") not in selectors.SORT_KEYS:
-        errors["sort"] = f"Unknown sort {sort!r}."
-        sort = ""
-    values["sort"] = sort
-    filters = selectors.LeaderboardFilters(
-        developer=developer or None,
-        open_weights={"open": True, "closed": False}.get(values["weights"]),
-        verification=values["verification"] or None,
-        release=values["release"] or None,
-        template=values["template"] or None,
-        with_paper={"with": True, "without": False, "any": None}[values["paper"]],
-        contamination=values["contamination"],
-        sort=sort or "-scaled_pass_at_1",
-    )
-    return FilterForm(values=values, filters=filters, errors=errors, choices=choices)
-
-
-# --- the page cache ----------------------------------------------------------------------------------
-
-#: the query parameters of the filter form (every board-like page takes them)
-FILTER_PARAMS = (
-    "developer",
-    "weights",
-    "verification",
-    "release",
-    "template",
-    "paper",
-    "contamination",
-    "sort",
-)
-#: seconds a rendered body stays cached; keys carry the board version, so this only bounds memory
-PAGE_TTL_S = 600
-#: browsers may reuse a page this long without asking (then they revalidate with If-None-Match)
-BROWSER_MAX_AGE_S = 10
 #: a verdict grid or heatmap with more cells than this is loaded lazily (htmx, on scroll) instead of inline
 LAZY_CELLS = 600
 
 
-@dataclass(frozen=True)
-class Body:
-    """A rendered page body, UTF-8 (``fragment``: an htmx partial, sent as is) and the page's title.
-    ``frame``: the shell rendered around it for a plain visitor (``_plain_visitor``), split where the body
-    goes, with ``TOKEN_MARK`` where the visitor's CSRF token goes (filled in on the first plain visit).
-    Bytes, so that a hit neither decodes nor encodes the (large) body."""
-
-    html: bytes
-    title: str
-    fragment: bool
-    frame: tuple[bytes, bytes] | None = None
-
-
-#: stands for the visitor's CSRF token in a cached frame (NUL: never part of rendered template text)
-TOKEN_MARK = "\x00csrf-token\x00"
-_BODY_MARK = "\x00page-body\x00"
-
-
-def is_htmx(request: HttpRequest) -> bool:
-    """True for an htmx request that wants a fragment (a history restore wants the whole page)."""
-    return bool(getattr(request, "htmx", False)) and not request.htmx.history_restore_request
-
-
-def normalised_query(params: QueryDict, keys: Iterable[str]) -> QueryDict:
-    """``params`` restricted to ``keys`` (every value kept), in sorted key order: equivalent URLs share one
-    cache entry and unknown parameters (tracking tags and the like) can neither multiply entries nor leak
-    into the page's links."""
-    query = QueryDict(mutable=True)
-    for key in sorted(set(keys) & set(params)):
-        query.setlist(key, params.getlist(key))
-    return query
-
-
-def page_digest(*, version: str, page: str, args: tuple, query: QueryDict, fragment: bool) -> str:
-    """The cache key and ETag of one body: a digest of everything the body depends on."""
-    raw = repr((version, page, args, query.urlencode(), fragment))
-    return hashlib.sha256(raw.encode()).hexdigest()[:40]
-
-
-def _headers(response: HttpResponse, etag: str) -> HttpResponse:
-    # Weak: the shell around a cached body carries a per-visitor CSRF token. Private: for the same reason a
-    # shared cache must not store the page (another visitor would get this one's token).
-    response["ETag"] = etag
-    patch_cache_control(response, private=True, max_age=BROWSER_MAX_AGE_S)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
-
-
-def _serve(
+def cached_page(
     request: HttpRequest,
     *,
     page: str,
-    args: tuple,
-    keys: Iterable[str],
-    fragment: bool,
-    build: Callable[[QueryDict], Body],
+    template: str,
+    title: str,
+    build: Callable[[BoardFilterForm | None, QueryDict], dict],
+    args: tuple = (),
+    params: Iterable[str] = FILTER_PARAMS,
+    filtered: bool = True,
+    partial: str = "results",
+    fragment: bool | None = None,
 ) -> HttpResponse:
-    """Answer a GET from the page cache: 304 when the client's ETag matches, else the cached body (built
-    by ``build(normalised query)`` on a miss) in the shell or, for a fragment, alone. ``build`` may raise
-    ``Http404`` (nothing is cached then)."""
-    query = normalised_query(request.GET, keys)
-    digest = page_digest(
-        version=selectors.board_version(), page=page, args=args, query=query, fragment=fragment
-    )
-    etag = f'W/"{digest}"'
-    not_modified = get_conditional_response(request, etag=etag)
-    if not_modified is not None:
-        return _headers(not_modified, etag)
-    key = f"leaderboard:page:{digest}"
-    body = cache.get(key)
-    if body is None:
-        body = build(query)
-        cache.set(key, body, PAGE_TTL_S)
-    if body.fragment:
-        response = HttpResponse(body.html)  # bytes: sent as they are
-    elif _plain_visitor(request):
-        if body.frame is None:
-            body = replace(body, frame=_frame(request, body.title))
-            cache.set(key, body, PAGE_TTL_S)
-        token = get_token(request).encode()
-        head, tail = (part.replace(TOKEN_MARK.encode(), token) for part in body.frame)
-        response = HttpResponse(b"".join((head, body.html, tail)))
-    else:
-        response = render(
-            request,
-            "leaderboard/_shell.html",
-            {"body": mark_safe(body.html.decode()), "page_title": body.title},
+    """A cached, htmx-aware page: ``build(form, query)`` returns the template's context (``form``: the
+    filters parsed from the query when ``filtered``, else None; ``query``: the request's ``params`` only,
+    sorted). ``page`` and ``args`` name the page in the cache; ``build`` may set ``page_title`` (else
+    ``title``) and may raise ``Http404``. An htmx request (or ``fragment``, when given) gets ``partial`` of
+    the template, anyone else the whole page."""
+    fragment = caching.is_htmx(request) if fragment is None else fragment
+
+    def body(query: QueryDict) -> caching.Body:
+        form = BoardFilterForm(query) if filtered else None
+        context = {"form": form, **build(form, query)}
+        return caching.render_body(
+            template, context, title=context.get("page_title", title), partial=partial if fragment else ""
         )
-    patch_vary_headers(response, ("Cookie",))
-    return _headers(response, etag)
 
-
-def _plain_visitor(request: HttpRequest) -> bool:
-    """True when the shell can only differ from another plain visit's by the CSRF token: no session
-    cookie (so an anonymous user and no messages stored in the session) and no messages cookie."""
-    return (
-        settings.SESSION_COOKIE_NAME not in request.COOKIES
-        and CookieStorage.cookie_name not in request.COOKIES
-    )
-
-
-def _frame(request: HttpRequest, title: str) -> tuple[bytes, bytes]:
-    """The shell for a plain visitor, split around its body, with ``TOKEN_MARK`` for the CSRF token."""
-    template = engines["django"].get_template("leaderboard/_shell.html").template
-    context = RequestContext(request, {"body": _BODY_MARK, "page_title": title})
-    # The top layer of a RequestContext overrides the context processors' (the csrf one included).
-    context["csrf_token"] = TOKEN_MARK
-    head, tail = template.render(context).split(_BODY_MARK)
-    return head.encode(), tail.encode()
-
-
-def _body(template: str, context: dict, *, title: str, partial: str = "") -> Body:
-    """Render ``template`` (or its ``partial``) to a cacheable body. The body templates read only their
-    context, never the request, which is what makes them cacheable across visitors."""
-    name = f"{template}#{partial}" if partial else template
-    return Body(html=render_to_string(name, context).encode(), title=title, fragment=bool(partial))
+    return caching.serve_page(request, page=page, args=args, keys=params, fragment=fragment, build=body)
 
 
 def _with(query: QueryDict, **extra: str) -> str:
@@ -289,8 +92,6 @@ EXPORTS = {
 
 def _csv_url(name: str, params: QueryDict | None = None, fmt: str = "csv", **extra: str) -> str | None:
     """URL of the data export behind a chart, with the page's filters; None when the API lacks it."""
-    from django.urls import NoReverseMatch
-
     try:
         url = reverse(EXPORTS[name])
     except NoReverseMatch:
@@ -335,7 +136,7 @@ SORT_LABELS = {
 }
 
 
-def _columns(form: FilterForm, params: QueryDict) -> list[dict]:
+def _columns(form: BoardFilterForm, params: QueryDict) -> list[dict]:
     """The board's sortable headers: label, the URL that sorts by the column (toggling direction when it
     is the current sort) and its ``aria-sort`` state."""
     current = form.filters.sort
@@ -382,34 +183,26 @@ def board_chart(rows: list[selectors.Row], *, title: str) -> str:
 
 
 def board(request: HttpRequest) -> HttpResponse:
-    fragment = is_htmx(request)
-    return _serve(
-        request, page="board", args=(), keys=FILTER_PARAMS, fragment=fragment,
-        build=lambda query: _board_body(query, fragment),
-    )  # fmt: skip
+    return cached_page(
+        request, page="board", template="leaderboard/board.html", title="Leaderboard", build=_board_context
+    )
 
 
-def _board_body(params: QueryDict, fragment: bool) -> Body:
-    form = parse_filters(params)
+def _board_context(form: BoardFilterForm, params: QueryDict) -> dict:
     rows = selectors.leaderboard_rows(filters=form.filters)
     mode = form.filters.contamination
     title = "Scaled Pass@1 per model" + ("" if mode == "none" else f" ({CONTAMINATION_LABELS[mode].lower()})")
-    context = {
-        "form": form,
+    return {
         "rows": rows,
         "incomplete": [r for r in rows if not r.coverage_complete],
         "chart": board_chart(rows, title=title),
         "columns": _columns(form, params),
         "sort_label": SORT_LABELS.get(form.filters.sort.lstrip("-"), form.filters.sort.lstrip("-"))
         + (" (descending)" if form.filters.sort.startswith("-") else " (ascending)"),
-        **FILTER_CHOICES,
         "csv_url": _csv_url("leaderboard", params),
         "json_url": _csv_url("leaderboard", params, fmt="json"),
         "selection": rows[0].selection if rows and rows[0].selection is not None else None,
     }
-    return _body(
-        "leaderboard/board.html", context, title="Leaderboard", partial="results" if fragment else ""
-    )
 
 
 # --- model page --------------------------------------------------------------------------------------
@@ -418,14 +211,14 @@ def _board_body(params: QueryDict, fragment: bool) -> Body:
 def model_page(request: HttpRequest, key: str) -> HttpResponse:
     """The model page; its verdict grid past ``LAZY_CELLS`` cells comes from ``?grid=all`` (the grid
     alone for htmx, the whole page with the grid inline otherwise)."""
-    fragment = is_htmx(request) and request.GET.get("grid") == "all"
-    return _serve(
-        request, page="model", args=(key,), keys=("run", "grid"), fragment=fragment,
-        build=lambda query: _model_body(key, query, fragment),
+    return cached_page(
+        request, page="model", args=(key,), template="leaderboard/model_detail.html", title=key,
+        build=lambda _form, query: _model_context(key, query), params=("run", "grid"), filtered=False,
+        partial="grid", fragment=caching.is_htmx(request) and request.GET.get("grid") == "all",
     )  # fmt: skip
 
 
-def _model_body(key: str, params: QueryDict, fragment: bool) -> Body:
+def _model_context(key: str, params: QueryDict) -> dict:
     run_id = params.get("run")
     try:
         detail = selectors.model_detail(key=key, run_id=int(run_id) if run_id and run_id.isdigit() else None)
@@ -433,8 +226,6 @@ def _model_body(key: str, params: QueryDict, fragment: bool) -> Body:
         raise Http404(str(exc)) from None
     name = detail.model.name
     grid_inline = params.get("grid") == "all" or len(detail.verdict_grid) <= LAZY_CELLS
-    if fragment:
-        return _body("leaderboard/model_detail.html", {"grid": _grid(detail)}, title=name, partial="grid")
     papers = [p.paper_key for p in detail.per_paper]
     heat = charts.heatmap(
         [name],
@@ -465,7 +256,8 @@ def _model_body(key: str, params: QueryDict, fragment: bool) -> Body:
             title="Scaled Pass@1 on papers before vs after the knowledge cutoff",
             x_label="Scaled Pass@1 (%)",
         )
-    context = {
+    return {
+        "page_title": name,
         "d": detail,
         "heatmap": heat,
         "error_chart": error_chart,
@@ -475,7 +267,6 @@ def _model_body(key: str, params: QueryDict, fragment: bool) -> Body:
         "csv_url": _csv_url("papers", QueryDict()),
         "modes": [(m, CONTAMINATION_LABELS[m], detail.scores.get(m)) for m in CONTAMINATION_LABELS],
     }
-    return _body("leaderboard/model_detail.html", context, title=name)
 
 
 def _grid(detail: selectors.ModelDetail) -> dict[str, list[dict]]:
@@ -520,39 +311,26 @@ def _tree(paper_key: str, nodes: tuple[selectors.SnippetNode, ...]) -> list[dict
 def paper_page(request: HttpRequest, key: str) -> HttpResponse:
     """The paper page; its heatmap past ``LAZY_CELLS`` cells comes from ``?heatmap=all`` (the heatmap
     alone for htmx, the whole page with it inline otherwise)."""
-    fragment = is_htmx(request)
-    return _serve(
-        request, page="paper", args=(key,), keys=(*FILTER_PARAMS, "heatmap"), fragment=fragment,
-        build=lambda query: _paper_body(key, query, fragment),
+    return cached_page(
+        request, page="paper", args=(key,), template="leaderboard/paper_detail.html", title=key,
+        build=lambda form, query: _paper_context(key, form, query), params=(*FILTER_PARAMS, "heatmap"),
+        partial="heatmap" if request.GET.get("heatmap") == "all" else "results",
     )  # fmt: skip
 
 
-def _paper_body(key: str, params: QueryDict, fragment: bool) -> Body:
-    form = parse_filters(params)
+def _paper_context(key: str, form: BoardFilterForm, params: QueryDict) -> dict:
     try:
         detail = selectors.paper_detail(key=key, filters=replace(form.filters, contamination="none"))
     except Paper.DoesNotExist:
         raise Http404(f"no paper {key!r}") from None
-    title = f"{detail.key}: {detail.title}"
-    wants_heatmap = params.get("heatmap") == "all"
-    if len(detail.matrix) * len(detail.snippets) > LAZY_CELLS and not wants_heatmap:
-        context = {
-            "d": detail,
-            "form": form,
-            **FILTER_CHOICES,
-            "heatmap": "",
-            "heatmap_url": _with(params, heatmap="all"),
-        }
-        context.update(_paper_tree_context(detail))
-        return _body(
-            "leaderboard/paper_detail.html", context, title=title, partial="results" if fragment else ""
-        )
-    heat = _paper_heatmap(detail)
-    if fragment and wants_heatmap:
-        return _body("leaderboard/paper_detail.html", {"heatmap": heat}, title=title, partial="heatmap")
-    context = {"d": detail, "form": form, **FILTER_CHOICES, "heatmap": heat, "heatmap_url": ""}
-    context.update(_paper_tree_context(detail))
-    return _body("leaderboard/paper_detail.html", context, title=title, partial="results" if fragment else "")
+    lazy = len(detail.matrix) * len(detail.snippets) > LAZY_CELLS and params.get("heatmap") != "all"
+    return {
+        "page_title": f"{detail.key}: {detail.title}",
+        "d": detail,
+        "heatmap": "" if lazy else _paper_heatmap(detail),
+        "heatmap_url": _with(params, heatmap="all") if lazy else "",
+        **_paper_tree_context(detail),
+    }
 
 
 def _paper_tree_context(detail: selectors.PaperDetail) -> dict:
@@ -675,15 +453,16 @@ def snippet_prompt(request: HttpRequest, key: str, name: str) -> HttpResponse:
 
 
 def errors_page(request: HttpRequest) -> HttpResponse:
-    fragment = is_htmx(request)
-    return _serve(
-        request, page="errors", args=(), keys=FILTER_PARAMS, fragment=fragment,
-        build=lambda query: _errors_body(query, fragment),
-    )  # fmt: skip
+    return cached_page(
+        request,
+        page="errors",
+        template="leaderboard/errors.html",
+        title="Error categories",
+        build=_errors_context,
+    )
 
 
-def _errors_body(params: QueryDict, fragment: bool) -> Body:
-    form = parse_filters(params)
+def _errors_context(form: BoardFilterForm, params: QueryDict) -> dict:
     data = selectors.error_breakdown(filters=form.filters)
     share_chart = charts.bar_chart(
         [charts.Bar(c.label, c.share, c.label, note=f"({c.count})") for c in data.categories],
@@ -718,11 +497,9 @@ def _errors_body(params: QueryDict, fragment: bool) -> Body:
         }
         for m in data.per_model
     ]
-    context = {
+    return {
         "model_rows": model_rows,
-        "form": form,
         "data": data,
-        **FILTER_CHOICES,
         "categories": categories,
         "share_chart": share_chart,
         "per_model_chart": per_model_chart,
@@ -730,21 +507,19 @@ def _errors_body(params: QueryDict, fragment: bool) -> Body:
         "model_total": sum(c.count for c in data.categories),
         "csv_url": _csv_url("errors", params),
     }
-    return _body(
-        "leaderboard/errors.html", context, title="Error categories", partial="results" if fragment else ""
-    )
 
 
 def contamination_page(request: HttpRequest) -> HttpResponse:
-    fragment = is_htmx(request)
-    return _serve(
-        request, page="contamination", args=(), keys=FILTER_PARAMS, fragment=fragment,
-        build=lambda query: _contamination_body(query, fragment),
-    )  # fmt: skip
+    return cached_page(
+        request,
+        page="contamination",
+        template="leaderboard/contamination.html",
+        title="Contamination",
+        build=_contamination_context,
+    )
 
 
-def _contamination_body(params: QueryDict, fragment: bool) -> Body:
-    form = parse_filters(params)
+def _contamination_context(form: BoardFilterForm, params: QueryDict) -> dict:
     data = selectors.contamination_overview(filters=form.filters)
     items = [
         charts.TimelineItem(m.model.name, m.model.knowledge_cutoff, "model", _model_url(m.model.key))
@@ -780,33 +555,26 @@ def _contamination_body(params: QueryDict, fragment: bool) -> Body:
         x_label="Scaled Pass@1 (%)",
         hrefs=[_model_url(m.model.key) for m in dated],
     )
-    context = {
-        "form": form,
+    return {
         "data": data,
-        **FILTER_CHOICES,
         "timeline": timeline,
         "before_after": before_after,
         "kept": sum(1 for p in data.papers if p.kept_by_global_rule),
         "csv_url": _csv_url("papers", params),
     }
-    return _body(
-        "leaderboard/contamination.html",
-        context,
-        title="Contamination",
-        partial="results" if fragment else "",
-    )
 
 
 def ablation_page(request: HttpRequest) -> HttpResponse:
-    fragment = is_htmx(request)
-    return _serve(
-        request, page="ablation", args=(), keys=FILTER_PARAMS, fragment=fragment,
-        build=lambda query: _ablation_body(query, fragment),
-    )  # fmt: skip
+    return cached_page(
+        request,
+        page="ablation",
+        template="leaderboard/ablation.html",
+        title="With vs without the paper",
+        build=_ablation_context,
+    )
 
 
-def _ablation_body(params: QueryDict, fragment: bool) -> Body:
-    form = parse_filters(params)
+def _ablation_context(form: BoardFilterForm, params: QueryDict) -> dict:
     data = selectors.ablation_pairs(filters=form.filters)
     pairs = [
         p
@@ -856,10 +624,8 @@ def _ablation_body(params: QueryDict, fragment: bool) -> Body:
         max_value=100,
         hrefs=[snippet_url(s.paper_key, s.name, s.snippet_id) for s in data.snippets[:40]],
     )
-    context = {
-        "form": form,
+    return {
         "data": data,
-        **FILTER_CHOICES,
         "scatter": scatter,
         "deltas": deltas,
         "snippet_chart": snippet_chart,
@@ -868,23 +634,16 @@ def _ablation_body(params: QueryDict, fragment: bool) -> Body:
         ],
         "csv_url": _csv_url("snippets", QueryDict()),
     }
-    return _body(
-        "leaderboard/ablation.html",
-        context,
-        title="With vs without the paper",
-        partial="results" if fragment else "",
-    )
 
 
 __all__ = [
-    "Contamination",
     "ablation_page",
     "board",
+    "cached_page",
     "contamination_page",
     "errors_page",
     "model_page",
     "paper_page",
-    "parse_filters",
     "snippet_page",
     "snippet_prompt",
 ]

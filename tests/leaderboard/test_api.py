@@ -187,3 +187,15 @@ def test_schema_documents_every_read_endpoint_and_its_parameters(client):
     } <= params
     row = schema["components"]["schemas"]["LeaderboardRow"]["properties"]
     assert {"rank", "model", "scaled_pass_at_1", "pass_at_1", "ci95", "coverage", "cost_usd"} <= set(row)
+
+
+def test_api_views_read_through_selectors_and_runs_belong_to_the_evaluation_api():
+    from pathlib import Path
+
+    from django.urls import resolve
+
+    import leaderboard.api
+
+    assert ".objects" not in Path(leaderboard.api.__file__).read_text()
+    for url in ("/api/v1/runs/", "/api/v1/runs/1/", "/api/v1/runs/1/results/"):
+        assert resolve(url).func.view_class.__module__ == "evaluation.api", url

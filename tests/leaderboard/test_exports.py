@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from leaderboard.exports import table_csv
+from evaluation.exports import table_csv
 from leaderboard.services import leaderboard_refresh_run
 from tests.factories import LanguageModelFactory, make_benchmark, make_run
 

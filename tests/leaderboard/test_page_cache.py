@@ -274,3 +274,26 @@ def test_api_leaderboard_keys_its_cache_by_the_known_parameters_and_never_caches
     csv = client.get("/api/v1/leaderboard/?format=csv")
     assert csv.status_code == 200 and csv["ETag"] != client.get("/api/v1/leaderboard/")["ETag"]
     assert client.get("/api/v1/leaderboard/?format=csv", HTTP_IF_NONE_MATCH=csv["ETag"]).status_code == 304
+
+
+def test_model_and_paper_api_details_go_through_the_same_cache_layer(client):
+    board = Board()
+    board.grow(3)
+    for url in ("/api/v1/models/M001/", "/api/v1/papers/b/?developer=Meta"):
+        assert client.get(url).status_code == 200
+        assert queries(client, url) == (200, 1), url  # the board version, nothing else
+    etag = client.get("/api/v1/models/M001/")["ETag"]
+    assert client.get("/api/v1/models/M001/", HTTP_IF_NONE_MATCH=etag).status_code == 304
+    bad = client.get("/api/v1/models/M001/?run=x")
+    assert bad.status_code == 400 and bad.json() == {"run": ['"x" is not a run id.']} and "ETag" not in bad
+    board.grow(4)
+    assert client.get("/api/v1/models/M001/", HTTP_IF_NONE_MATCH=etag).status_code == 200
+
+
+def test_a_stored_csv_is_served_with_its_download_name(client):
+    Board().grow(2)
+    for _ in range(2):  # a miss, then a hit from the store
+        response = client.get("/api/v1/leaderboard/errors/?format=csv")
+        assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+        assert response["Content-Disposition"] == 'attachment; filename="leaderboard-errors.csv"'
+        assert response.content.decode().startswith("run_id,model_key,")

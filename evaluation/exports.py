@@ -1,8 +1,9 @@
-"""CSV and JSON exports of every leaderboard table.
+"""CSV and JSON exports of every read-API table (the leaderboard's and the runs').
 
 The API views render their data with ``CSVRenderer`` when asked for ``?format=csv`` (DRF picks the renderer
 from the ``format`` query parameter) and with JSON for ``?format=json``. The same ``table_csv`` function
-serves pages that want a CSV link without going through the API.
+serves pages that want a CSV link without going through the API. It lives in ``evaluation``, the lowest app
+with a read API, so that the leaderboard (a higher layer) uses the same renderer.
 
 CSV layout: one header row, then one row per record. Nested objects become dotted columns
 (``model.key``), lists become ``;``-joined cells, ``None`` an empty cell, booleans ``true``/``false``.

@@ -1,0 +1,174 @@
+"""The board filters: the one definition of the parameters every board-like page and the read API take.
+
+``BoardFilterForm`` (the pages) and ``serializers.BoardQuerySerializer`` (the API) both read the choices,
+defaults and matching rules here, and both turn their cleaned values into ``LeaderboardFilters`` with
+``board_filters``. They differ only in what a bad value does: the API answers 400 naming the parameter;
+a page shows the message next to the filters and falls back to that parameter's default (the other
+filters still apply), so a stale link still shows a board.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.http import QueryDict
+
+from evaluation.models import EvaluationRun
+from leaderboard import selectors
+from leaderboard.selectors import SORT_KEYS, LeaderboardFilters
+from researchcodebench import problems
+
+CONTAMINATION_LABELS = {
+    "none": "None (every paper)",
+    "global": "Original global rule",
+    "per-model": "Per model (papers after its own cutoff)",
+}
+PAPER_CHOICES = {"with": "With paper", "without": "Without paper", "any": "Both"}
+WEIGHTS_CHOICES = {"open": "Open weights", "closed": "Closed"}
+VERIFICATION_CHOICES = {v.value: v.value.capitalize() for v in EvaluationRun.Verification}
+SORT_CHOICES = sorted([*SORT_KEYS, *(f"-{k}" for k in SORT_KEYS)])
+#: every parameter with its default ("" = no restriction); the order is the filter form's
+DEFAULTS = {
+    "developer": "",
+    "weights": "",
+    "verification": "",
+    "release": "",
+    "template": "",
+    "paper": "with",
+    "contamination": "none",
+    "sort": "-scaled_pass_at_1",
+}
+FILTER_PARAMS = tuple(DEFAULTS)
+#: the parameters whose allowed values are read from the board (``board_choices``)
+DYNAMIC_PARAMS = ("developer", "release", "template")
+#: matched ignoring case (and answered in the board's spelling)
+CASE_INSENSITIVE = frozenset({"developer"})
+assert set(CONTAMINATION_LABELS) == set(selectors.CONTAMINATION_MODES), "a contamination mode lacks a label"
+
+
+def board_choices() -> dict[str, list[str]]:
+    """The allowed values of every parameter: developers and templates of scored runs (any known prompt
+    template too), every release, and the fixed lists. Three queries."""
+    found = selectors.filter_choices()
+    return {
+        "developer": found["developer"],
+        "weights": list(WEIGHTS_CHOICES),
+        "verification": list(VERIFICATION_CHOICES),
+        "release": found["release"],
+        "template": list(dict.fromkeys([*problems.TEMPLATES, *found["template"]])),
+        "paper": list(PAPER_CHOICES),
+        "contamination": list(CONTAMINATION_LABELS),
+        "sort": SORT_CHOICES,
+    }
+
+
+def board_choice(name: str, value: str, allowed: Iterable[str]) -> str:
+    """``value`` as one of ``allowed`` (its spelling there); raises ``ValidationError`` naming the parameter
+    and what it accepts."""
+    allowed = list(allowed)
+    if name in CASE_INSENSITIVE:
+        match = next((a for a in allowed if a.lower() == value.lower()), None)
+    else:
+        match = value if value in allowed else None
+    if match is None:
+        shown = ", ".join(repr(a) for a in allowed) or "none available"
+        raise ValidationError(f"Unknown {name} {value!r}; choose one of {shown}.", code="invalid_choice")
+    return match
+
+
+def board_filters(values: Mapping[str, Any], *, include_unfinished: bool = False) -> LeaderboardFilters:
+    """Cleaned parameter values (absent or empty = the default) -> ``LeaderboardFilters``."""
+    v = {name: values.get(name) or default for name, default in DEFAULTS.items()}
+    return LeaderboardFilters(
+        developer=v["developer"] or None,
+        open_weights={"open": True, "closed": False}.get(v["weights"]),
+        verification=v["verification"] or None,
+        release=v["release"] or None,
+        template=v["template"] or None,
+        with_paper={"with": True, "without": False, "any": None}[v["paper"]],
+        contamination=v["contamination"],
+        sort=v["sort"],
+        include_unfinished=include_unfinished,
+    )
+
+
+class BoardParamField(forms.ChoiceField):
+    """One board parameter as a select. Empty or absent = the parameter's default; another value must be
+    one of the choices (``board_choice``). The select shows the value that applies: the board's
+    spelling of a valid value, the default in place of an invalid one."""
+
+    def __init__(self, *, name: str, label: str, **kwargs: Any) -> None:
+        super().__init__(label=label, required=False, **kwargs)
+        self.param = name
+
+    def to_python(self, value: Any) -> str:
+        return super().to_python(value).strip()
+
+    def clean(self, value: Any) -> str:
+        value = self.to_python(value)
+        return self.clean_value(value) if value else DEFAULTS[self.param]
+
+    def clean_value(self, value: str) -> str:
+        try:
+            return board_choice(self.param, value, (str(k) for k, _label in self.choices if k != ""))
+        except ValidationError as exc:
+            default = DEFAULTS[self.param]
+            fallback = dict(self.choices).get(default, default)
+            instead = "Showing all instead." if not default else f"Using the default ({fallback}) instead."
+            raise ValidationError(f"{exc.messages[0]} {instead}", code="invalid_choice") from None
+
+    def bound_data(self, data: Any, initial: Any) -> str:
+        try:
+            return self.clean(data)
+        except ValidationError:
+            return DEFAULTS[self.param]
+
+
+def _options(values: Iterable[str], labels: Mapping[str, str] | None = None, *, blank: bool) -> list:
+    options = [(v, (labels or {}).get(v, v)) for v in values]
+    return [("", "Any"), *options] if blank else options
+
+
+class BoardFilterForm(forms.Form):
+    """The filters of the board-like pages, bound to a query string. ``filters`` is what applies (invalid
+    values replaced by their default), ``values`` the same as strings for links and controls, and
+    ``errors`` one message per rejected parameter."""
+
+    developer = BoardParamField(name="developer", label="Developer")
+    weights = BoardParamField(name="weights", label="Weights")
+    verification = BoardParamField(name="verification", label="Verification")
+    release = BoardParamField(name="release", label="Release")
+    template = BoardParamField(name="template", label="Prompt template")
+    paper = BoardParamField(name="paper", label="Paper in prompt")
+    contamination = BoardParamField(name="contamination", label="Contamination rule")
+    sort = BoardParamField(name="sort", label="Sort", widget=forms.HiddenInput)
+
+    def __init__(self, data: QueryDict, *, choices: Mapping[str, list[str]] | None = None) -> None:
+        super().__init__(data, auto_id="f-%s")
+        allowed = choices if choices is not None else board_choices()
+        labels = {
+            "weights": WEIGHTS_CHOICES,
+            "verification": VERIFICATION_CHOICES,
+            "paper": PAPER_CHOICES,
+            "contamination": CONTAMINATION_LABELS,
+        }
+        for name, field in self.fields.items():
+            field.choices = _options(allowed[name], labels.get(name), blank=not DEFAULTS[name])
+
+    @property
+    def values(self) -> dict[str, str]:
+        """Every parameter's value that applies (the default where it was absent, empty or invalid)."""
+        self.is_valid()
+        return {name: self.cleaned_data.get(name) or default for name, default in DEFAULTS.items()}
+
+    @property
+    def filters(self) -> LeaderboardFilters:
+        return board_filters(self.values)
+
+    @property
+    def active(self) -> bool:
+        """True when a filter narrows the board (sorting does not)."""
+        return any(value != DEFAULTS[name] for name, value in self.values.items() if name != "sort")
