@@ -1,7 +1,6 @@
 """Routes of the leaderboard's read API (included under /api/v1/; the runs' are in evaluation/api_urls.py)."""
 
-import os
-
+from django.conf import settings
 from django.urls import path
 
 from leaderboard import api
@@ -19,6 +18,6 @@ urlpatterns = [
     path("snippets/<int:snippet_id>/", api.SnippetDetailApi.as_view(), name="api-snippet"),
 ]
 
-if os.environ.get("RCB_BENCH"):
+if settings.RCB_BENCH:
     # bench/leaderboard_load.py compares the pages with this do-nothing view (same middleware and routing).
     urlpatterns.append(path("bench/trivial/", api.bench_trivial, name="api-bench-trivial"))
