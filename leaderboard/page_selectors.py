@@ -50,6 +50,8 @@ class Problem:
 
     available: bool
     reason: str
+    #: whether the portal holds the version's files (False: metadata-only, imported with published results)
+    has_files: bool
     template: str
     with_paper: bool
     masked_file: str
@@ -60,15 +62,17 @@ class Problem:
 
 def snippet_problem(
     *,
-    task_version: TaskVersion,
+    task_version_id: int,
     name: str,
     template: str = problems.DEFAULT_TEMPLATE,
     with_paper: bool = True,
 ) -> Problem:
-    """The problem for snippet ``name`` of ``task_version`` under ``template`` (with or without the paper)."""
+    """The problem for snippet ``name`` of task version ``task_version_id`` under ``template`` (with or
+    without the paper). Raises ``TaskVersion.DoesNotExist`` for an unknown id."""
     if template not in problems.TEMPLATES:
         raise ValueError(f"template: {template!r} is not one of {', '.join(problems.TEMPLATES)}")
-    empty = Problem(False, "", template, with_paper, "", "", "", "")
+    task_version = TaskVersion.objects.select_related("task").get(pk=task_version_id)
+    empty = Problem(False, "", task_version.has_files, template, with_paper, "", "", "", "")
     if not task_version.has_files:
         return Problem(
             **{
@@ -87,4 +91,4 @@ def snippet_problem(
         prompt = problems.build_prompt(task, snippet, template=template, with_paper=with_paper)
     except (TaskFolderError, KeyError, ValueError, OSError) as exc:
         return Problem(**{**empty.__dict__, "reason": f"The problem cannot be rebuilt: {exc}"})
-    return Problem(True, "", template, with_paper, masked, snippet.file, prompt.text, prompt.hash)
+    return Problem(True, "", True, template, with_paper, masked, snippet.file, prompt.text, prompt.hash)

@@ -23,7 +23,7 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.utils.http import urlencode
 
-from contributions.models import Paper, Snippet, TaskVersion
+from contributions.models import Paper, Snippet
 from evaluation.models import EvaluationRun, LanguageModel
 from leaderboard import caching, charts, code_diff, page_selectors, selectors
 from leaderboard.forms import CONTAMINATION_LABELS, FILTER_PARAMS, BoardFilterForm
@@ -393,10 +393,9 @@ def _snippet_detail(key: str, name: str, request: HttpRequest) -> selectors.Snip
 
 def snippet_page(request: HttpRequest, key: str, name: str) -> HttpResponse:
     detail = _snippet_detail(key, name, request)
-    version = TaskVersion.objects.select_related("task").get(pk=detail.task_version_id)
     template, with_paper = _problem_params(request, detail.attempts)
     problem = page_selectors.snippet_problem(
-        task_version=version, name=detail.name, template=template, with_paper=with_paper
+        task_version_id=detail.task_version_id, name=detail.name, template=template, with_paper=with_paper
     )
     attempts = [
         {
@@ -413,7 +412,6 @@ def snippet_page(request: HttpRequest, key: str, name: str) -> HttpResponse:
     base = snippet_url(detail.paper_key, detail.name, detail.id)
     context = {
         "d": detail,
-        "version": version,
         "problem": problem,
         "attempts": attempts,
         "reference_lines": code_diff.highlight_lines(detail.reference_code) if detail.reference_code else [],
@@ -439,10 +437,9 @@ def snippet_page(request: HttpRequest, key: str, name: str) -> HttpResponse:
 def snippet_prompt(request: HttpRequest, key: str, name: str) -> HttpResponse:
     """The full prompt of a snippet as plain text (the page shows the code; the paper text is long)."""
     detail = _snippet_detail(key, name, request)
-    version = TaskVersion.objects.select_related("task").get(pk=detail.task_version_id)
     template, with_paper = _problem_params(request, detail.attempts)
     problem = page_selectors.snippet_problem(
-        task_version=version, name=detail.name, template=template, with_paper=with_paper
+        task_version_id=detail.task_version_id, name=detail.name, template=template, with_paper=with_paper
     )
     if not problem.available:
         return HttpResponse(problem.reason, content_type="text/plain; charset=utf-8", status=404)

@@ -195,7 +195,9 @@ def test_api_views_read_through_selectors_and_runs_belong_to_the_evaluation_api(
     from django.urls import resolve
 
     import leaderboard.api
+    import leaderboard.views
 
-    assert ".objects" not in Path(leaderboard.api.__file__).read_text()
+    for module in (leaderboard.api, leaderboard.views):
+        assert ".objects" not in Path(module.__file__).read_text(), module.__name__
     for url in ("/api/v1/runs/", "/api/v1/runs/1/", "/api/v1/runs/1/results/"):
         assert resolve(url).func.view_class.__module__ == "evaluation.api", url
