@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pset", default=str(Path(__file__).resolve().parent.parent / "examples" / "pset"))
     parser.add_argument(
-        "--python", default=None, help="evaluation interpreter (default: RCB_EVAL_PYTHON/.venv-eval)"
+        "--python", default=None, help="evaluation interpreter (default: .venv-eval/bin/python)"
     )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
