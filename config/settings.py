@@ -242,6 +242,22 @@ RCB_PENDING_RESEND_S = env_int("RCB_PENDING_RESEND_S", 900, minimum=1)
 RCB_LLM_MAX_REQUESTS = env_int("RCB_LLM_MAX_REQUESTS", 5, minimum=1)
 RCB_LLM_BACKOFF_BASE_MS = env_int("RCB_LLM_BACKOFF_BASE_MS", 1000, minimum=0)
 RCB_LLM_TIMEOUT_S = env_int("RCB_LLM_TIMEOUT_S", 300, minimum=1)
+# LLM egress (evaluation/llm.py): the environment variables a model may name as its API key (globs), and the
+# hosts its endpoint may be on (``host``, ``host:port``, ``.domain`` for it and its subdomains, or ``*``).
+# The default hosts are the public providers' (evaluation.llm.PROVIDER_BASE_URLS, a test keeps them equal);
+# local vLLM/Ollama servers (127.0.0.1) must be added on purpose, as they share the host with the portal.
+RCB_LLM_KEY_ENV_PATTERN = env_list("RCB_LLM_KEY_ENV_PATTERN", ["RCB_LLM_KEY_*"])
+RCB_LLM_ALLOWED_HOSTS = env_list(
+    "RCB_LLM_ALLOWED_HOSTS",
+    [
+        "api.openai.com",
+        "openrouter.ai",
+        "api.deepseek.com",
+        "api.x.ai",
+        "generativelanguage.googleapis.com",
+        "api.anthropic.com",
+    ],
+)
 
 LOGGING = {
     "version": 1,

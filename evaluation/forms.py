@@ -9,12 +9,13 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from contributions.models import Release
+from evaluation import llm
 from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services.uploads import MODEL_KEY_RE, NewModel, upload_limits
 from researchcodebench.predictions import human_size
 from researchcodebench.problems import TEMPLATES
 
-#: an environment variable name as the portal accepts it (POSIX portable, upper case: OPENAI_API_KEY)
+#: an environment variable name as the portal accepts it (POSIX portable, upper case: RCB_LLM_KEY_OPENAI)
 ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 #: prefixes of real provider keys (OpenAI, Anthropic, OpenRouter, xAI, Groq, Google, Hugging Face, GitHub, ...)
 KEY_PREFIXES = ("sk-", "sk_", "xai-", "gsk_", "aiza", "hf_", "ghp_", "github_pat_", "pplx-", "r8_", "nvapi-")
@@ -43,17 +44,22 @@ def looks_like_api_key(value: str) -> bool:
 
 
 def validate_api_key_env(value: str) -> None:
+    """A variable name (never a pasted key) that the portal may read as a key (``llm.key_env_refusal``): the
+    same rule is applied again at call time, for rows saved before it or outside this form."""
     if looks_like_api_key(value):
         raise ValidationError(
             "This looks like an API key. Never paste keys here: give the NAME of the environment variable "
-            "that holds the key on the workers (e.g. OPENAI_API_KEY).",
+            "that holds the key on the workers (e.g. RCB_LLM_KEY_OPENAI).",
             code="looks_like_key",
         )
     if not ENV_NAME_RE.match(value):
         raise ValidationError(
-            "Give an environment variable name: upper-case letters, digits and '_' (e.g. OPENAI_API_KEY).",
+            "Give an environment variable name: upper-case letters, digits and '_' (e.g. RCB_LLM_KEY_OPENAI).",
             code="invalid_env_name",
         )
+    refusal = llm.key_env_refusal(value)
+    if refusal:
+        raise ValidationError(refusal[0].upper() + refusal[1:] + ".", code="key_env_not_allowed")
 
 
 class LanguageModelForm(forms.ModelForm):
@@ -99,11 +105,19 @@ class LanguageModelForm(forms.ModelForm):
         self.fields["request_options"].required = False
 
     def clean_base_url(self) -> str:
+        """The URL, whose host (or, when empty, the chosen provider's default host) must be allowed; the same
+        rule is applied again at call time (``llm.base_url_for``)."""
         url: str = self.cleaned_data.get("base_url", "")
         if url and not url.startswith(("http://", "https://")):
             raise ValidationError("The base URL must start with http:// or https://.")
         if url and ("@" in url.split("//", 1)[1].split("/", 1)[0]):
             raise ValidationError("Do not put credentials in the URL; name an environment variable instead.")
+        # The provider field comes first in Meta.fields, so it is already cleaned (absent when invalid).
+        effective = url or llm.PROVIDER_BASE_URLS.get(self.cleaned_data.get("provider", ""), "")
+        refusal = llm.endpoint_refusal(effective) if effective else None
+        if refusal:
+            advice = "" if url else " Set a base URL on an allowed host (the provider's default is not)."
+            raise ValidationError(refusal[0].upper() + refusal[1:] + "." + advice, code="host_not_allowed")
         return url
 
     def clean_request_options(self) -> dict:

@@ -6,6 +6,12 @@ has none of its own). The API key is read from the variable
 stored. The SDK's own retries are off: ``chat_complete`` retries itself so that every attempt, wait and
 final error is known and recorded by the caller.
 
+Egress: a model row is staff input, so what it may make the portal send, and where, is bounded at call time
+(not only by the form, since rows can predate a rule): the key variable must match
+``settings.RCB_LLM_KEY_ENV_PATTERN`` (so no row can name ``DJANGO_SECRET_KEY`` or ``HOME`` and have its
+value sent out), the endpoint's host must be in ``settings.RCB_LLM_ALLOWED_HOSTS``, and no redirect is
+followed (a redirect could take the key and the prompt to a host the allow-list never saw).
+
 Retries: rate limits (429), overload (503, 529), other 5xx, timeouts and connection errors are retried with
 capped exponential backoff (``BACKOFF_BASE_S * 2**n``, at most ``BACKOFF_CAP_S``); a ``Retry-After`` header
 (seconds or an HTTP date) on 429/503 replaces the computed wait (capped by ``RETRY_AFTER_CAP_S``). Other
@@ -19,14 +25,18 @@ number of completions of one model generating at the same time, using the databa
 from __future__ import annotations
 
 import email.utils
+import fnmatch
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import openai
+from django.conf import settings
+from django.utils.http import is_same_domain
 
 from config.env import env_secret
 
@@ -46,6 +56,8 @@ PROVIDER_BASE_URLS: dict[str, str] = {
 }
 #: Providers that run locally and accept any key when the model names no key variable.
 LOCAL_PROVIDERS = ("vllm", "ollama")
+#: The portal's own secrets: never an API key variable, whatever RCB_LLM_KEY_ENV_PATTERN allows.
+PORTAL_SECRETS = frozenset({"DJANGO_SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "RCB_CACHE_URL"})
 
 MAX_REQUESTS = 5
 BACKOFF_BASE_S = 1.0
@@ -78,23 +90,84 @@ class ChatResult:
     finish_reason: str | None
 
 
-def base_url_for(model: LanguageModel) -> str:
-    """The endpoint of ``model``: its own base URL, else its provider's default; ``LLMError`` if none."""
-    if model.base_url:
-        return model.base_url
-    if model.provider in PROVIDER_BASE_URLS:
-        return PROVIDER_BASE_URLS[model.provider]
-    raise LLMError(
-        f"model {model.key!r}: provider {model.provider!r} has no default endpoint; set a base URL"
+def key_env_refusal(name: str) -> str | None:
+    """Why the variable ``name`` may not be read as an API key, or None when it may.
+
+    It must match one of the globs of ``settings.RCB_LLM_KEY_ENV_PATTERN`` (case-sensitive) and not be one of
+    ``PORTAL_SECRETS``.
+    """
+    patterns = settings.RCB_LLM_KEY_ENV_PATTERN
+    if name not in PORTAL_SECRETS and any(fnmatch.fnmatchcase(name, p) for p in patterns):
+        return None
+    return (
+        f"the API key variable {name!r} is not allowed: key variables must match "
+        f"RCB_LLM_KEY_ENV_PATTERN ({', '.join(patterns) or 'empty'}), e.g. RCB_LLM_KEY_OPENAI"
     )
 
 
+def _host_allowed(host: str, port: int, entry: str) -> bool:
+    """``entry`` is ``*``, ``host``, ``.domain`` (the domain and its subdomains) or either with ``:port``."""
+    entry = entry.strip().lower()
+    if entry == "*":
+        return True
+    try:
+        parts = urlsplit(f"//{entry}")
+        entry_host, entry_port = (parts.hostname or "").rstrip("."), parts.port
+    except ValueError:
+        return False
+    if entry.startswith("."):
+        entry_host = "." + entry_host.lstrip(".")
+    return bool(entry_host) and is_same_domain(host, entry_host) and entry_port in (None, port)
+
+
+def endpoint_refusal(url: str) -> str | None:
+    """Why requests may not be sent to ``url``, or None when its host is in ``RCB_LLM_ALLOWED_HOSTS``."""
+    try:
+        parts = urlsplit(url)
+        host, port = (parts.hostname or "").rstrip("."), parts.port
+    except ValueError:
+        return f"the endpoint {url!r} is not a valid URL"
+    if parts.scheme not in ("http", "https") or not host:
+        return f"the endpoint {url!r} is not an http:// or https:// URL with a host"
+    port = port or (443 if parts.scheme == "https" else 80)
+    allowed = settings.RCB_LLM_ALLOWED_HOSTS
+    if any(_host_allowed(host, port, entry) for entry in allowed):
+        return None
+    return (
+        f"the endpoint {url} is refused: its host {host}:{port} is not in RCB_LLM_ALLOWED_HOSTS "
+        f"({', '.join(allowed) or 'empty'})"
+    )
+
+
+def base_url_for(model: LanguageModel) -> str:
+    """The endpoint of ``model``: its own base URL, else its provider's default.
+
+    ``LLMError`` when there is none or its host is not allowed (``endpoint_refusal``).
+    """
+    if model.base_url:
+        url = model.base_url
+    elif model.provider in PROVIDER_BASE_URLS:
+        url = PROVIDER_BASE_URLS[model.provider]
+    else:
+        raise LLMError(
+            f"model {model.key!r}: provider {model.provider!r} has no default endpoint; set a base URL"
+        )
+    refusal = endpoint_refusal(url)
+    if refusal:
+        raise LLMError(f"model {model.key!r}: {refusal}")
+    return url
+
+
 def api_key_for(model: LanguageModel) -> str:
-    """The API key from the environment variable the model names; ``LLMError`` saying which is missing."""
+    """The API key from the environment variable the model names; ``LLMError`` saying which is missing or
+    why the variable may not be read (``key_env_refusal``)."""
     if not model.api_key_env:
         if model.provider in LOCAL_PROVIDERS:
             return "not-needed"
         raise LLMError(f"model {model.key!r} names no API key variable (api_key_env is empty)")
+    refusal = key_env_refusal(model.api_key_env)
+    if refusal:
+        raise LLMError(f"model {model.key!r}: {refusal}")
     key = env_secret(model.api_key_env)
     if not key:
         raise LLMError(
@@ -161,8 +234,14 @@ def _client(base_url: str, api_key: str, timeout_s: float) -> openai.OpenAI:
     key = (base_url, api_key, timeout_s)
     with _clients_lock:
         if key not in _clients:
+            # The SDK's default HTTP client follows redirects, to any host; ours answers a redirect as the
+            # 3xx it is (``chat_complete`` refuses it), so requests only ever reach the allowed endpoint.
             _clients[key] = openai.OpenAI(
-                api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0
+                api_key=api_key,
+                base_url=base_url,
+                timeout=timeout_s,
+                max_retries=0,
+                http_client=openai.DefaultHttpxClient(follow_redirects=False, timeout=timeout_s),
             )
         return _clients[key]
 
@@ -211,6 +290,13 @@ def chat_complete(
                 )
             except openai.APIStatusError as exc:
                 status = exc.status_code
+                if 300 <= status < 400:
+                    target = _short(exc.response.headers.get("location") or "nowhere", 200)
+                    raise LLMError(
+                        f"{base_url} answered HTTP {status} (a redirect to {target}); the redirect was "
+                        "refused: the portal follows no redirects, set the base URL to the final endpoint",
+                        requests=attempt,
+                    ) from exc
                 last_error = f"HTTP {status} from {base_url}: {_short(exc)}"
                 if status not in RETRY_STATUSES:
                     raise LLMError(last_error, requests=attempt) from exc
@@ -251,6 +337,6 @@ def chat_complete(
     )
 
 
-def _short(exc: Exception, limit: int = 300) -> str:
+def _short(exc: Exception | str, limit: int = 300) -> str:
     text = str(exc).strip().replace("\n", " ")
     return text if len(text) <= limit else text[:limit] + "..."

@@ -45,7 +45,7 @@ def fake_model(base_url: str, *, key: str = "fake-model", max_concurrency: int =
         provider=LanguageModel.Provider.OTHER,
         provider_model_id="fake-1",
         base_url=base_url,
-        api_key_env="RCB_FAKE_LLM_KEY",
+        api_key_env="RCB_LLM_KEY_FAKE",
         input_cost_per_mtok=Decimal("2.0"),
         output_cost_per_mtok=Decimal("8.0"),
         max_concurrency=max_concurrency,

@@ -26,7 +26,7 @@ Stage = Completion.Stage
 
 @pytest.fixture
 def fast_llm_settings(settings, monkeypatch):
-    monkeypatch.setenv("RCB_FAKE_LLM_KEY", "sk-test")
+    monkeypatch.setenv("RCB_LLM_KEY_FAKE", "sk-test")
     settings.RCB_LLM_MAX_REQUESTS = 3
     settings.RCB_LLM_BACKOFF_BASE_MS = 10
     settings.RCB_LLM_TIMEOUT_S = 1
@@ -79,10 +79,10 @@ def test_empty_content_is_tested_as_no_code(run_on_rmsnorm, fake_llm):
 
 
 def test_missing_api_key_is_recorded_naming_the_variable(run_on_rmsnorm, monkeypatch, fake_llm):
-    monkeypatch.delenv("RCB_FAKE_LLM_KEY")
+    monkeypatch.delenv("RCB_LLM_KEY_FAKE")
     item = generate_one(run_on_rmsnorm)
     assert item.stage == Stage.FAILED
-    assert "RCB_FAKE_LLM_KEY is not set" in item.error
+    assert "RCB_LLM_KEY_FAKE is not set" in item.error
     assert fake_llm.requests == []
 
 
@@ -110,7 +110,7 @@ def test_a_bad_request_is_not_retried(run_on_rmsnorm, fake_llm):
 
 
 def test_retry_after_on_429_is_honoured_instead_of_the_backoff(db, fake_llm, monkeypatch):
-    monkeypatch.setenv("RCB_FAKE_LLM_KEY", "sk-test")
+    monkeypatch.setenv("RCB_LLM_KEY_FAKE", "sk-test")
     model = fake_model(fake_llm.base_url)
     fake_llm.fail_next(Failure("status", 429, retry_after="1"))
     started = time.monotonic()
@@ -143,7 +143,7 @@ def test_provider_defaults_give_every_listed_provider_an_endpoint():
 
 
 def test_connection_test_reports_success_and_failure(db, fake_llm, monkeypatch):
-    monkeypatch.setenv("RCB_FAKE_LLM_KEY", "sk-test")
+    monkeypatch.setenv("RCB_LLM_KEY_FAKE", "sk-test")
     model = fake_model(fake_llm.base_url)
     fake_llm.answer = lambda prompt: "ok"
     ok, message = model_test_connection(model=model)
@@ -151,6 +151,6 @@ def test_connection_test_reports_success_and_failure(db, fake_llm, monkeypatch):
     fake_llm.fail_next(Failure("status", 503))
     ok, message = model_test_connection(model=model)
     assert not ok and "HTTP 503" in message
-    monkeypatch.delenv("RCB_FAKE_LLM_KEY")
+    monkeypatch.delenv("RCB_LLM_KEY_FAKE")
     ok, message = model_test_connection(model=model)
-    assert not ok and "RCB_FAKE_LLM_KEY" in message
+    assert not ok and "RCB_LLM_KEY_FAKE" in message

@@ -278,8 +278,8 @@ MODEL_FORM = {
     "name": "GPT Test",
     "provider": "openai",
     "provider_model_id": "gpt-test-1",
-    "base_url": "https://api.example.com/v1",
-    "api_key_env": "OPENAI_API_KEY",
+    "base_url": "https://api.openai.com/v1",
+    "api_key_env": "RCB_LLM_KEY_OPENAI",
     "request_options": '{"temperature": 0}',
     "max_concurrency": "4",
     "open_weights": "unknown",
@@ -294,7 +294,7 @@ def test_staff_add_a_model(client, staff):
     model = LanguageModel.objects.get(key="gpt-test")
     assert (model.name, model.api_key_env, model.request_options) == (
         "GPT Test",
-        "OPENAI_API_KEY",
+        "RCB_LLM_KEY_OPENAI",
         {"temperature": 0},
     )
     assert model.open_weights is None
@@ -357,13 +357,13 @@ def test_staff_edit_a_model(client, staff):
     response = client.post(f"/runs/models/{model.pk}/edit/", {**MODEL_FORM, "key": "m1", "name": "Renamed"})
     assert response.status_code == 302
     model.refresh_from_db()
-    assert model.name == "Renamed" and model.base_url == "https://api.example.com/v1"
+    assert model.name == "Renamed" and model.base_url == "https://api.openai.com/v1"
 
 
 def test_test_connection_reports_success_from_a_live_endpoint(client, staff, llm_server, monkeypatch):
-    monkeypatch.setenv("RCB_TEST_FAKE_KEY", "secret-value")
+    monkeypatch.setenv("RCB_LLM_KEY_TEST_FAKE", "secret-value")
     model = LanguageModel.objects.create(
-        key="fake", name="Fake", base_url=llm_server.base_url, api_key_env="RCB_TEST_FAKE_KEY"
+        key="fake", name="Fake", base_url=llm_server.base_url, api_key_env="RCB_LLM_KEY_TEST_FAKE"
     )
     client.force_login(staff)
     html = client.get("/runs/models/").content.decode()
@@ -376,21 +376,21 @@ def test_test_connection_reports_success_from_a_live_endpoint(client, staff, llm
 
 
 def test_test_connection_reports_why_it_failed(client, staff, llm_server, monkeypatch):
-    monkeypatch.delenv("RCB_TEST_MISSING_KEY", raising=False)
+    monkeypatch.delenv("RCB_LLM_KEY_TEST_MISSING", raising=False)
     model = LanguageModel.objects.create(
-        key="fake", name="Fake", base_url=llm_server.base_url, api_key_env="RCB_TEST_MISSING_KEY"
+        key="fake", name="Fake", base_url=llm_server.base_url, api_key_env="RCB_LLM_KEY_TEST_MISSING"
     )
     client.force_login(staff)
     body = client.post(f"/runs/models/{model.pk}/test/", **HTMX).content.decode()
     assert '<span class="badge bad">Failed</span>' in body
-    assert "RCB_TEST_MISSING_KEY is not set" in body
+    assert "RCB_LLM_KEY_TEST_MISSING is not set" in body
     assert llm_server.requests == []
 
 
 def test_test_connection_without_htmx_redirects_with_a_message(client, staff, llm_server, monkeypatch):
-    monkeypatch.setenv("RCB_TEST_FAKE_KEY", "secret-value")
+    monkeypatch.setenv("RCB_LLM_KEY_TEST_FAKE", "secret-value")
     model = LanguageModel.objects.create(
-        key="fake", name="Fake", base_url=llm_server.base_url, api_key_env="RCB_TEST_FAKE_KEY"
+        key="fake", name="Fake", base_url=llm_server.base_url, api_key_env="RCB_LLM_KEY_TEST_FAKE"
     )
     client.force_login(staff)
     response = client.post(f"/runs/models/{model.pk}/test/", follow=True)

@@ -30,7 +30,7 @@ from tests.evaluation.engine_helpers import (
 pytestmark = pytest.mark.slow
 
 Stage = Completion.Stage
-WORKER_ENV = {"RCB_FAKE_LLM_KEY": "sk-test", "RCB_VERDICT_CACHE": "0"}
+WORKER_ENV = {"RCB_LLM_KEY_FAKE": "sk-test", "RCB_VERDICT_CACHE": "0"}
 
 
 def start_run(model, release) -> EvaluationRun:

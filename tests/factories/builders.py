@@ -185,14 +185,14 @@ def full_predictions() -> bytes:
 
 def fake_llm_model(base_url: str, *, key: str = "fake-model", max_concurrency: int = 4) -> LanguageModel:
     """A model served by the fake OpenAI-compatible server at ``base_url`` (tests/evaluation/fake_llm.py),
-    its key read from RCB_FAKE_LLM_KEY."""
+    its key read from RCB_LLM_KEY_FAKE."""
     return LanguageModelFactory(
         key=key,
         name=key.replace("-", " ").title(),
         provider=LanguageModel.Provider.OTHER,
         provider_model_id="fake-1",
         base_url=base_url,
-        api_key_env="RCB_FAKE_LLM_KEY",
+        api_key_env="RCB_LLM_KEY_FAKE",
         input_cost_per_mtok=Decimal("2.0"),
         output_cost_per_mtok=Decimal("8.0"),
         max_concurrency=max_concurrency,
