@@ -23,8 +23,10 @@ RUN groupadd --gid 10000 app \
     && chown app:app /var/lib/rcb
 
 COPY --chown=app:app . /app
-# Collect, hash and compress static files at build time (a throwaway key: settings refuse to load without one).
-RUN DJANGO_SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput
+# Collect, hash and compress static files at build time (a throwaway random key: settings refuse to load
+# without a strong one).
+RUN DJANGO_SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" \
+    python manage.py collectstatic --noinput
 
 # Web and every worker run as `app`. The local sandbox works unprivileged (bubblewrap with user namespaces)
 # where the container may create user namespaces; Docker's default seccomp profile forbids that, which is

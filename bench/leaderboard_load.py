@@ -52,7 +52,7 @@ def _env(db: str) -> dict[str, str]:
     return {
         **os.environ,
         "DATABASE_URL": f"{PG}/{db}",
-        "DJANGO_SECRET_KEY": "bench-only-secret-key",
+        "DJANGO_SECRET_KEY": "bench-only-key-Vn3qT8cW1xZ6mR4kJ9pL2sD7fH0gB5yA-never-in-production",
         "DJANGO_DEBUG": "0",
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
         "DJANGO_STATIC_MANIFEST": "0",

@@ -12,6 +12,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.checks import GENERATE_KEY_HINT, secret_key_weakness
 from config.env import env_bool, env_float, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -26,6 +27,8 @@ if not SECRET_KEY:
             "(or DJANGO_DEBUG=1 for local development only)."
         )
     SECRET_KEY = "insecure-development-key-only-used-with-DJANGO_DEBUG"
+elif not DEBUG and (weakness := secret_key_weakness(SECRET_KEY)):
+    raise ImproperlyConfigured(f"DJANGO_SECRET_KEY is {weakness}; {GENERATE_KEY_HINT}.")
 
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])

@@ -31,8 +31,8 @@ def test_debug_defaults_to_off_so_a_missing_key_is_refused_without_any_flag():
     assert "DJANGO_SECRET_KEY" in result.stderr
 
 
-def test_check_passes_with_a_secret_key_and_debug_off():
-    result = run_check({"DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": "x" * 50})
+def test_check_passes_with_a_strong_secret_key_and_debug_off():
+    result = run_check({"DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": "k2V9qLm4Xt7Rb1Nw8Zc3Hy6Pd0Fs5Gj-" * 2})
     assert result.returncode == 0, result.stderr
 
 
