@@ -5,9 +5,21 @@ from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResu
 
 @admin.register(LanguageModel)
 class LanguageModelAdmin(admin.ModelAdmin):
-    list_display = ("key", "name", "developer", "open_weights", "knowledge_cutoff", "active")
-    list_filter = ("developer", "open_weights", "active", "provider")
+    list_display = (
+        "key",
+        "name",
+        "developer",
+        "management",
+        "owner",
+        "open_weights",
+        "knowledge_cutoff",
+        "active",
+    )
+    list_filter = ("management", "developer", "open_weights", "active", "provider")
     search_fields = ("key", "name", "provider_model_id")
+    list_select_related = ("owner",)
+    raw_id_fields = ("owner",)
+    filter_horizontal = ("uploaders",)
 
 
 @admin.register(EvaluationRun)

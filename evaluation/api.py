@@ -34,12 +34,8 @@ from evaluation.serializers import (
     RunQuerySerializer,
     RunSerializer,
 )
-from evaluation.services.uploads import (
-    PredictionsInvalid,
-    predictions_upload,
-    predictions_upload_new_model,
-    upload_limit_bytes,
-)
+from evaluation.services.uploads import NewModel, PredictionsInvalid, predictions_upload
+from researchcodebench.predictions import shown
 
 
 class RunUploadApi(APIView):
@@ -61,50 +57,24 @@ class RunUploadApi(APIView):
         if not form.is_valid():
             return Response({"errors": _flatten(form.errors)}, status=status.HTTP_400_BAD_REQUEST)
         data = form.validated_data
-        upload = data["file"]
-        if upload.size > upload_limit_bytes():
-            limit_mb = upload_limit_bytes() / 1024 / 1024
-            return Response(
-                {
-                    "errors": [
-                        f"the file is too large ({upload.size / 1024 / 1024:.1f} MB); the limit is {limit_mb:.0f} MB"
-                    ]
-                },
-                status=status.HTTP_400_BAD_REQUEST,
-            )
         release = Release.objects.filter(name=data["release"]).first()
         if release is None:
             return Response(
-                {"errors": [f"release: unknown release '{data['release']}'"]},
+                {"errors": [f"release: unknown release {shown(data['release'])}"]},
                 status=status.HTTP_400_BAD_REQUEST,
             )
         model = LanguageModel.objects.filter(key=data["model"]).first()
-        common = {
-            "release": release,
-            "data": upload.read(),
-            "template": data["template"],
-            "requester": request.user,
-        }
         try:
-            if model is not None:
-                run = predictions_upload(model=model, **common)
-            else:
-                name = data.get("model_name", "")
-                if not name:
-                    return Response(
-                        {"errors": [f"model: unknown model '{data['model']}'; give model_name to create it"]},
-                        status=status.HTTP_400_BAD_REQUEST,
-                    )
-                if LanguageModel.objects.filter(name=name).exists():
-                    return Response(
-                        {"errors": [f"model_name: a model named '{name}' exists with another key"]},
-                        status=status.HTTP_400_BAD_REQUEST,
-                    )
-                run = predictions_upload_new_model(
-                    model_fields={"key": data["model"], "name": name}, **common
-                )
+            run = predictions_upload(
+                release=release,
+                file=data["file"],
+                template=data["template"],
+                requester=request.user,
+                model=model,
+                new_model=None if model else NewModel(key=data["model"], name=data.get("model_name", "")),
+            )
         except PredictionsInvalid as exc:
-            return Response({"errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return Response({"errors": _upload_errors(exc)}, status=status.HTTP_400_BAD_REQUEST)
         progress = selectors.run_progress(run=run)
         body = {
             "id": run.pk,
@@ -122,6 +92,21 @@ class RunUploadApi(APIView):
 def _flatten(errors: dict) -> list[str]:
     """DRF's {field: [messages]} as "field: message" lines, like the file's line errors."""
     return [f"{field}: {message}" for field, messages in errors.items() for message in messages]
+
+
+#: the upload service's names of the model's fields -> this API's
+_SERVICE_FIELDS = {"model": "model", "model_key": "model", "model_name": "model_name"}
+
+
+def _upload_errors(exc: PredictionsInvalid) -> list[str]:
+    """The model's field errors as "field: message", then the file's (whole-file first, then by line)."""
+    fields = [
+        f"{_SERVICE_FIELDS[name]}: {message}"
+        for name, messages in exc.field_errors.items()
+        if name in _SERVICE_FIELDS
+        for message in messages
+    ]
+    return [*fields, *exc.errors]
 
 
 # --- The read API of runs and their results ----------------------------------------------------------------
@@ -171,7 +156,7 @@ class RunDetailApi(APIView):
 
     @extend_schema(summary="One evaluation run", responses=RunSerializer)
     def get(self, request: Request, run_id: int) -> Response:
-        return Response(RunSerializer(_run_or_404(run_id)).data)
+        return Response(RunSerializer(_run_or_404(run_id), context={"request": request}).data)
 
 
 class RunResultsApi(ListAPIView):

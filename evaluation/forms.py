@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from django import forms
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from contributions.models import Release
@@ -84,6 +85,7 @@ class LanguageModelForm(forms.ModelForm):
             "request_options",
             "max_concurrency",
             "active",
+            "uploaders",
         ]
         widgets = {
             "knowledge_cutoff": forms.DateInput(attrs={"type": "date"}),
@@ -96,6 +98,10 @@ class LanguageModelForm(forms.ModelForm):
             "base_url": "Base URL",
             "input_cost_per_mtok": "USD per 1M input tokens",
             "output_cost_per_mtok": "USD per 1M output tokens",
+            "uploaders": "Users granted upload rights",
+        }
+        help_texts = {
+            "uploaders": "members who may upload predictions for this model (a published model stays locked)"
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -103,6 +109,11 @@ class LanguageModelForm(forms.ModelForm):
         self.fields["key"].validators.append(validate_model_key)
         self.fields["api_key_env"].validators.append(validate_api_key_env)
         self.fields["request_options"].required = False
+        # Maintainers upload for any unpublished model already; grants are for signed-up members.
+        users = get_user_model()
+        self.fields["uploaders"].queryset = users.objects.filter(is_active=True, is_staff=False).order_by(
+            users.USERNAME_FIELD
+        )
 
     def clean_base_url(self) -> str:
         """The URL, whose host (or, when empty, the chosen provider's default host) must be allowed; the same

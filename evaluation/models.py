@@ -49,7 +49,18 @@ class BrokerProbe(models.Model):
 
 
 class LanguageModel(models.Model):
-    """A model that can be evaluated. API keys are never stored: ``api_key_env`` names the variable."""
+    """A model that can be evaluated. API keys are never stored: ``api_key_env`` names the variable.
+
+    ``management`` says who answers for the model's results, and so who may upload predictions for it
+    (``evaluation.services.language_models.language_model_upload_check``): nobody for a ``published``
+    model, maintainers and granted ``uploaders`` for a ``maintainer`` one, its ``owner`` too for a
+    ``self_reported`` one.
+    """
+
+    class Management(models.TextChoices):
+        PUBLISHED = "published", "Published with the paper"
+        MAINTAINER = "maintainer", "Managed by the maintainers"
+        SELF_REPORTED = "self_reported", "Self-reported by a user"
 
     class Provider(models.TextChoices):
         OPENAI = "openai", "OpenAI"
@@ -85,6 +96,24 @@ class LanguageModel(models.Model):
     )
     max_concurrency = models.PositiveIntegerField(default=4)
     active = models.BooleanField(default=True, help_text="evaluate this model on newly approved tasks")
+    # Locked unless a writer says otherwise: a model nobody classified must not accept anyone's uploads.
+    management = models.CharField(
+        max_length=16, choices=Management.choices, default=Management.MAINTAINER, db_index=True
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="owned_language_models",
+        help_text="the user who created the model through an upload",
+    )
+    uploaders = models.ManyToManyField(
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="upload_granted_language_models",
+        help_text="users a maintainer allowed to upload predictions for this model",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -94,10 +123,18 @@ class LanguageModel(models.Model):
             models.CheckConstraint(
                 condition=models.Q(max_concurrency__gte=1), name="model_concurrency_positive"
             ),
+            models.CheckConstraint(
+                condition=models.Q(management__in=["published", "maintainer", "self_reported"]),
+                name="model_management_valid",
+            ),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_self_reported(self) -> bool:
+        return self.management == self.Management.SELF_REPORTED
 
 
 class EvaluationRun(models.Model):

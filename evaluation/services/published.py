@@ -10,8 +10,9 @@ Two source formats are accepted, detected from the content:
   counts, one verdict string per (model, completion index) and the published scores to check against.
 
 ``published_import`` turns either into catalogue rows (papers, tasks, metadata-only task versions with their
-snippets, the release ``rcb-2025-published``) and evaluation rows (one language model and one finished,
-imported run per model, with a completion and a test result per published record). It is idempotent: rows
+snippets, the release ``rcb-2025-published``) and evaluation rows (one language model, managed as
+``published`` and so locked for uploads, and one finished, imported run per model, with a completion and a
+test result per published record). It is idempotent: rows
 are keyed by natural keys (model key, paper key, (task, content hash), (model, release, source),
 (run, snippet, completion index)) and only what is missing is created. Catalogue rows are written only
 through ``contributions.services`` (their one writer); this module writes the evaluation rows itself.
@@ -703,11 +704,20 @@ def _import_models(source: PublishedSource, report: PublishedImportReport) -> di
         values = _model_fields(model, source.path)
         row = existing.get(model.key)
         if row is None:
-            row = LanguageModel(key=model.key, name=names[model.key], active=False, **values)
+            row = LanguageModel(
+                key=model.key,
+                name=names[model.key],
+                active=False,
+                management=LanguageModel.Management.PUBLISHED,
+                **values,
+            )
             if names[model.key] != model.name:
                 report.renamed[model.key] = names[model.key]
             new.append(row)
         else:
+            if row.management == LanguageModel.Management.SELF_REPORTED:
+                # A user's model under the paper's key now holds the paper's results: nobody adds to those.
+                values["management"] = LanguageModel.Management.PUBLISHED
             changed = [name for name, value in values.items() if getattr(row, name) != value]
             if _save_fields(row, values, changed):
                 report.models_updated += 1

@@ -2,8 +2,9 @@
 
 The file format and its parser belong to the core (``researchcodebench.predictions``, ``docs/predictions.md``);
 this module adds what only the portal knows: the limits (settings ``RCB_UPLOAD_*``), the release the lines
-must answer, and the model the run is for (an existing one, or a new one described by the submitter).
-``predictions_upload`` checks all of it, the file's size before reading it, collects every problem (up to
+must answer, and the model the run is for: an existing one the submitter may upload for
+(``language_model_upload_check``), or a new one described by the submitter, created as theirs and marked
+self-reported. ``predictions_upload`` checks all of it, the file's size before reading it, collects every problem (up to
 the limit's ``max_errors``, each naming its line and field, offending values shortened) and creates nothing
 unless everything is valid. Snippets of the release that the file does not cover are allowed: the run's
 coverage shows them as missing.
@@ -13,15 +14,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import transaction
 
 from contributions.models import Release, Snippet
 from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services import runs
-from evaluation.services.language_models import language_model_create
+from evaluation.services.language_models import (
+    UploadNotAllowed,
+    language_model_create,
+    language_model_upload_check,
+)
 from researchcodebench.predictions import (
     Prediction,
     PredictionError,
@@ -68,8 +74,9 @@ class NewModel:
 class PredictionsInvalid(Exception):
     """The upload was rejected and nothing was created.
 
-    ``field_errors`` maps ``"model_key"``, ``"model_name"`` (the new model's fields) and ``"file"`` (a
-    whole-file problem: too large, empty, too many lines) to messages; ``line_errors`` lists the file's
+    ``field_errors`` maps ``"model"`` (the chosen model, which the submitter may not upload for),
+    ``"model_key"``, ``"model_name"`` (the new model's fields) and ``"file"`` (a whole-file problem: too
+    large, empty, too many lines) to messages; ``line_errors`` lists the file's
     line problems (``line N: message``, capped). ``errors`` is the file's problems, whole-file ones first.
     """
 
@@ -220,14 +227,16 @@ def predictions_upload(
     release: Release,
     file: UploadFile,
     template: str,
-    requester: Any,
+    requester: AbstractBaseUser,
     model: LanguageModel | None = None,
     new_model: NewModel | None = None,
 ) -> EvaluationRun:
     """Check an upload and start a run that tests its predictions; give ``model`` or ``new_model``.
 
-    Raises ``PredictionsInvalid`` with every problem, of the new model and of the file, when anything is
-    wrong; then nothing is created (not the model either). A file over ``RCB_UPLOAD_MAX_BYTES`` is refused
+    ``requester`` must be allowed to upload for ``model`` (``language_model_upload_check``); a
+    ``new_model`` is created self-reported, owned by ``requester``. Raises ``PredictionsInvalid`` with
+    every problem, of the model and of the file, when anything is wrong; then nothing is created (not the
+    model either). A file over ``RCB_UPLOAD_MAX_BYTES`` is refused
     from its size, before it is read. The run has source and verification "uploaded"; its items are the
     file's lines, each answer turned into code exactly as ``python -m researchcodebench evaluate`` does
     (``researchcodebench.predictions.answer_code``, applied by ``run_create``).
@@ -235,6 +244,11 @@ def predictions_upload(
     if (model is None) == (new_model is None):
         raise ValueError("give exactly one of model and new_model")
     field_errors = _new_model_errors(new_model) if new_model is not None else {}
+    if model is not None:
+        try:
+            language_model_upload_check(model=model, user=requester)
+        except UploadNotAllowed as exc:
+            field_errors["model"] = [str(exc)]
     limits = upload_limits()
     size_error = limits.size_error(file.size) if file.size is not None else None
     if size_error:
@@ -246,7 +260,13 @@ def predictions_upload(
             line_errors=parsed.line_errors, field_errors={**field_errors, "file": parsed.file_errors}
         )
     if new_model is not None:
-        model = language_model_create(key=new_model.key, name=new_model.name, developer=new_model.developer)
+        model = language_model_create(
+            key=new_model.key,
+            name=new_model.name,
+            developer=new_model.developer,
+            management=LanguageModel.Management.SELF_REPORTED,
+            owner=requester,
+        )
     return runs.run_create(
         model=model,
         release=release,
