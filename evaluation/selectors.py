@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -65,6 +67,18 @@ def run_list(*, filters: RunFilters) -> QuerySet[EvaluationRun]:
 def run_get(*, run_id: int) -> EvaluationRun:
     """The run with this id (runs are public); raises Http404 when there is none."""
     return get_object_or_404(EvaluationRun.objects.select_related("model", "release", "requester"), pk=run_id)
+
+
+def run_requester_for_viewer(
+    *, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser | None
+) -> str | None:
+    """The requester's user name as ``viewer`` may see it: only the requester themselves and staff see
+    who asked for a run (runs are public, the people behind them are not); None for everyone else."""
+    if run.requester_id is None or viewer is None or not viewer.is_authenticated:
+        return None
+    if viewer.is_staff or viewer.pk == run.requester_id:
+        return run.requester.get_username()
+    return None
 
 
 FINAL_STAGES = (Completion.Stage.DONE, Completion.Stage.FAILED, Completion.Stage.CANCELLED)

@@ -4,23 +4,25 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from evaluation.forms import validate_model_key
 from evaluation.models import EvaluationRun, TestResult
-from evaluation.selectors import RunFilters
+from evaluation.selectors import RunFilters, run_requester_for_viewer
 from researchcodebench.problems import TEMPLATES
 
 
 class PredictionsUploadInput(serializers.Serializer):
     """multipart/form-data: the model (by key), the release (by name), the template and the JSONL file."""
 
-    model = serializers.CharField(
-        max_length=100, validators=[validate_model_key], help_text="key of the model (created when unknown)"
-    )
+    model = serializers.CharField(max_length=100, help_text="key of the model (created when unknown)")
     model_name = serializers.CharField(
         max_length=200, required=False, help_text="display name: creates the model when its key is unknown"
     )
     release = serializers.CharField(max_length=100, help_text="name of the benchmark release")
-    template = serializers.ChoiceField(choices=TEMPLATES, default="rcb-v2")
+    template = serializers.ChoiceField(
+        choices=TEMPLATES,
+        default="rcb-v2",
+        # The default message repeats the submitted value, which may be of any size.
+        error_messages={"invalid_choice": f"choose one of {', '.join(TEMPLATES)}"},
+    )
     file = serializers.FileField(help_text="predictions JSONL, one object per line")
 
 
@@ -66,6 +68,13 @@ class RunSerializer(serializers.Serializer):
     cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6, coerce_to_string=False)
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
+    requester = serializers.SerializerMethodField(
+        help_text="who asked for the run: shown only to them and to staff, null for everyone else"
+    )
+
+    def get_requester(self, run: EvaluationRun) -> str | None:
+        request = self.context.get("request")
+        return run_requester_for_viewer(run=run, viewer=getattr(request, "user", None))
 
 
 def _choice(choices: list[str], **kwargs: object) -> serializers.ChoiceField:

@@ -69,7 +69,11 @@ def run_list(request: HttpRequest) -> HttpResponse:
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     """One run with its live progress; an htmx poll gets only the progress fragment."""
     run = selectors.run_get(run_id=run_id)
-    context = {"run": run, "progress": selectors.run_progress(run=run)}
+    context = {
+        "run": run,
+        "progress": selectors.run_progress(run=run),
+        "requester": selectors.run_requester_for_viewer(run=run, viewer=request.user),
+    }
     template = "evaluation/run_detail.html"
     if request.htmx and request.htmx.target == "run-progress":
         template += "#progress"
