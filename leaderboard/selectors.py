@@ -95,6 +95,8 @@ class ModelRef:
     knowledge_cutoff: date | None
     knowledge_cutoff_raw: str
     provider_model_id: str
+    #: created by a user through an upload (``LanguageModel.Management.SELF_REPORTED``): shown as such
+    self_reported: bool = False
 
     @classmethod
     def of(cls, m: LanguageModel) -> ModelRef:
@@ -107,6 +109,7 @@ class ModelRef:
             knowledge_cutoff=model_cutoff(m),
             knowledge_cutoff_raw=m.knowledge_cutoff_raw,
             provider_model_id=m.provider_model_id,
+            self_reported=m.is_self_reported,
         )
 
 
