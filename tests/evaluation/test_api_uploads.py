@@ -48,7 +48,7 @@ def payload(data: bytes, **fields) -> dict:
 
 
 def test_upload_with_a_token_creates_a_run_and_returns_its_id_and_url(api, submitter, release):
-    LanguageModelFactory(key="m1")
+    LanguageModelFactory(key="m1", self_reported=True, owner=submitter)
     response = api.post(
         URL, payload(jsonl({"task": "alpha", "snippet": "a1", "code": "x = 1"})), format="multipart"
     )
@@ -64,8 +64,8 @@ def test_upload_with_a_token_creates_a_run_and_returns_its_id_and_url(api, submi
     assert Completion.objects.filter(run=run).count() == 1
 
 
-def test_upload_returns_400_with_every_line_error(api, release):
-    LanguageModelFactory(key="m1")
+def test_upload_returns_400_with_every_line_error(api, submitter, release):
+    LanguageModelFactory(key="m1", self_reported=True, owner=submitter)
     data = jsonl(
         "{nope", {"task": "x", "snippet": "a1", "code": ""}, {"task": "alpha", "snippet": "a1", "code": ""}
     )
@@ -85,8 +85,8 @@ def test_upload_names_missing_fields_of_the_request(api, release):
     assert "model: This field is required." in errors and "file: No file was submitted." in errors
 
 
-def test_upload_rejects_unknown_release_and_unknown_model_without_a_name(api, release):
-    LanguageModelFactory(key="m1")
+def test_upload_rejects_unknown_release_and_unknown_model_without_a_name(api, submitter, release):
+    LanguageModelFactory(key="m1", self_reported=True, owner=submitter)
     response = api.post(URL, payload(full_predictions(), release="nope"), format="multipart")
     assert response.json() == {"errors": ["release: unknown release 'nope'"]}
     response = api.post(URL, payload(full_predictions(), model="ghost"), format="multipart")
@@ -118,9 +118,9 @@ def test_upload_creates_a_new_model_when_given_its_name(api, release):
     assert response.json()["items"] == 3
 
 
-def test_upload_rejects_a_file_over_the_limit(api, release, settings):
+def test_upload_rejects_a_file_over_the_limit(api, submitter, release, settings):
     settings.RCB_UPLOAD_MAX_BYTES = 1024 * 1024
-    LanguageModelFactory(key="m1")
+    LanguageModelFactory(key="m1", self_reported=True, owner=submitter)
     response = api.post(URL, payload(b"x" * (2 * 1024 * 1024)), format="multipart")
     assert response.status_code == 400
     assert response.json()["errors"] == ["the file is too large (2 MB); the limit is 1 MB"]
@@ -166,8 +166,8 @@ def test_adversarial_lines_get_400_with_one_bounded_error_and_nothing_is_stored(
     assert not EvaluationRun.objects.exists() and not LanguageModel.objects.exists()
 
 
-def test_an_invalid_template_is_not_echoed(api, release):
-    LanguageModelFactory(key="m1")
+def test_an_invalid_template_is_not_echoed(api, submitter, release):
+    LanguageModelFactory(key="m1", self_reported=True, owner=submitter)
     response = api.post(URL, payload(full_predictions(), template="x" * 100_000), format="multipart")
     assert response.status_code == 400
     assert response.json() == {"errors": ["template: choose one of rcb-2025, rcb-v2"]}
@@ -192,9 +192,9 @@ def test_a_logged_in_session_without_a_token_is_refused(client, submitter, relea
     assert client.post(URL, payload(full_predictions())).status_code == 401
 
 
-def test_uploads_are_throttled_per_user_with_429_after_the_limit(api, release, monkeypatch):
+def test_uploads_are_throttled_per_user_with_429_after_the_limit(api, submitter, release, monkeypatch):
     monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"uploads": "2/hour"})
-    LanguageModelFactory(key="m1")
+    LanguageModelFactory(key="m1", self_reported=True, owner=submitter)
     statuses = [api.post(URL, payload(full_predictions()), format="multipart").status_code for _ in range(3)]
     assert statuses == [201, 201, 429]
     assert EvaluationRun.objects.count() == 2

@@ -74,9 +74,10 @@ def errors_of(data: bytes, release) -> list[str]:
 
 def upload(release, data: bytes, **kwargs):
     kwargs.setdefault("template", "rcb-v2")
-    kwargs.setdefault("requester", None)
+    if "requester" not in kwargs:
+        kwargs["requester"] = UserFactory()
     if "new_model" not in kwargs and "model" not in kwargs:
-        kwargs["model"] = LanguageModelFactory()
+        kwargs["model"] = LanguageModelFactory(self_reported=True, owner=kwargs["requester"])
     return predictions_upload(release=release, file=ContentFile(data), **kwargs)
 
 
@@ -162,7 +163,7 @@ def test_error_list_is_capped_with_a_count_of_the_rest(release):
 
 def test_upload_creates_an_uploaded_run_with_one_item_per_prediction(release):
     user = UserFactory(username="sub", password="pw")
-    model = LanguageModelFactory()
+    model = LanguageModelFactory(self_reported=True, owner=user)
     run = upload(release, full_predictions(), model=model, requester=user)
     assert run.source == EvaluationRun.Source.UPLOADED
     assert run.verification == EvaluationRun.Verification.UPLOADED
@@ -211,8 +212,8 @@ def test_a_file_over_the_limit_is_refused_from_its_size_before_it_is_read(releas
             release=release,
             file=Unreadable(b"x" * (1024 * 1024 + 1)),
             template="rcb-v2",
-            requester=None,
-            model=LanguageModelFactory(),
+            requester=(user := UserFactory()),
+            model=LanguageModelFactory(self_reported=True, owner=user),
         )
     assert info.value.field_errors == {"file": ["the file is too large (1.0 MB); the limit is 1 MB"]}
     assert info.value.errors == ["the file is too large (1.0 MB); the limit is 1 MB"]
@@ -337,7 +338,7 @@ def test_form_does_not_echo_an_invalid_template(client, member, release):
 
 def test_form_posts_are_throttled_with_429_and_a_message(client, member, release, monkeypatch):
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"uploads": "2/hour"})
-    LanguageModelFactory(key="m1")
+    LanguageModelFactory(key="m1", self_reported=True, owner=member)
     statuses = [post_form(client, jsonl(OK), model="m1").status_code for _ in range(2)]
     response = post_form(client, jsonl(OK), model="m1")
     assert statuses == [302, 302] and response.status_code == 429
@@ -356,7 +357,7 @@ def test_form_and_api_share_one_upload_budget_per_user(client, member, release, 
     from rest_framework.test import APIClient
 
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"uploads": "2/hour"})
-    LanguageModelFactory(key="m1")
+    LanguageModelFactory(key="m1", self_reported=True, owner=member)
     assert post_form(client, jsonl(OK), model="m1").status_code == 302
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=member).key}")

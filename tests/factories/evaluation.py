@@ -35,6 +35,10 @@ class LanguageModelFactory(factory.django.DjangoModelFactory):
         lambda o: o.knowledge_cutoff.strftime("%Y-%m") if o.knowledge_cutoff else ""
     )
 
+    class Params:
+        #: a model a user created through an upload: ``LanguageModelFactory(self_reported=True, owner=user)``
+        self_reported = factory.Trait(management=LanguageModel.Management.SELF_REPORTED)
+
 
 class EvaluationRunFactory(factory.django.DjangoModelFactory):
     class Meta:
