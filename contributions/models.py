@@ -173,3 +173,253 @@ class ReleaseEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.release.name}: {self.task_version}"
+
+
+# ------------------------------------------------------------------------------------------- contributions
+#
+# A contribution is a ``Proposal``: a state machine (docs/architecture.md, "Contributions") whose every move
+# is one service in ``contributions/services/proposals.py`` (a conditional update plus a ``ProposalEvent``).
+# Its code arrives as ``ProposalRevision``s: a revision is immutable once submitted, and a new upload after
+# that is a new revision. Maintainers are the users with the ``contributions.review_proposal`` permission.
+
+
+class Proposal(models.Model):
+    """One contribution of a task: its paper metadata, its revisions, its state and its history.
+
+    Moves between states only through the services of ``contributions.services.proposals``::
+
+        draft -> submitted -> validating -> changes_requested | ready_for_review -> approved -> published
+        (changes_requested -> submitted again with a new revision; ready_for_review -> rejected;
+        any non-final state -> withdrawn by the author)
+    """
+
+    class State(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        SUBMITTED = "submitted", "Submitted"
+        VALIDATING = "validating", "Validating"
+        CHANGES_REQUESTED = "changes_requested", "Changes requested"
+        READY_FOR_REVIEW = "ready_for_review", "Ready for review"
+        APPROVED = "approved", "Approved"
+        PUBLISHED = "published", "Published"
+        REJECTED = "rejected", "Rejected"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+
+    #: states no transition leaves
+    FINAL_STATES = (State.PUBLISHED, State.REJECTED, State.WITHDRAWN)
+    #: states whose proposal no longer holds its ``task_key`` (another proposal may use it)
+    RELEASED_KEY_STATES = (State.PUBLISHED, State.REJECTED, State.WITHDRAWN)
+
+    #: the contributor; only they edit, submit and withdraw it
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="proposals")
+    state = models.CharField(max_length=20, choices=State.choices, default=State.DRAFT, db_index=True)
+    #: the proposed task (and paper) key: the papers.yaml ``id`` it will be published under
+    task_key = models.SlugField(max_length=100)
+    #: the papers.yaml entry as ``contributions.task_meta.meta_to_json`` (the form fills it step by step)
+    meta = models.JSONField(default=dict, blank=True)
+    #: the paper title, copied from ``meta`` for the review queue's filters and sorting
+    title = models.CharField(max_length=500, blank=True)
+    #: the arXiv identifier (``researchcodebench.arxiv.arxiv_id``), "" when the paper has none
+    arxiv_id = models.CharField(max_length=32, blank=True)
+    #: the contribution form's answers so far, step name -> that step's cleaned data (a draft is resumable)
+    draft = models.JSONField(default=dict, blank=True)
+    #: the last form step the author completed (0 before the first)
+    step = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    #: when ``state`` last changed (the review queue's waiting time counts from here)
+    state_changed_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    #: the task version publishing created (null until published)
+    published_version = models.ForeignKey(
+        TaskVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="proposals"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+        permissions = [
+            ("review_proposal", "Can review proposals"),
+            ("cut_release", "Can cut releases"),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task_key"],
+                condition=~models.Q(state__in=["published", "rejected", "withdrawn"]),
+                name="proposal_unique_open_task_key",
+                violation_error_message="another open proposal already uses this task key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"proposal {self.pk} ({self.task_key}, {self.state})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in self.FINAL_STATES
+
+
+class ProposalRevision(models.Model):
+    """One upload of a proposal's code: its files, manifest and validation. Immutable once submitted.
+
+    The services refuse to change a revision whose ``submitted_at`` is set (only its validation fields move
+    afterwards); a new upload after submission is a new revision with the next ``number``.
+    """
+
+    class Source(models.TextChoices):
+        ARCHIVE = "archive", "Archive upload"
+        GIT = "git", "Git repository"
+
+    class ValidationStatus(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        PASSED = "passed", "Passed"
+        FAILED = "failed", "Failed"
+        ERROR = "error", "Could not run"
+
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="revisions")
+    #: 1, 2, ... per proposal, in upload order
+    number = models.PositiveIntegerField()
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    #: the uploaded file's name, or the git URL the code was fetched from
+    origin = models.CharField(max_length=2000)
+    #: the git commit sha the code was fetched at ("" for an archive)
+    commit = models.CharField(max_length=64, blank=True)
+    #: relpath -> sha256 of a FileBlob (every file of the upload, byte-exact)
+    files = models.JSONField(default=dict)
+    #: the author's declarations: annotated_files, context_files, oracle_files, test_entry
+    #: (default paper2code_test.py), paper_file, requirements_file, needs_gpu
+    manifest = models.JSONField(default=dict)
+    #: sha256 over the sorted (relpath, sha256) pairs and the manifest: equal uploads hash equal
+    content_hash = models.CharField(max_length=64, db_index=True)
+    #: when the author submitted it (null while it is the editable draft revision)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    validation_status = models.CharField(
+        max_length=10, choices=ValidationStatus.choices, default=ValidationStatus.PENDING
+    )
+    #: ``researchcodebench.validation.ValidationReport.to_dict()`` of the finished battery, or
+    #: ``{"error": reason}`` when it could not run
+    validation_report = models.JSONField(default=dict, blank=True)
+    #: the stages reported so far while the battery runs: a list of {"stage", "at", "data"}
+    validation_progress = models.JSONField(default=list, blank=True)
+    validation_started_at = models.DateTimeField(null=True, blank=True)
+    validation_finished_at = models.DateTimeField(null=True, blank=True)
+    #: after this instant the watchdog fails the validation (twice its limit after it started)
+    validation_deadline = models.DateTimeField(null=True, blank=True, db_index=True)
+    #: how many times a validation of this revision has started (infrastructure retries count)
+    validation_attempts = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["proposal", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["proposal", "number"], name="proposalrevision_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"proposal {self.proposal_id} r{self.number}"
+
+    @property
+    def needs_gpu(self) -> bool:
+        return bool((self.manifest or {}).get("needs_gpu"))
+
+
+class ProposalEvent(models.Model):
+    """The history of a proposal: one row per state change, with who, when and why."""
+
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="events")
+    #: the revision the change concerns (null for changes that concern none, e.g. a withdrawal of a draft)
+    revision = models.ForeignKey(
+        ProposalRevision, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+    )
+    #: who made the change; null for the system (validation, the watchdog)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    #: "" for the creation of the proposal
+    from_state = models.CharField(max_length=20, blank=True)
+    to_state = models.CharField(max_length=20)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"proposal {self.proposal_id}: {self.from_state or '-'} -> {self.to_state}"
+
+
+class Review(models.Model):
+    """A maintainer's review of one revision: a decision, the rubric checklist, a Markdown body."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve", "Approve"
+        REQUEST_CHANGES = "request_changes", "Request changes"
+        REJECT = "reject", "Reject"
+        COMMENT = "comment", "Comment"
+
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="reviews")
+    revision = models.ForeignKey(ProposalRevision, on_delete=models.CASCADE, related_name="reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    decision = models.CharField(max_length=20, choices=Decision.choices)
+    #: rubric item key (``contributions.services.proposals.RUBRIC``) -> checked
+    rubric = models.JSONField(default=dict, blank=True)
+    #: Markdown source (rendered safely by the pages)
+    body = models.TextField(blank=True)
+    #: snippet name -> the reviewer's written reason for accepting a "not checked by the test" finding
+    snippet_overrides = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"review of {self.revision}: {self.decision}"
+
+
+class Comment(models.Model):
+    """A comment on a proposal: anchored to a file and line of a revision, or in the general thread."""
+
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="comments")
+    #: the revision whose code the comment is anchored to (null for the general thread)
+    revision = models.ForeignKey(
+        ProposalRevision, null=True, blank=True, on_delete=models.CASCADE, related_name="comments"
+    )
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    #: relpath in the revision ("" for the general thread)
+    file = models.CharField(max_length=500, blank=True)
+    #: 1-based line in ``file`` (null for a comment on the whole file or the thread)
+    line = models.PositiveIntegerField(null=True, blank=True)
+    #: Markdown source (rendered safely by the pages)
+    body = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        where = f" at {self.file}:{self.line or ''}" if self.file else ""
+        return f"comment on proposal {self.proposal_id}{where}"
+
+
+class Notification(models.Model):
+    """An in-app notification of a proposal's event for one user (the author or a maintainer)."""
+
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notifications"
+    )
+    proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="notifications")
+    event = models.ForeignKey(
+        ProposalEvent, null=True, blank=True, on_delete=models.CASCADE, related_name="notifications"
+    )
+    message = models.CharField(max_length=1000)
+    #: the page to open (the proposal's page)
+    url = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    #: when the recipient marked it read (null while unread)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["recipient", "read_at"], name="notification_unread")]
+
+    def __str__(self) -> str:
+        return f"to {self.recipient_id}: {self.message[:40]}"
