@@ -8,7 +8,7 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.utils import timezone
 
-from evaluation.models import WorkerHeartbeat
+from tests.factories import WorkerHeartbeatFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -59,13 +59,9 @@ def test_healthz_reports_database_broker_and_no_workers(client):
 
 def test_healthz_lists_workers_with_a_recent_heartbeat_only(client):
     now = timezone.now()
-    WorkerHeartbeat.objects.create(hostname="alive@h", queues=["site"], started_at=now, last_seen_at=now)
-    WorkerHeartbeat.objects.create(
-        hostname="stale@h", queues=["site"], started_at=now, last_seen_at=now - timezone.timedelta(hours=1)
-    )
-    WorkerHeartbeat.objects.create(
-        hostname="stopped@h", queues=["site"], started_at=now, last_seen_at=now, status="stopped"
-    )
+    WorkerHeartbeatFactory(hostname="alive@h", started_at=now, last_seen_at=now)
+    WorkerHeartbeatFactory(hostname="stale@h", started_at=now, last_seen_at=now - timezone.timedelta(hours=1))
+    WorkerHeartbeatFactory(hostname="stopped@h", started_at=now, last_seen_at=now, status="stopped")
     body = client.get("/healthz").json()
     assert [w["hostname"] for w in body["workers"]] == ["alive@h"]
 

@@ -13,6 +13,7 @@ from contributions import services
 from contributions.models import FileBlob, Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
 from researchcodebench.pset import content_hash, read_pset, task_files
 from tests.contributions.conftest import REPO, all_files, pset_content
+from tests.factories import ReleaseEntryFactory, ReleaseFactory, TaskVersionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -95,11 +96,9 @@ def test_hostile_original_format_pset_imports_and_exports_byte_identical(hostile
 
 def test_export_of_a_composed_release_writes_a_registry_that_reads_back_the_same(hostile_pset, tmp_path):
     source = services.release_create_from_pset(path=hostile_pset, name="hostile")
-    composed = Release.objects.create(name="composed")
+    composed = ReleaseFactory(name="composed")
     for position, entry in enumerate(source.entries.all()):
-        ReleaseEntry.objects.create(
-            release=composed, task_version=entry.task_version, task=entry.task, position=position
-        )
+        ReleaseEntryFactory(release=composed, task_version=entry.task_version, position=position)
     out = services.release_export(release=composed, out_dir=tmp_path / "out")
     assert "papers.yaml" in all_files(out)
     original, exported = read_pset(hostile_pset), read_pset(out)
@@ -199,12 +198,14 @@ def test_task_folder_with_a_symbolic_link_is_refused(small_pset, tmp_path):
 
 def test_metadata_only_versions_cannot_be_exported_and_the_error_names_them(small_pset, tmp_path):
     release = services.release_create_from_pset(path=small_pset(ids=("alpha",)), name="r1")
-    paper = Paper.objects.create(key="DyT", title="Transformers without Normalization")
-    task = Task.objects.create(key="DyT", paper=paper)
-    meta_only = TaskVersion.objects.create(
-        task=task, number=1, content_hash="published:DyT", origin="published", has_files=False
+    meta_only = TaskVersionFactory(
+        task__paper__key="DyT",
+        task__paper__title="Transformers without Normalization",
+        content_hash="published:DyT",
+        origin="published",
+        has_files=False,
     )
-    ReleaseEntry.objects.create(release=release, task_version=meta_only, task=task, position=1)
+    ReleaseEntryFactory(release=release, task_version=meta_only, position=1)
     with pytest.raises(services.CatalogueError, match=r"metadata-only.*DyT v1"):
         services.release_export(release=release, out_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()

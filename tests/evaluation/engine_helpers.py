@@ -1,5 +1,6 @@
-"""Shared set-up of the evaluation engine tests: a release of the example pset, a model on the fake LLM
-server, scripted answers per snippet, and the same answers evaluated directly by the core library."""
+"""Shared set-up of the evaluation engine tests: a release of the example pset, scripted answers per snippet
+(the model on the fake LLM server is ``tests.factories.fake_llm_model``), and the same answers evaluated
+directly by the core library."""
 
 from __future__ import annotations
 
@@ -7,12 +8,10 @@ import ast
 import re
 import textwrap
 from collections.abc import Callable
-from decimal import Decimal
 from pathlib import Path
 
 from contributions.models import Release
 from contributions.services import release_create_from_pset
-from evaluation.models import LanguageModel
 from researchcodebench.annotations import Snippet
 from researchcodebench.predictions import extract_answer
 from researchcodebench.problems import fill_in
@@ -36,20 +35,6 @@ def import_release(
     folder = tmp_path / f"pset-{name}"
     write_pset(example_tasks(task_ids), folder)
     return release_create_from_pset(path=folder, name=name)
-
-
-def fake_model(base_url: str, *, key: str = "fake-model", max_concurrency: int = 4) -> LanguageModel:
-    return LanguageModel.objects.create(
-        key=key,
-        name=key.replace("-", " ").title(),
-        provider=LanguageModel.Provider.OTHER,
-        provider_model_id="fake-1",
-        base_url=base_url,
-        api_key_env="RCB_LLM_KEY_FAKE",
-        input_cost_per_mtok=Decimal("2.0"),
-        output_cost_per_mtok=Decimal("8.0"),
-        max_concurrency=max_concurrency,
-    )
 
 
 def _fence(code: str) -> str:

@@ -15,6 +15,7 @@ import pytest
 from evaluation.models import EvaluationRun
 from tests.conftest import wait_for
 from tests.evaluation.engine_helpers import example_tasks, import_release
+from tests.factories import StaffUserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -47,10 +48,10 @@ def predictions_file(tmp_path: Path) -> tuple[Path, int]:
 
 
 def test_staff_uploads_predictions_and_watches_the_run_finish(
-    transactional_db, live_server, browser_page, start_worker, django_user_model, tmp_path
+    transactional_db, live_server, browser_page, start_worker, tmp_path
 ):
     page = browser_page
-    django_user_model.objects.create_user("maintainer", password="a-long-test-password", is_staff=True)
+    StaffUserFactory(username="maintainer", password="a-long-test-password")
     import_release(tmp_path, name="focal", task_ids=("focal-loss",))
     predictions, n_snippets = predictions_file(tmp_path)
 

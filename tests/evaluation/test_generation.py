@@ -18,8 +18,9 @@ from evaluation.services import (
     run_create,
 )
 from researchcodebench.problems import build_prompt
-from tests.evaluation.engine_helpers import example_tasks, fake_model, import_release
+from tests.evaluation.engine_helpers import example_tasks, import_release
 from tests.evaluation.fake_llm import Failure
+from tests.factories import fake_llm_model
 
 Stage = Completion.Stage
 
@@ -36,7 +37,7 @@ def fast_llm_settings(settings, monkeypatch):
 @pytest.fixture
 def run_on_rmsnorm(db, tmp_path, fake_llm, fast_llm_settings):
     release = import_release(tmp_path, name="rms", task_ids=("rmsnorm",))
-    model = fake_model(fake_llm.base_url)
+    model = fake_llm_model(fake_llm.base_url)
     return run_create(model=model, release=release, source="generated", verification="generated")
 
 
@@ -111,7 +112,7 @@ def test_a_bad_request_is_not_retried(run_on_rmsnorm, fake_llm):
 
 def test_retry_after_on_429_is_honoured_instead_of_the_backoff(db, fake_llm, monkeypatch):
     monkeypatch.setenv("RCB_LLM_KEY_FAKE", "sk-test")
-    model = fake_model(fake_llm.base_url)
+    model = fake_llm_model(fake_llm.base_url)
     fake_llm.fail_next(Failure("status", 429, retry_after="1"))
     started = time.monotonic()
     # A 30 s backoff would be used if Retry-After were ignored.
@@ -144,7 +145,7 @@ def test_provider_defaults_give_every_listed_provider_an_endpoint():
 
 def test_connection_test_reports_success_and_failure(db, fake_llm, monkeypatch):
     monkeypatch.setenv("RCB_LLM_KEY_FAKE", "sk-test")
-    model = fake_model(fake_llm.base_url)
+    model = fake_llm_model(fake_llm.base_url)
     fake_llm.answer = lambda prompt: "ok"
     ok, message = model_test_connection(model=model)
     assert ok and "'ok'" in message

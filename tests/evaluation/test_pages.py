@@ -12,7 +12,15 @@ from django.utils import timezone
 from evaluation import selectors
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
 from tests.evaluation.fake_llm import FakeLLM
-from tests.evaluation.runs_fixtures import full_predictions, jsonl, make_model, make_release, make_run
+from tests.factories import (
+    LanguageModelFactory,
+    StaffUserFactory,
+    UserFactory,
+    full_predictions,
+    jsonl,
+    make_release,
+    make_staged_run,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -35,13 +43,13 @@ def llm_server():
 
 
 @pytest.fixture
-def staff(django_user_model):
-    return django_user_model.objects.create_user("staff", password="pw", is_staff=True)
+def staff():
+    return StaffUserFactory(username="staff", password="pw")
 
 
 @pytest.fixture
-def member(django_user_model):
-    return django_user_model.objects.create_user("member", password="pw")
+def member():
+    return UserFactory(username="member", password="pw")
 
 
 def run_ids(html: str) -> list[int]:
@@ -57,12 +65,12 @@ def test_run_list_without_runs_shows_the_empty_state(client):
 
 
 def test_run_list_filters_change_the_rows(client, release):
-    m1, m2 = make_model("m1"), make_model("m2")
-    r_testing = make_run(model=m1, release=release)
-    r_done = make_run(model=m1, release=release, status=EvaluationRun.Status.FINISHED)
-    r_upload = make_run(model=m2, release=release, source=EvaluationRun.Source.UPLOADED)
+    m1, m2 = LanguageModelFactory(key="m1"), LanguageModelFactory(key="m2")
+    r_testing = make_staged_run(model=m1, release=release)
+    r_done = make_staged_run(model=m1, release=release, status=EvaluationRun.Status.FINISHED)
+    r_upload = make_staged_run(model=m2, release=release, source=EvaluationRun.Source.UPLOADED)
     other = make_release("r2", with_metadata_only=False)
-    r_other = make_run(model=m2, release=other)
+    r_other = make_staged_run(model=m2, release=other)
 
     assert sorted(run_ids(client.get("/runs/").content.decode())) == sorted(
         [r_testing.pk, r_done.pk, r_upload.pk, r_other.pk]
@@ -76,13 +84,13 @@ def test_run_list_filters_change_the_rows(client, release):
 
 
 def test_run_list_ignores_an_unknown_filter_value(client, release):
-    run = make_run(model=make_model(), release=release)
+    run = make_staged_run(model=LanguageModelFactory(), release=release)
     response = client.get("/runs/?status=bogus")
     assert response.status_code == 200 and run_ids(response.content.decode()) == [run.pk]
 
 
 def test_run_list_filters_are_a_get_form_with_htmx_that_keeps_real_urls(client, release):
-    make_run(model=make_model(), release=release)
+    make_staged_run(model=LanguageModelFactory(), release=release)
     html = client.get("/runs/").content.decode()
     form = re.search(r'<form class="filters"[^>]*>', html).group(0)
     assert 'method="get"' in form and 'action="/runs/"' in form
@@ -91,14 +99,16 @@ def test_run_list_filters_are_a_get_form_with_htmx_that_keeps_real_urls(client, 
 
 
 def test_run_list_htmx_request_gets_only_the_table(client, release):
-    run = make_run(model=make_model("m1"), release=release)
+    run = make_staged_run(model=LanguageModelFactory(key="m1"), release=release)
     html = client.get("/runs/?model=m1", **HTMX).content.decode()
     assert html.lstrip().startswith('<div id="run-table">')
     assert "<html" not in html and run_ids(html) == [run.pk]
 
 
 def test_run_list_shows_progress_per_run(client, release):
-    make_run(model=make_model(), release=release, stages=[Stage.DONE, Stage.DONE, Stage.TESTING])
+    make_staged_run(
+        model=LanguageModelFactory(), release=release, stages=[Stage.DONE, Stage.DONE, Stage.TESTING]
+    )
     assert re.search(r'class="num">\s*2 / 3\s*<', client.get("/runs/").content.decode())
 
 
@@ -106,8 +116,8 @@ def test_run_list_shows_progress_per_run(client, release):
 
 
 def test_run_detail_shows_counts_per_stage_and_outcome(client, release):
-    run = make_run(
-        model=make_model(),
+    run = make_staged_run(
+        model=LanguageModelFactory(),
         release=release,
         stages=[Stage.DONE, Stage.DONE, Stage.PENDING_TEST],
         outcomes={0: Outcome.PASSED, 1: Outcome.FAILED},
@@ -125,7 +135,7 @@ def test_run_detail_shows_counts_per_stage_and_outcome(client, release):
 
 
 def test_running_run_polls_every_two_seconds_and_final_run_does_not(client, release):
-    run = make_run(model=make_model(), release=release)
+    run = make_staged_run(model=LanguageModelFactory(), release=release)
     html = client.get(f"/runs/{run.pk}/").content.decode()
     section = re.search(r'<section id="run-progress"[^>]*>', html).group(0)
     assert 'hx-trigger="every 2s"' in section and f'hx-get="/runs/{run.pk}/"' in section
@@ -138,15 +148,15 @@ def test_running_run_polls_every_two_seconds_and_final_run_does_not(client, rele
 
 
 def test_progress_poll_gets_only_the_fragment(client, release):
-    run = make_run(model=make_model(), release=release)
+    run = make_staged_run(model=LanguageModelFactory(), release=release)
     html = client.get(f"/runs/{run.pk}/", HTTP_HX_TARGET="run-progress", **HTMX).content.decode()
     assert html.lstrip().startswith('<section id="run-progress"') and "<html" not in html
     assert 'hx-trigger="every 2s"' in html
 
 
 def test_errors_list_infrastructure_errors_with_their_reason(client, release):
-    run = make_run(
-        model=make_model(),
+    run = make_staged_run(
+        model=LanguageModelFactory(),
         release=release,
         stages=[Stage.DONE, Stage.FAILED, Stage.DONE],
         outcomes={0: Outcome.INFRA_ERROR, 2: Outcome.PASSED},
@@ -162,11 +172,11 @@ def test_errors_list_infrastructure_errors_with_their_reason(client, release):
 
 
 def test_queue_position_counts_pending_items_of_earlier_runs_in_the_same_queue(release):
-    model = make_model()
-    earlier = make_run(model=model, release=release, stages=[Stage.PENDING_TEST] * 3)
-    make_run(model=model, release=release, stages=[Stage.PENDING_GENERATION] * 3)  # other queue
-    finished = make_run(model=model, release=release, status=EvaluationRun.Status.FINISHED)
-    mine = make_run(model=model, release=release, stages=[Stage.PENDING_TEST, Stage.DONE, Stage.DONE])
+    model = LanguageModelFactory()
+    earlier = make_staged_run(model=model, release=release, stages=[Stage.PENDING_TEST] * 3)
+    make_staged_run(model=model, release=release, stages=[Stage.PENDING_GENERATION] * 3)  # other queue
+    finished = make_staged_run(model=model, release=release, status=EvaluationRun.Status.FINISHED)
+    mine = make_staged_run(model=model, release=release, stages=[Stage.PENDING_TEST, Stage.DONE, Stage.DONE])
     for run, minutes in ((earlier, 3), (finished, 2)):
         EvaluationRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(minutes=minutes))
     mine.refresh_from_db()
@@ -178,8 +188,8 @@ def test_queue_position_counts_pending_items_of_earlier_runs_in_the_same_queue(r
 
 
 def test_eta_comes_from_the_runs_recent_throughput(release):
-    run = make_run(
-        model=make_model(),
+    run = make_staged_run(
+        model=LanguageModelFactory(),
         release=release,
         stages=[Stage.DONE, Stage.DONE, Stage.PENDING_TEST],
         outcomes={0: Outcome.PASSED, 1: Outcome.PASSED},
@@ -194,7 +204,7 @@ def test_eta_comes_from_the_runs_recent_throughput(release):
 
 
 def test_eta_is_unknown_without_recent_results(release):
-    run = make_run(model=make_model(), release=release)
+    run = make_staged_run(model=LanguageModelFactory(), release=release)
     assert selectors.run_progress(run=run).eta_s is None
 
 
@@ -203,7 +213,7 @@ def test_run_detail_of_an_unknown_run_is_404(client):
 
 
 def test_staff_see_cancel_and_can_cancel_a_running_run(client, staff, release):
-    run = make_run(model=make_model(), release=release)
+    run = make_staged_run(model=LanguageModelFactory(), release=release)
     client.force_login(staff)
     html = client.get(f"/runs/{run.pk}/").content.decode()
     assert f'action="/runs/{run.pk}/cancel/"' in html and "csrfmiddlewaretoken" in html
@@ -215,8 +225,8 @@ def test_staff_see_cancel_and_can_cancel_a_running_run(client, staff, release):
 
 
 def test_staff_rerun_requeues_infrastructure_errors(client, staff, release):
-    run = make_run(
-        model=make_model(),
+    run = make_staged_run(
+        model=LanguageModelFactory(),
         release=release,
         status=EvaluationRun.Status.FINISHED,
         stages=[Stage.DONE, Stage.DONE, Stage.DONE],
@@ -231,7 +241,7 @@ def test_staff_rerun_requeues_infrastructure_errors(client, staff, release):
 
 
 def test_visitors_see_no_run_actions_and_cannot_post_them(client, member, release):
-    run = make_run(model=make_model(), release=release)
+    run = make_staged_run(model=LanguageModelFactory(), release=release)
     assert "Cancel run" not in client.get(f"/runs/{run.pk}/").content.decode()
     response = client.post(f"/runs/{run.pk}/cancel/")
     assert response.status_code == 302 and "/login/" in response["Location"]
@@ -243,7 +253,7 @@ def test_visitors_see_no_run_actions_and_cannot_post_them(client, member, releas
 
 
 def test_run_actions_refuse_get(client, staff, release):
-    run = make_run(model=make_model(), release=release)
+    run = make_staged_run(model=LanguageModelFactory(), release=release)
     client.force_login(staff)
     assert client.get(f"/runs/{run.pk}/cancel/").status_code == 405
 
@@ -267,7 +277,7 @@ def test_model_pages_refuse_non_staff(client, member, url):
 
 
 def test_model_edit_and_test_refuse_non_staff(client, member):
-    model = make_model()
+    model = LanguageModelFactory()
     client.force_login(member)
     assert client.get(f"/runs/models/{model.pk}/edit/").status_code == 403
     assert client.post(f"/runs/models/{model.pk}/test/").status_code == 403
@@ -343,7 +353,7 @@ def test_model_form_validates_fields(client, staff, field, value, message):
 
 
 def test_model_form_refuses_a_taken_name(client, staff):
-    make_model("other", name="GPT Test")
+    LanguageModelFactory(key="other", name="GPT Test")
     client.force_login(staff)
     response = client.post("/runs/models/add/", MODEL_FORM)
     assert response.status_code == 400
@@ -351,7 +361,7 @@ def test_model_form_refuses_a_taken_name(client, staff):
 
 
 def test_staff_edit_a_model(client, staff):
-    model = make_model("m1")
+    model = LanguageModelFactory(key="m1")
     client.force_login(staff)
     assert client.get(f"/runs/models/{model.pk}/edit/").status_code == 200
     response = client.post(f"/runs/models/{model.pk}/edit/", {**MODEL_FORM, "key": "m1", "name": "Renamed"})
@@ -362,7 +372,7 @@ def test_staff_edit_a_model(client, staff):
 
 def test_test_connection_reports_success_from_a_live_endpoint(client, staff, llm_server, monkeypatch):
     monkeypatch.setenv("RCB_LLM_KEY_TEST_FAKE", "secret-value")
-    model = LanguageModel.objects.create(
+    model = LanguageModelFactory(
         key="fake", name="Fake", base_url=llm_server.base_url, api_key_env="RCB_LLM_KEY_TEST_FAKE"
     )
     client.force_login(staff)
@@ -377,7 +387,7 @@ def test_test_connection_reports_success_from_a_live_endpoint(client, staff, llm
 
 def test_test_connection_reports_why_it_failed(client, staff, llm_server, monkeypatch):
     monkeypatch.delenv("RCB_LLM_KEY_TEST_MISSING", raising=False)
-    model = LanguageModel.objects.create(
+    model = LanguageModelFactory(
         key="fake", name="Fake", base_url=llm_server.base_url, api_key_env="RCB_LLM_KEY_TEST_MISSING"
     )
     client.force_login(staff)
@@ -389,7 +399,7 @@ def test_test_connection_reports_why_it_failed(client, staff, llm_server, monkey
 
 def test_test_connection_without_htmx_redirects_with_a_message(client, staff, llm_server, monkeypatch):
     monkeypatch.setenv("RCB_LLM_KEY_TEST_FAKE", "secret-value")
-    model = LanguageModel.objects.create(
+    model = LanguageModelFactory(
         key="fake", name="Fake", base_url=llm_server.base_url, api_key_env="RCB_LLM_KEY_TEST_FAKE"
     )
     client.force_login(staff)
@@ -407,7 +417,7 @@ def test_upload_page_needs_login(client):
 
 
 def test_upload_form_creates_a_run_and_lands_on_its_page(client, member, release):
-    make_model("m1")
+    LanguageModelFactory(key="m1", self_reported=True, owner=member)
     client.force_login(member)
     response = client.post(
         "/runs/upload/",
@@ -482,7 +492,7 @@ def test_upload_form_needs_a_model_or_a_new_one(client, member, release):
 
 def test_upload_form_refuses_a_file_over_the_limit_before_reading_it(client, member, release, settings):
     settings.RCB_UPLOAD_MAX_BYTES = 100
-    make_model("m1")
+    LanguageModelFactory(key="m1", self_reported=True, owner=member)
     client.force_login(member)
     response = client.post(
         "/runs/upload/",

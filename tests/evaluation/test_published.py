@@ -27,6 +27,13 @@ from evaluation.services.published import (
 )
 from researchcodebench.arxiv import arxiv_id
 from researchcodebench.scoring import line_rates, load_published, per_paper, task_rates
+from tests.factories import (
+    LanguageModelFactory,
+    ReleaseFactory,
+    SnippetFactory,
+    TaskFactory,
+    TaskVersionFactory,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "demo" / "rcb-2025-published.json.gz"
@@ -302,7 +309,7 @@ def test_colliding_names_with_the_same_effort_fall_back_to_the_key_or_provider_i
 
 
 def test_a_name_taken_by_another_model_is_not_reused(tmp_path):
-    LanguageModel.objects.create(key="SOMEONE", name="Other")
+    LanguageModelFactory(key="SOMEONE", name="Other")
 
     published_import(source=small_fixture(tmp_path))
 
@@ -350,11 +357,10 @@ def test_reimport_updates_changed_model_metadata_but_only_fills_empty_paper_fiel
 
 
 def test_results_link_to_an_imported_version_with_the_same_snippets(tmp_path):
-    paper = Paper.objects.create(key="alpha", title="Alpha")
-    task = Task.objects.create(key="alpha", paper=paper)
-    version = TaskVersion.objects.create(task=task, number=1, content_hash="f" * 64, origin="imported")
-    Snippet.objects.create(task_version=version, name="a1", ordinal=0, lines=4, code="x = 1")
-    Snippet.objects.create(task_version=version, name="a2", ordinal=1, lines=1, code="y = 2")
+    task = TaskFactory(paper__key="alpha", paper__title="Alpha")
+    version = TaskVersionFactory(task=task, content_hash="f" * 64)
+    SnippetFactory(task_version=version, name="a1", ordinal=0, lines=4, code="x = 1")
+    SnippetFactory(task_version=version, name="a2", ordinal=1, lines=1, code="y = 2")
 
     report = published_import(source=small_fixture(tmp_path))
 
@@ -366,11 +372,10 @@ def test_results_link_to_an_imported_version_with_the_same_snippets(tmp_path):
 
 
 def test_an_imported_version_with_other_line_counts_is_not_linked(tmp_path):
-    paper = Paper.objects.create(key="alpha", title="Alpha")
-    task = Task.objects.create(key="alpha", paper=paper)
-    version = TaskVersion.objects.create(task=task, number=1, content_hash="f" * 64, origin="imported")
-    Snippet.objects.create(task_version=version, name="a1", ordinal=0, lines=5)
-    Snippet.objects.create(task_version=version, name="a2", ordinal=1, lines=1)
+    task = TaskFactory(paper__key="alpha", paper__title="Alpha")
+    version = TaskVersionFactory(task=task, content_hash="f" * 64)
+    SnippetFactory(task_version=version, name="a1", ordinal=0, lines=5)
+    SnippetFactory(task_version=version, name="a2", ordinal=1, lines=1)
 
     report = published_import(source=small_fixture(tmp_path))
 
@@ -380,7 +385,7 @@ def test_an_imported_version_with_other_line_counts_is_not_linked(tmp_path):
 
 
 def test_an_existing_default_release_stays_the_default(tmp_path):
-    Release.objects.create(name="main", is_default=True)
+    ReleaseFactory(name="main", is_default=True)
 
     report = published_import(source=small_fixture(tmp_path))
 

@@ -21,7 +21,8 @@ from evaluation.services import (
     test_result_record,
 )
 from researchcodebench.runner import Verdict
-from tests.evaluation.engine_helpers import fake_model, import_release
+from tests.evaluation.engine_helpers import import_release
+from tests.factories import fake_llm_model
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +41,7 @@ def release(tmp_path):
 
 @pytest.fixture
 def model():
-    return fake_model("http://127.0.0.1:9/v1")
+    return fake_llm_model("http://127.0.0.1:9/v1")
 
 
 def generated_run(model, release, **kwargs) -> EvaluationRun:

@@ -22,10 +22,10 @@ from tests.evaluation.engine_helpers import (
     answer_by_prompt,
     core_verdict_outcomes,
     example_tasks,
-    fake_model,
     import_release,
     scripted_answers,
 )
+from tests.factories import fake_llm_model
 
 pytestmark = pytest.mark.slow
 
@@ -71,7 +71,7 @@ def test_generated_run_on_the_example_pset_with_two_workers_scores_like_the_core
     fake_llm.answer = answer_by_prompt(tasks, answers)
     expected = core_verdict_outcomes(tasks, answers)
     release = import_release(tmp_path)
-    model = fake_model(fake_llm.base_url)
+    model = fake_llm_model(fake_llm.base_url)
     workers = [start_worker(concurrency=1, extra_env=WORKER_ENV) for _ in range(2)]
 
     started = time.monotonic()
@@ -112,7 +112,7 @@ def test_a_worker_killed_while_testing_loses_and_duplicates_nothing(
     tasks = example_tasks(names)
     fake_llm.answer = answer_by_prompt(tasks, scripted_answers(tasks))
     release = import_release(tmp_path, name="crash", task_ids=names)
-    model = fake_model(fake_llm.base_url)
+    model = fake_llm_model(fake_llm.base_url)
     settings.RCB_PENDING_RESEND_S = 5
     env = {**WORKER_ENV, "RCB_LEASE_SECONDS": "2"}
     first = start_worker(concurrency=1, extra_env=env)
@@ -167,7 +167,7 @@ def test_a_worker_killed_while_testing_loses_and_duplicates_nothing(
 
 def test_a_provider_outage_ends_in_recorded_errors_not_a_hang(start_worker, tmp_path, fake_llm):
     release = import_release(tmp_path, name="rms", task_ids=("rmsnorm",))
-    model = fake_model(fake_llm.base_url)
+    model = fake_llm_model(fake_llm.base_url)
     env = {
         **WORKER_ENV,
         "RCB_LLM_MAX_REQUESTS": "2",
@@ -202,7 +202,7 @@ def test_cancel_stops_further_generation_and_testing(start_worker, tmp_path, fak
 
     fake_llm.answer = slow_answer
     release = import_release(tmp_path, name="two", task_ids=("rmsnorm", "roformer"))
-    model = fake_model(fake_llm.base_url)
+    model = fake_llm_model(fake_llm.base_url)
     start_worker(concurrency=1, extra_env=WORKER_ENV)
     run = start_run(model, release)
     wait_for(lambda: len(fake_llm.requests) >= 3, timeout=60, what="generation to start")
