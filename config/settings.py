@@ -219,6 +219,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "leaderboard.tasks.refresh_stale",
         "schedule": env_float("RCB_REFRESH_STALE_INTERVAL_S", 300.0, minimum=1),
     },
+    "validation-watchdog": {
+        "task": "evaluation.tasks.validation_watchdog",
+        "schedule": env_float("RCB_VALIDATION_WATCHDOG_INTERVAL_S", 60.0, minimum=1),
+    },
 }
 
 RCB_EVAL_PYTHON = env_str("RCB_EVAL_PYTHON")
@@ -261,6 +265,14 @@ RCB_LLM_ALLOWED_HOSTS = env_list(
         "api.anthropic.com",
     ],
 )
+
+# Contributions (contributions/services/proposals.py): approvals a proposal needs; a validation's time limit
+# (the watchdog fails one still running after twice this, beat every RCB_VALIDATION_WATCHDOG_INTERVAL_S);
+# how many times a validation that could not run is retried; the portal's address for links in emails.
+RCB_APPROVALS_REQUIRED = env_int("RCB_APPROVALS_REQUIRED", 1, minimum=1)
+RCB_VALIDATION_LIMIT_S = env_int("RCB_VALIDATION_LIMIT_S", 600, minimum=1)
+RCB_VALIDATION_ATTEMPTS = env_int("RCB_VALIDATION_ATTEMPTS", 3, minimum=1)
+RCB_SITE_URL = env_str("RCB_SITE_URL", "")
 
 LOGGING = {
     "version": 1,
