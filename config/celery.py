@@ -24,6 +24,8 @@ QUEUES = (QUEUE_SITE, QUEUE_EVAL_CPU, QUEUE_EVAL_GPU)
 TASK_ROUTES: dict[str, str] = {
     "evaluation.tasks.test_item_cpu": QUEUE_EVAL_CPU,
     "evaluation.tasks.test_item_gpu": QUEUE_EVAL_GPU,
+    "evaluation.tasks.rejudge_item_cpu": QUEUE_EVAL_CPU,
+    "evaluation.tasks.rejudge_item_gpu": QUEUE_EVAL_GPU,
     "evaluation.tasks.probe_eval_cpu": QUEUE_EVAL_CPU,
     "evaluation.tasks.probe_eval_gpu": QUEUE_EVAL_GPU,
 }

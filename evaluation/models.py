@@ -284,11 +284,32 @@ class TestResult(models.Model):
     stderr_tail = models.TextField(blank=True)
     tests_run = models.PositiveIntegerField(null=True, blank=True)
     tests_failed = models.PositiveIntegerField(null=True, blank=True)
+    tests_skipped = models.PositiveIntegerField(null=True, blank=True)
     environment = models.CharField(max_length=200, blank=True)
     worker_host = models.CharField(max_length=255, blank=True)
     attempt = models.PositiveIntegerField(default=1)
     cached = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A maintainer's cold, independent re-judge of a pass (evaluation/services/rejudge.py,
+    # docs/integrity.md#re-judging). Only passes are re-judged, so a verdict the re-judge changed was
+    # "passed" before; its fields above then hold the re-judged verdict.
+    rejudge_requested_at = models.DateTimeField(null=True, blank=True)
+    rejudged_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="rejudged_results",
+        help_text="the maintainer who asked for the re-judge",
+    )
+    rejudged_at = models.DateTimeField(null=True, blank=True, help_text="when the re-judge's verdict came")
+    rejudge_outcome = models.CharField(max_length=16, choices=Outcome.choices, blank=True)
+    rejudge_category = models.CharField(max_length=64, blank=True)
+    rejudge_reason = models.TextField(blank=True)
+    rejudge_worker_host = models.CharField(max_length=255, blank=True)
+    #: True: the re-judge passed too; False: it failed and became the verdict of record; None: not
+    #: re-judged, still waiting, or the re-judge hit an infrastructure error (inconclusive)
+    rejudge_agreed = models.BooleanField(null=True, blank=True)
 
     class Meta:
         ordering = ["completion"]
@@ -301,3 +322,8 @@ class TestResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.completion}: {self.outcome}"
+
+    @property
+    def rejudge_pending(self) -> bool:
+        """A re-judge was asked for and its verdict has not come yet."""
+        return self.rejudge_requested_at is not None and self.rejudged_at is None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -16,6 +17,7 @@ from django.utils import timezone
 from contributions.models import Snippet
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult, WorkerHeartbeat
 from researchcodebench.scoring import SnippetResult
+from researchcodebench.screen import CATEGORY as TAMPERING_CATEGORY
 
 
 def worker_list_alive(*, within_s: int | None = None) -> QuerySet[WorkerHeartbeat]:
@@ -333,3 +335,212 @@ def run_result_list(*, run: EvaluationRun, outcome: str = "", paper: str = "") -
     if paper:
         qs = qs.filter(snippet__task_version__task__paper__key=paper)
     return qs
+
+
+# --- Harness tampering and maintainers' re-judges on the run page (docs/integrity.md) -------------------
+
+#: what the public sees instead of a tampering verdict's reason (the construct and line are for maintainers)
+TAMPERING_REDACTED = "harness tampering (the details are shown to maintainers)"
+_TAMPERING_PREFIX = "harness tampering: "
+#: "file.py:12: " in front of each finding of a reason (``screen.Finding.describe``)
+_FINDING_AT = re.compile(r"(?:^|; )([^\s:;]+):(\d+): ")
+
+
+def _is_staff(viewer: AbstractBaseUser | AnonymousUser | None) -> bool:
+    return bool(viewer is not None and viewer.is_authenticated and viewer.is_staff)
+
+
+@dataclass(frozen=True)
+class TamperingFinding:
+    """One construct a tampering verdict names; ``file``/``line`` empty for the harness's runtime checks,
+    which name what was replaced rather than where."""
+
+    construct: str
+    file: str = ""
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class TamperingHit:
+    """A completion of a run failed as harness tampering, with the constructs its reason names."""
+
+    completion_id: int
+    paper_key: str
+    task: str
+    snippet: str
+    completion_idx: int
+    reason: str
+    findings: list[TamperingFinding]
+
+
+def tampering_findings(reason: str) -> list[TamperingFinding]:
+    """The constructs of a harness-tampering reason, e.g. ``harness tampering: m.py:29: use of
+    sys._getframe; m.py:30: use of the frame attribute f_back`` -> two findings with file and line; a
+    reason without locations (a runtime check) is one finding without them."""
+    start = reason.find(_TAMPERING_PREFIX)
+    text = reason[start + len(_TAMPERING_PREFIX) :] if start >= 0 else reason
+    marks = list(_FINDING_AT.finditer(text))
+    if not marks or marks[0].start() != 0:
+        return [TamperingFinding(construct=text.strip())] if text.strip() else []
+    findings = []
+    for mark, following in zip(marks, [*marks[1:], None], strict=True):
+        end = following.start() if following is not None else len(text)
+        findings.append(
+            TamperingFinding(
+                construct=text[mark.end() : end].strip(), file=mark.group(1), line=int(mark.group(2))
+            )
+        )
+    return findings
+
+
+def run_tampering_list(*, run: EvaluationRun) -> list[TamperingHit]:
+    """The completions of ``run`` whose verdict of record is harness tampering, in task, snippet and index
+    order (for maintainers: the reason names the construct and its line)."""
+    items = (
+        Completion.objects.filter(run=run, result__category=TAMPERING_CATEGORY)
+        .select_related("snippet__task_version__task__paper", "result")
+        .order_by("snippet__task_version__task__key", "snippet__ordinal", "completion_idx", "id")
+    )
+    return [
+        TamperingHit(
+            completion_id=c.pk,
+            paper_key=c.snippet.task_version.task.paper.key,
+            task=c.snippet.task_version.task.key,
+            snippet=c.snippet.name,
+            completion_idx=c.completion_idx,
+            reason=c.error,
+            findings=tampering_findings(c.error),
+        )
+        for c in items
+    ]
+
+
+def run_progress_for_viewer(
+    *, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser | None, now: datetime | None = None
+) -> RunProgress:
+    """``run_progress`` as ``viewer`` may see it: for everyone but staff, the reason of a harness-tampering
+    verdict in the error list is replaced by ``TAMPERING_REDACTED`` (the outcome counts stay). A tampering
+    verdict is an accusation a maintainer should look at before the construct and line are public."""
+    progress = run_progress(run=run, now=now)
+    if _is_staff(viewer) or not progress.errors:
+        return progress
+    tampering = set(
+        TestResult.objects.filter(
+            completion_id__in=[e.completion_id for e in progress.errors], category=TAMPERING_CATEGORY
+        ).values_list("completion_id", flat=True)
+    )
+    if not tampering:
+        return progress
+    errors = [
+        replace(e, reason=TAMPERING_REDACTED) if e.completion_id in tampering else e for e in progress.errors
+    ]
+    return replace(progress, errors=errors)
+
+
+@dataclass(frozen=True)
+class RejudgeRow:
+    """One re-judged (or waiting) pass of a run. ``by`` is None unless the viewer is staff."""
+
+    completion_id: int
+    paper_key: str
+    task: str
+    snippet: str
+    completion_idx: int
+    requested_at: datetime
+    rejudged_at: datetime | None
+    outcome: str
+    category: str
+    reason: str
+    agreed: bool | None
+    by: str | None
+
+    @property
+    def state(self) -> str:
+        """One of "waiting", "agreed", "changed" (the re-judge became the verdict of record), "inconclusive"."""
+        if self.rejudged_at is None:
+            return "waiting"
+        if self.agreed is None:
+            return "inconclusive"
+        return "agreed" if self.agreed else "changed"
+
+
+@dataclass(frozen=True)
+class RejudgeSummary:
+    """Where the maintainers' re-judge of a run's passes stands."""
+
+    #: passes of record not yet re-judged conclusively (what "Re-judge passes" would queue)
+    open_passes: int
+    rows: list[RejudgeRow]
+
+    def _count(self, state: str) -> int:
+        return sum(1 for r in self.rows if r.state == state)
+
+    @property
+    def waiting(self) -> int:
+        return self._count("waiting")
+
+    @property
+    def agreed(self) -> int:
+        return self._count("agreed")
+
+    @property
+    def changed(self) -> int:
+        return self._count("changed")
+
+    @property
+    def inconclusive(self) -> int:
+        return self._count("inconclusive")
+
+
+def run_rejudge_summary(
+    *, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser | None
+) -> RejudgeSummary:
+    """Every re-judge asked for on ``run`` (waiting, agreed, changed, inconclusive), in task, snippet and
+    index order. Public: which verdicts were re-judged, when, and with what outcome; the maintainer who
+    asked (``by``) only for staff. Two queries."""
+    staff = _is_staff(viewer)
+    results = TestResult.objects.filter(completion__run=run)
+    open_passes = (
+        results.filter(outcome=TestResult.Outcome.PASSED).exclude(rejudge_agreed=True).count()
+        if run.source == EvaluationRun.Source.UPLOADED
+        else 0
+    )
+    rows = (
+        results.filter(rejudge_requested_at__isnull=False)
+        .select_related("completion__snippet__task_version__task__paper", "rejudged_by")
+        .order_by(
+            "completion__snippet__task_version__task__key",
+            "completion__snippet__ordinal",
+            "completion__completion_idx",
+            "id",
+        )
+    )
+    return RejudgeSummary(
+        open_passes=open_passes,
+        rows=[
+            RejudgeRow(
+                completion_id=r.completion_id,
+                paper_key=r.completion.snippet.task_version.task.paper.key,
+                task=r.completion.snippet.task_version.task.key,
+                snippet=r.completion.snippet.name,
+                completion_idx=r.completion.completion_idx,
+                requested_at=r.rejudge_requested_at,
+                rejudged_at=r.rejudged_at,
+                outcome=r.rejudge_outcome,
+                category=r.rejudge_category,
+                reason=(
+                    TAMPERING_REDACTED
+                    if r.rejudge_category == TAMPERING_CATEGORY and not staff
+                    else r.rejudge_reason
+                ),
+                agreed=r.rejudge_agreed,
+                by=(r.rejudged_by.get_username() if r.rejudged_by else "—") if staff else None,
+            )
+            for r in rows
+        ],
+    )
+
+
+def run_tampering_count(*, run: EvaluationRun) -> int:
+    """How many verdicts of record of ``run`` are harness tampering (public, like the other counts)."""
+    return TestResult.objects.filter(completion__run=run, category=TAMPERING_CATEGORY).count()

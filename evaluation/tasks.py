@@ -139,6 +139,27 @@ def test_item_gpu(self: Task, completion_id: int) -> str:
     return _test_item(self, completion_id)
 
 
+def _rejudge_item(task: Task, completion_id: int) -> str:
+    from evaluation.services.rejudge import completion_rejudge
+
+    result = completion_rejudge(completion_id=completion_id, worker_host=task.request.hostname or "")
+    return "rejudged" if result is not None else "nothing to re-judge"
+
+
+# No lease: the completion stays done, and a re-judge is recorded only while one is pending, so a
+# redelivered message costs one more cold run at worst (evaluation/services/rejudge.py).
+@shared_task(bind=True, name="evaluation.tasks.rejudge_item_cpu")
+def rejudge_item_cpu(self: Task, completion_id: int) -> str:
+    """A maintainer's cold re-judge of one passed completion (queue ``eval-cpu``)."""
+    return _rejudge_item(self, completion_id)
+
+
+@shared_task(bind=True, name="evaluation.tasks.rejudge_item_gpu")
+def rejudge_item_gpu(self: Task, completion_id: int) -> str:
+    """A maintainer's cold re-judge of one passed completion of a task that needs a GPU (``eval-gpu``)."""
+    return _rejudge_item(self, completion_id)
+
+
 @shared_task(name="evaluation.tasks.reap_expired_leases")
 def reap_expired_leases() -> dict[str, int]:
     """Beat: re-queue or fail items whose lease expired; resend lost messages; finish idle runs."""

@@ -9,6 +9,7 @@ urlpatterns = [
     path("<int:run_id>/", views.run_detail, name="run_detail"),
     path("<int:run_id>/cancel/", views.run_cancel_view, name="run_cancel"),
     path("<int:run_id>/rerun/", views.run_rerun_view, name="run_rerun"),
+    path("<int:run_id>/rejudge/", views.run_rejudge_view, name="run_rejudge"),
     path("models/", views.model_list, name="model_list"),
     path("models/add/", views.model_add, name="model_add"),
     path("models/<int:model_id>/edit/", views.model_edit, name="model_edit"),

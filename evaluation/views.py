@@ -25,7 +25,7 @@ from rest_framework.throttling import UserRateThrottle
 from evaluation import selectors
 from evaluation.forms import LanguageModelForm, PredictionsUploadForm, RunFilterForm
 from evaluation.models import EvaluationRun, LanguageModel
-from evaluation.services import generation, runs
+from evaluation.services import generation, rejudge, runs
 from evaluation.services.language_models import language_model_create, language_model_update
 from evaluation.services.uploads import PredictionsInvalid, predictions_upload
 
@@ -71,12 +71,18 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = selectors.run_get(run_id=run_id)
     context = {
         "run": run,
-        "progress": selectors.run_progress(run=run),
+        "progress": selectors.run_progress_for_viewer(run=run, viewer=request.user),
         "requester": selectors.run_requester_for_viewer(run=run, viewer=request.user),
+        # The construct and line of a tampering hit are for maintainers; everyone sees how many.
+        "tampering_count": selectors.run_tampering_count(run=run),
+        "tampering": selectors.run_tampering_list(run=run) if request.user.is_staff else None,
+        "rejudge": selectors.run_rejudge_summary(run=run, viewer=request.user),
     }
     template = "evaluation/run_detail.html"
     if request.htmx and request.htmx.target == "run-progress":
         template += "#progress"
+    elif request.htmx and request.htmx.target == "run-rejudge":
+        template += "#rejudge"
     return render(request, template, context)
 
 
@@ -115,6 +121,25 @@ def run_rerun_view(request: HttpRequest, run_id: int) -> HttpResponse:
         )
     else:
         messages.info(request, f"Run {run.pk} has no such items to re-run.")
+    return redirect("evaluation:run_detail", run_id=run.pk)
+
+
+@require_POST
+@staff_required
+def run_rejudge_view(request: HttpRequest, run_id: int) -> HttpResponse:
+    """Queue a cold re-judge of every pass of an uploaded run not yet re-judged (docs/integrity.md)."""
+    run = selectors.run_get(run_id=run_id)
+    try:
+        count = rejudge.run_rejudge_passes(run=run, by=request.user)
+    except rejudge.RejudgeError as exc:
+        messages.error(request, capfirst(str(exc)) + ".")
+        return redirect("evaluation:run_detail", run_id=run.pk)
+    if count:
+        messages.success(
+            request, f"{count} pass{'es' if count != 1 else ''} of run {run.pk} queued for a cold re-judge."
+        )
+    else:
+        messages.info(request, f"Run {run.pk} has no passes left to re-judge.")
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 

@@ -39,3 +39,23 @@ def shared_runner() -> Runner:
                 workers=1,
             )
         return _runner
+
+
+def cold_runner() -> Runner:
+    """A new runner that shares nothing with ``shared_runner``: no warm interpreter, no verdict cache, and
+    its own reference runs (the test-count check runs each task's reference again, cold). The timeout is
+    the task's cap rather than one calibrated on a warm start. Close it after use (a context manager).
+    This is the independent harness path of a maintainer's re-judge (docs/integrity.md#re-judging)."""
+    return Runner(
+        sandbox=make_sandbox(
+            settings.RCB_SANDBOX,
+            docker_image=settings.RCB_DOCKER_IMAGE,
+            allow_unsandboxed=settings.RCB_ALLOW_UNSANDBOXED,
+        ),
+        environment=settings.RCB_EVAL_PYTHON or None,
+        limits=Limits(task_dir_mb=settings.RCB_TASK_DIR_MB, cpu_quota=settings.RCB_CPU_QUOTA),
+        cache=None,
+        warm=False,
+        calibrate=False,
+        workers=1,
+    )

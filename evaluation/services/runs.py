@@ -21,11 +21,13 @@ take the lease returns at once and a second verdict for a completion is ignored.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import logging
 import socket
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -41,7 +43,7 @@ from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResu
 from researchcodebench import errors
 from researchcodebench.predictions import Prediction, answer_code
 from researchcodebench.problems import TEMPLATES
-from researchcodebench.runner import Verdict
+from researchcodebench.runner import Runner, Verdict
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
@@ -377,7 +379,15 @@ def run_rerun(
         run.status = EvaluationRun.Status.QUEUED
         run.status_reason = f"re-run of {count} items requested by {_user_label(by)}"
         run.finished_at = None
-        run.save(update_fields=["status", "status_reason", "finished_at"])
+        fields = ["status", "status_reason", "finished_at"]
+        if (
+            run.verification == EvaluationRun.Verification.RERUN
+            and run.source == EvaluationRun.Source.UPLOADED
+        ):
+            # New verdicts have not been re-judged by a maintainer (services/rejudge.py).
+            run.verification = EvaluationRun.Verification.UPLOADED
+            fields.append("verification")
+        run.save(update_fields=fields)
         _enqueue(generation=[c.pk for c in generate], tests=_test_items(test))
     _run_refresh(run)
     return count
@@ -618,6 +628,7 @@ def _result_fields(verdict: Verdict) -> dict:
         "stderr_tail": verdict.stderr_tail,
         "tests_run": verdict.tests_run,
         "tests_failed": verdict.tests_failed,
+        "tests_skipped": verdict.tests_skipped,
         "environment": verdict.environment[:200],
         "cached": verdict.cached,
     }
@@ -676,19 +687,36 @@ def completion_test(*, completion_id: int, owner: str, worker_host: str = "") ->
     corrupt blob, sandbox or environment unavailable) is recorded as an ``infra_error`` verdict with its
     reason, so it can be re-run (``run_rerun``) and never counts against the model.
     """
-    from contributions.task_folders import task_version_task
     from evaluation.workspace import shared_runner
 
     item = Completion.objects.select_related("run", "snippet__task_version__task").get(pk=completion_id)
+    verdict = completion_verdict(item=item, runner=lambda: contextlib.nullcontext(shared_runner()))
+    return test_result_record(
+        completion_id=completion_id,
+        verdict=verdict,
+        worker_host=worker_host or socket.gethostname(),
+        attempt=item.attempts,
+    )
+
+
+def completion_verdict(*, item: Completion, runner: Callable[[], AbstractContextManager[Runner]]) -> Verdict:
+    """The verdict that the runner ``runner()`` opens gives ``item`` (loaded with ``run`` and
+    ``snippet__task_version__task``); it records nothing. The worker's tests (the shared warm runner) and a
+    maintainer's re-judge (a cold one, ``services/rejudge.py``) both judge through here. Any failure to set
+    the test up (metadata-only task, corrupt blob, sandbox or environment unavailable, the runner itself)
+    becomes an ``infra_error`` verdict with its reason."""
+    from contributions.task_folders import task_version_task
+
     try:
         task = task_version_task(task_version=item.snippet.task_version)
         snippet = task.snippet(item.snippet.name)
         code = item.code if item.code_extracted else None
-        verdict = shared_runner().evaluate(task, snippet, code, template=item.run.template)
+        with runner() as opened:
+            return opened.evaluate(task, snippet, code, template=item.run.template)
     except Exception as exc:  # any set-up failure becomes a recorded infrastructure verdict
-        log.exception("could not test completion %s", completion_id)
+        log.exception("could not test completion %s", item.pk)
         reason = f"could not run the test: {type(exc).__name__}: {exc}"[:1000]
-        verdict = Verdict(
+        return Verdict(
             outcome="infra_error",
             category="sandbox_failure",
             tier=errors.INFRASTRUCTURE,
@@ -696,9 +724,3 @@ def completion_test(*, completion_id: int, owner: str, worker_host: str = "") ->
             exception_type=type(exc).__name__,
             exception_message=str(exc)[:1000],
         )
-    return test_result_record(
-        completion_id=completion_id,
-        verdict=verdict,
-        worker_host=worker_host or socket.gethostname(),
-        attempt=item.attempts,
-    )

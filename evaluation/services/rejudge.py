@@ -1,0 +1,184 @@
+"""A maintainer's re-judge of an uploaded run's passes: a second verdict on a cold, independent path.
+
+Why: a pass was judged once, by a worker's shared runner (a warm forked interpreter, the verdict cache, a
+timeout calibrated on a warm reference run). A completion that fooled that path, a verdict served from a
+poisoned cache, or a row changed behind the service's back would stand unchallenged. A re-judge tests the
+same completion again with ``evaluation.workspace.cold_runner``: a fresh interpreter per run, no cache,
+its own cold reference run for the test-count check, the task's cap as the timeout. Only passes are
+re-judged: a failure never counts for the model, so nobody gains from forging one.
+
+Flow::
+
+    run_rejudge_passes(run, by)            marks the passes (when, by whom); queues one message per pass
+      -> evaluation.tasks.rejudge_item_cpu / rejudge_item_gpu   (after commit; queue eval-cpu / eval-gpu)
+        -> completion_rejudge(completion_id)                    judges cold through runs.completion_verdict
+          -> test_result_rejudge_record(...)                    the one place a re-judge is written
+
+Outcomes of a re-judge (``TestResult.rejudge_agreed``): True, it passed too; False, it failed (model tier)
+and became the verdict of record, so the run's counts and the leaderboard change (``post_save`` of the
+result); None with ``rejudged_at`` set, it hit an infrastructure error and says nothing about the model
+(inconclusive: the verdict of record stays; asking again re-judges it).
+
+Nothing is leased and the completion stays ``done``: a duplicate message is harmless because a re-judge is
+recorded only while one is pending, and a lost message leaves the pass visibly waiting on the run page,
+where asking again re-sends every pass not yet re-judged conclusively.
+
+Verification: when every pass of an uploaded run has been re-judged conclusively (and at least one
+re-judge happened), the run's verification becomes ``rerun`` ("Re-run by a maintainer"): every verdict
+that counts for the model was reproduced by a maintainer. Its source stays ``uploaded``, which still says
+the generations are self-reported.
+
+Locking: run -> test result, as in ``runs.py``.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from django.db import transaction
+from django.utils import timezone
+
+from evaluation.models import Completion, EvaluationRun, TestResult
+from evaluation.services.runs import _lock_run, _result_fields, _run_refresh, completion_verdict
+from researchcodebench import errors
+from researchcodebench.runner import Verdict
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AbstractBaseUser
+
+#: the fields a new request clears (the previous re-judge's verdict, if any)
+_CLEARED = {
+    "rejudged_at": None,
+    "rejudge_outcome": "",
+    "rejudge_category": "",
+    "rejudge_reason": "",
+    "rejudge_worker_host": "",
+    "rejudge_agreed": None,
+}
+
+
+class RejudgeError(ValueError):
+    """A re-judge cannot be asked for (the message says why)."""
+
+
+def _send(items: Sequence[tuple[int, bool]]) -> None:
+    from evaluation import tasks
+
+    for completion_id, needs_gpu in items:
+        (tasks.rejudge_item_gpu if needs_gpu else tasks.rejudge_item_cpu).delay(completion_id)
+
+
+@transaction.atomic
+def run_rejudge_passes(*, run: EvaluationRun, by: AbstractBaseUser) -> int:
+    """Queue a cold re-judge of every pass of ``run`` not yet re-judged conclusively; returns how many.
+
+    Passes still waiting for a re-judge, and those whose re-judge was inconclusive, are asked for again
+    (a lost message is recovered this way). Raises ``RejudgeError`` when ``by`` is not a maintainer
+    (staff), the run is not an uploaded run, or it is not final yet (its passes are still coming).
+    """
+    if not getattr(by, "is_staff", False):
+        raise RejudgeError("only maintainers may re-judge a run's passes")
+    run = _lock_run(run.pk)
+    if run.source != EvaluationRun.Source.UPLOADED:
+        raise RejudgeError(
+            f"run {run.pk} is not an uploaded run ({run.get_source_display().lower()}): only uploaded "
+            "runs' passes are re-judged"
+        )
+    if not run.is_final:
+        raise RejudgeError(
+            f"run {run.pk} is still {run.get_status_display().lower()}: re-judge it once final"
+        )
+    todo = TestResult.objects.filter(completion__run=run, outcome=TestResult.Outcome.PASSED).exclude(
+        rejudge_agreed=True
+    )
+    items = list(todo.values_list("completion_id", "completion__snippet__task_version__needs_gpu"))
+    if items:
+        todo.update(rejudge_requested_at=timezone.now(), rejudged_by=by, **_CLEARED)
+        transaction.on_commit(lambda: _send([(pk, bool(gpu)) for pk, gpu in items]))
+    return len(items)
+
+
+def completion_rejudge(*, completion_id: int, worker_host: str = "") -> TestResult | None:
+    """Re-judge one completion cold and record it; None (nothing done) when no re-judge of it is pending.
+
+    The completion is judged by ``runs.completion_verdict``, the same judging code as a worker's test, with
+    a fresh ``cold_runner`` instead of the worker's shared warm runner.
+    """
+    from evaluation.workspace import cold_runner
+
+    item = (
+        Completion.objects.select_related("run", "snippet__task_version__task", "result")
+        .filter(pk=completion_id)
+        .first()
+    )
+    result = getattr(item, "result", None) if item is not None else None
+    if result is None or not result.rejudge_pending:
+        return None
+    verdict = completion_verdict(item=item, runner=cold_runner)
+    return test_result_rejudge_record(
+        completion_id=completion_id, verdict=verdict, worker_host=worker_host or socket.gethostname()
+    )
+
+
+@transaction.atomic
+def test_result_rejudge_record(
+    *, completion_id: int, verdict: Verdict, worker_host: str
+) -> TestResult | None:
+    """Record a re-judge's ``verdict``: the one place a re-judge is written.
+
+    Idempotent: only a pending re-judge of a pass is recorded; otherwise the result is returned unchanged
+    (None for an unknown completion or one without a verdict). A re-judge that fails for the model's
+    reasons becomes the verdict of record (outcome, category, tier, details; the completion's ``error``
+    says it was re-judged), the run's counts are refreshed and the result's ``post_save`` has the board
+    aggregate again. An infrastructure verdict is recorded as inconclusive and changes nothing else.
+    """
+    run_id = Completion.objects.filter(pk=completion_id).values_list("run_id", flat=True).first()
+    if run_id is None:
+        return None
+    run = _lock_run(run_id)
+    result = TestResult.objects.select_for_update().filter(completion_id=completion_id).first()
+    if result is None or not result.rejudge_pending or result.outcome != TestResult.Outcome.PASSED:
+        return result
+    now = timezone.now()
+    changes = {
+        "rejudged_at": now,
+        "rejudge_outcome": verdict.outcome,
+        "rejudge_category": verdict.category,
+        "rejudge_reason": verdict.reason,
+        "rejudge_worker_host": worker_host[:255],
+        "rejudge_agreed": None if verdict.tier == errors.INFRASTRUCTURE else verdict.passed,
+    }
+    if changes["rejudge_agreed"] is False:
+        changes.update(_result_fields(verdict), worker_host=worker_host[:255])
+        Completion.objects.filter(pk=completion_id).update(
+            error=f"re-judged by a maintainer: {verdict.reason or verdict.category}", updated_at=now
+        )
+    for name, value in changes.items():
+        setattr(result, name, value)
+    result.save(update_fields=list(changes))
+    _run_refresh(run)
+    _run_verification_refresh(run)
+    return result
+
+
+# The name starts with "test_": keep pytest from collecting it where a test module imports it.
+test_result_rejudge_record.__test__ = False  # type: ignore[attr-defined]
+
+
+def _run_verification_refresh(run: EvaluationRun) -> None:
+    """``rerun`` once every pass of an uploaded run was re-judged conclusively, ``uploaded`` otherwise.
+
+    Precondition: the caller holds the run's row lock. Other verification levels are left alone.
+    """
+    levels = (EvaluationRun.Verification.UPLOADED, EvaluationRun.Verification.RERUN)
+    if run.source != EvaluationRun.Source.UPLOADED or run.verification not in levels:
+        return
+    results = TestResult.objects.filter(completion__run=run)
+    rejudged = results.filter(rejudged_at__isnull=False).exclude(rejudge_agreed__isnull=True).exists()
+    open_passes = results.filter(outcome=TestResult.Outcome.PASSED).exclude(rejudge_agreed=True).exists()
+    level = levels[1] if rejudged and not open_passes else levels[0]
+    if run.verification != level:
+        run.verification = level
+        run.save(update_fields=["verification"])
