@@ -177,6 +177,15 @@ RCB_UPLOAD_MAX_CODE_BYTES = env_int("RCB_UPLOAD_MAX_CODE_BYTES", 256 * 1024, min
 RCB_UPLOAD_MAX_LINES = env_int("RCB_UPLOAD_MAX_LINES", 100_000, minimum=1)
 #: completions per snippet an upload may give (``completion_idx`` from 0 to this minus one)
 RCB_UPLOAD_MAX_COMPLETIONS = env_int("RCB_UPLOAD_MAX_COMPLETIONS", 100, minimum=1)
+# Safe intake of contributed code (contributions/intake.py): archives (zip, tar, tar.gz) and git fetches are
+# refused past these limits, naming the limit; git fetches only https:// URLs, and file:// ones when allowed
+# (an operator's local mirrors and the tests: on a public portal it would read the server's own disk).
+RCB_INTAKE_MAX_BYTES = env_int("RCB_INTAKE_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
+RCB_INTAKE_MAX_FILES = env_int("RCB_INTAKE_MAX_FILES", 2000, minimum=1)
+RCB_INTAKE_MAX_MEMBER_BYTES = env_int("RCB_INTAKE_MAX_MEMBER_BYTES", 10 * 1024 * 1024, minimum=1)
+RCB_INTAKE_MAX_RATIO = env_float("RCB_INTAKE_MAX_RATIO", 100.0, minimum=1)
+RCB_INTAKE_GIT_TIMEOUT_S = env_float("RCB_INTAKE_GIT_TIMEOUT_S", 120.0, minimum=1)
+RCB_INTAKE_ALLOW_FILE_URLS = env_bool("RCB_INTAKE_ALLOW_FILE_URLS", default=False)
 SPECTACULAR_SETTINGS = {
     "TITLE": "ResearchCodeBench Hub API",
     "DESCRIPTION": "Read the leaderboard, models, papers, snippets, runs and results; submit predictions.",
