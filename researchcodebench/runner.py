@@ -612,6 +612,19 @@ class Runner:
                 self._references[task.root] = self._run(task, None, None, facts, limits)
             return self._references[task.root]
 
+    def reference_runs(self, task: Task, count: int) -> list[Verdict]:
+        """``count`` fresh, uncached runs of the unchanged reference at the cap's timeout, in parallel (the
+        validation battery's repeat check). The first becomes the task's reference run when there is none
+        yet, so calibration does not run the reference once more."""
+        facts = self.facts(task)
+        limits = replace(self.limits, timeout_s=self.cap_s(task))
+        with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rcb-ref") as executor:
+            runs = list(executor.map(lambda _: self._run(task, None, None, facts, limits), range(count)))
+        with self._lock:
+            if runs:
+                self._references.setdefault(task.root, runs[0])
+        return runs
+
     def _check_counts(self, task: Task, verdict: Verdict, *, is_reference: bool) -> Verdict:
         """A passing run must have run as many tests (and skipped as many) as the reference run: a test that
         vanished or was skipped did not test the completion."""
