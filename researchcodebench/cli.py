@@ -1,11 +1,13 @@
-"""The ``python -m researchcodebench`` command line: inspect, mask, problem, score (+ registered commands).
+"""The ``python -m researchcodebench`` command line: inspect, mask, problem, score, validate (+ registered
+commands).
 
 Extending it: a module adds a subcommand with a function ``register(subparsers)`` that calls
 ``subparsers.add_parser(name, help=...)`` and ``parser.set_defaults(handler=fn)``, where ``fn(args) -> int``
 returns the exit status. A handler signals bad user input by raising ``CliError`` (exit 2, message on
 stderr, no traceback). The registrars are listed in ``REGISTRARS``; ``build_parser`` calls each in order.
 
-Exit status: 0 success, 1 ``inspect`` found validation errors, 2 bad input.
+Exit status: 0 success, 1 ``inspect`` found annotation errors or ``validate`` found a task not ok, 2 bad
+input.
 """
 
 from __future__ import annotations
@@ -13,18 +15,32 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 from researchcodebench import evaluate_cli
+from researchcodebench.environments import EvalEnvironmentError, resolve_environment
 from researchcodebench.problems import TEMPLATES, build_prompt, mask_file
-from researchcodebench.pset import Pset, PsetError, Task, normalise_date, read_pset, read_registry_entries
+from researchcodebench.pset import (
+    REGISTRY,
+    Pset,
+    PsetError,
+    Task,
+    normalise_date,
+    read_pset,
+    read_registry_entries,
+)
+from researchcodebench.runner import Runner, make_sandbox
+from researchcodebench.sandbox.base import SandboxUnavailable
+from researchcodebench.sandbox.unsandboxed import ALLOW_VARIABLE
 from researchcodebench.scoring import (
     ResultsFormatError,
     load_published,
     score_published,
 )
+from researchcodebench.validation import ValidationReport, validate_task
 
 
 class CliError(Exception):
@@ -272,8 +288,90 @@ def _register_core(subparsers: Any) -> None:
     p.set_defaults(handler=_cmd_score)
 
 
+def _validation_tasks(path: str, wanted: Sequence[str] | None) -> list[Task]:
+    """The tasks ``validate PATH`` means: a pset folder's (all or ``wanted``), or one task folder's inside
+    a pset (its registry is the parent's ``papers.yaml``)."""
+    folder = os.path.abspath(path)
+    if os.path.isfile(os.path.join(folder, REGISTRY)):
+        pset = _load_pset(folder)
+        return [_get_task(pset, task_id) for task_id in wanted] if wanted else list(pset.tasks)
+    parent = os.path.dirname(folder)
+    if os.path.isdir(folder) and os.path.isfile(os.path.join(parent, REGISTRY)):
+        if wanted:
+            raise CliError("--tasks applies to a pset folder, not to one task folder")
+        return [_get_task(_load_pset(parent), os.path.basename(folder))]
+    raise CliError(f"{path}: neither a pset folder (holding {REGISTRY}) nor a task folder inside one")
+
+
+def _print_validation(task: Task, report: ValidationReport, out: TextIO) -> None:
+    checked = sum(1 for s in report.snippets if s["checked"] is True)
+    timeout = "-" if report.timeout_s is None else f"{report.timeout_s:g} s"
+    verdict = "OK" if report.ok else "NOT OK"
+    out.write(
+        f"{task.id}: {verdict} in {report.duration_s:.1f} s; {checked}/{len(report.snippets)} snippets "
+        f"checked by the test; reference runs {report.reference_durations_s}; timeout {timeout}\n"
+    )
+    for finding in report.findings:
+        where = f" {finding.location()}" if finding.location() else ""
+        out.write(f"  {finding.severity} [{finding.check}]{where}: {finding.message}\n")
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    tasks = _validation_tasks(args.path, args.tasks)
+    if args.repeats < 1:
+        raise CliError("--repeats must be at least 1")
+    if args.workers < 1:
+        raise CliError("--workers must be at least 1")
+    python = args.python or os.environ.get("RCB_EVAL_PYTHON") or None
+    try:
+        sandbox = make_sandbox(
+            args.sandbox,
+            docker_image=os.environ.get("RCB_DOCKER_IMAGE") or None,
+            allow_unsandboxed=os.environ.get(ALLOW_VARIABLE) == "1",
+        )
+        environment = resolve_environment(os.path.abspath(python) if python else None)
+        # No verdict cache: a validation proves the task as it runs now.
+        runner = Runner(sandbox=sandbox, environment=environment, workers=args.workers)
+    except (SandboxUnavailable, EvalEnvironmentError) as exc:
+        raise CliError(str(exc)) from exc
+    reports = []
+    with runner:
+        for task in tasks:
+            report = validate_task(task, runner=runner, repeats=args.repeats)
+            reports.append((task, report))
+            if not args.json:
+                _print_validation(task, report, sys.stdout)
+    ok = all(report.ok for _task, report in reports)
+    if args.json:
+        doc = {"ok": ok, "tasks": [{"id": task.id, **report.to_dict()} for task, report in reports]}
+        json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    return 0 if ok else 1
+
+
+def _register_validate(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "validate",
+        help="run the validation battery: repeated reference runs, per-snippet mutation check, oracle, "
+        "environment and sandbox checks (docs/validation.md)",
+        description="Validate tasks through the sandboxed runner; exit 1 when any task is not ok.",
+    )
+    p.add_argument(
+        "path", metavar="PATH", help="a pset folder (papers.yaml + task folders) or one task folder"
+    )
+    p.add_argument("--tasks", nargs="+", metavar="ID", help="only these task ids of a pset folder")
+    p.add_argument("--repeats", type=int, default=5, help="reference runs that must all pass (default 5)")
+    p.add_argument("--workers", type=int, default=2, help="parallel runs (default 2)")
+    p.add_argument("--sandbox", choices=("local", "docker", "none"), default="local", help="sandbox backend")
+    p.add_argument(
+        "--python", metavar="PATH", help="evaluation interpreter (default: RCB_EVAL_PYTHON / .venv-eval)"
+    )
+    p.add_argument("--json", action="store_true", help="print the reports as JSON")
+    p.set_defaults(handler=_cmd_validate)
+
+
 #: Every subcommand registrar, in help order. Another module joins the CLI by being listed here.
-REGISTRARS: tuple[Callable[[Any], None], ...] = (_register_core, evaluate_cli.register)
+REGISTRARS: tuple[Callable[[Any], None], ...] = (_register_core, evaluate_cli.register, _register_validate)
 
 
 def build_parser() -> argparse.ArgumentParser:
