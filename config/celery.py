@@ -26,6 +26,8 @@ TASK_ROUTES: dict[str, str] = {
     "evaluation.tasks.test_item_gpu": QUEUE_EVAL_GPU,
     "evaluation.tasks.rejudge_item_cpu": QUEUE_EVAL_CPU,
     "evaluation.tasks.rejudge_item_gpu": QUEUE_EVAL_GPU,
+    "evaluation.tasks.validate_revision_cpu": QUEUE_EVAL_CPU,
+    "evaluation.tasks.validate_revision_gpu": QUEUE_EVAL_GPU,
     "evaluation.tasks.probe_eval_cpu": QUEUE_EVAL_CPU,
     "evaluation.tasks.probe_eval_gpu": QUEUE_EVAL_GPU,
 }

@@ -1,13 +1,32 @@
-"""Reads of the benchmark catalogue: papers with their sizes, releases, task versions, snippet trees."""
+"""Reads of the benchmark catalogue (papers with their sizes, releases, task versions, snippet trees) and of
+the contribution workflow (proposals through their one access guard, the review queue, revision diffs,
+notifications)."""
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
 
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Sum, Value
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
-from contributions.models import Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
+from contributions.models import (
+    Notification,
+    Paper,
+    Proposal,
+    ProposalEvent,
+    ProposalRevision,
+    Release,
+    ReleaseEntry,
+    Snippet,
+    Task,
+    TaskVersion,
+)
+from contributions.roles import is_maintainer
+from contributions.task_folders import blobs_read
 
 
 @dataclass(frozen=True)
@@ -130,3 +149,169 @@ def snippet_tree(*, task_version: TaskVersion) -> list[SnippetNode]:
         parent = nodes.get(node.snippet.parent_id) if node.snippet.parent_id else None
         (parent.children if parent is not None else roots).append(node)
     return roots
+
+
+# ------------------------------------------------------------------------------------------- proposals
+
+
+def proposal_get_for_viewer(*, viewer: Any, proposal_id: Any) -> Proposal:
+    """The proposal ``proposal_id`` if ``viewer`` may see it (its author, or a maintainer once it has left
+    the draft state); ``Proposal.DoesNotExist`` otherwise, so a page answers 404 and never tells a
+    stranger that the proposal exists. The one access guard of proposals: every view and API uses it."""
+    try:
+        pk = int(proposal_id)
+    except (TypeError, ValueError):
+        raise Proposal.DoesNotExist(f"no proposal {proposal_id!r}") from None
+    if viewer is None or not viewer.is_authenticated:
+        raise Proposal.DoesNotExist(f"no proposal {pk}")
+    rows = Proposal.objects.select_related("author", "published_version")
+    visible = Q(author=viewer)
+    if is_maintainer(viewer):
+        visible |= ~Q(state=Proposal.State.DRAFT)
+    proposal = rows.filter(visible, pk=pk).first()
+    if proposal is None:
+        raise Proposal.DoesNotExist(f"no proposal {pk}")
+    return proposal
+
+
+def proposal_list_for_viewer(*, viewer: Any) -> QuerySet[Proposal]:
+    """The viewer's own proposals, most recently changed first (none for an anonymous viewer)."""
+    if viewer is None or not viewer.is_authenticated:
+        return Proposal.objects.none()
+    return Proposal.objects.filter(author=viewer).order_by("-updated_at", "-pk")
+
+
+#: The states a maintainer's queue shows by default: waiting for a review.
+QUEUE_DEFAULT_STATES = (Proposal.State.READY_FOR_REVIEW,)
+
+
+def proposal_review_queue(
+    *,
+    states: tuple[str, ...] | list[str] | None = None,
+    waiting_longer_than: timedelta | None = None,
+    search: str = "",
+) -> QuerySet[Proposal]:
+    """Proposals for maintainers, longest waiting first, with ``revision_count`` and ``approvals``.
+
+    ``states`` defaults to ready for review (drafts are never listed); ``waiting_longer_than`` keeps those
+    whose state changed longer ago; ``search`` matches the task key, title or arXiv id. The waiting time
+    of a row is ``proposal_waiting(proposal)``.
+    """
+    chosen = [s for s in (states or QUEUE_DEFAULT_STATES) if s != Proposal.State.DRAFT]
+    rows = Proposal.objects.filter(state__in=chosen).select_related("author")
+    if waiting_longer_than is not None:
+        rows = rows.filter(state_changed_at__lte=timezone.now() - waiting_longer_than)
+    term = (search or "").strip()
+    if term:
+        rows = rows.filter(
+            Q(task_key__icontains=term) | Q(title__icontains=term) | Q(arxiv_id__icontains=term)
+        )
+    return rows.annotate(
+        revision_count=Count("revisions", distinct=True),
+        approvals=Count("reviews__reviewer", filter=Q(reviews__decision="approve"), distinct=True),
+    ).order_by("state_changed_at", "pk")
+
+
+def proposal_waiting(proposal: Proposal) -> timedelta:
+    """How long the proposal has been in its current state."""
+    return timezone.now() - proposal.state_changed_at
+
+
+def proposal_history(*, proposal: Proposal) -> QuerySet[ProposalEvent]:
+    """Every state change of a proposal, oldest first, with its actor and revision."""
+    return proposal.events.select_related("actor", "revision").order_by("created_at", "pk")
+
+
+def revision_previous(*, revision: ProposalRevision) -> ProposalRevision | None:
+    """The submitted revision before ``revision`` (the one a resubmission is compared with)."""
+    return (
+        ProposalRevision.objects.filter(
+            proposal_id=revision.proposal_id, number__lt=revision.number, submitted_at__isnull=False
+        )
+        .order_by("-number")
+        .first()
+    )
+
+
+@dataclass(frozen=True)
+class RevisionDiff:
+    """What changed from ``previous`` to a revision: files added, removed and changed, and a unified diff
+    of the text files (``truncated`` when it was cut at the bound)."""
+
+    previous: ProposalRevision | None
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    changed: tuple[str, ...]
+    text: str
+    truncated: bool
+    manifest_changed: bool
+
+
+def revision_diff(*, revision: ProposalRevision, max_lines: int = 5000) -> RevisionDiff:
+    """The unified diff of ``revision`` against the previous submitted revision (from the blob store).
+
+    At most ``max_lines`` diff lines; a file that is not UTF-8 text shows as one line saying it differs.
+    With no previous revision every file counts as added and the text is empty.
+    """
+    previous = revision_previous(revision=revision)
+    new_files: dict[str, str] = revision.files or {}
+    old_files: dict[str, str] = previous.files if previous is not None else {}
+    if previous is None:
+        return RevisionDiff(None, tuple(sorted(new_files)), (), (), "", False, False)
+    added = tuple(sorted(set(new_files) - set(old_files)))
+    removed = tuple(sorted(set(old_files) - set(new_files)))
+    changed = tuple(sorted(r for r in set(new_files) & set(old_files) if new_files[r] != old_files[r]))
+    wanted_new = {r: new_files[r] for r in (*added, *changed)}
+    wanted_old = {r: old_files[r] for r in (*removed, *changed)}
+    new_bytes = blobs_read(wanted_new, owner=str(revision))
+    old_bytes = blobs_read(wanted_old, owner=str(previous))
+    lines: list[str] = []
+    truncated = False
+    for rel in sorted({*added, *removed, *changed}):
+        before, after = old_bytes.get(rel), new_bytes.get(rel)
+        try:
+            a = before.decode("utf-8").splitlines(keepends=True) if before is not None else []
+            b = after.decode("utf-8").splitlines(keepends=True) if after is not None else []
+        except UnicodeDecodeError:
+            chunk = [f"Binary file {rel} differs\n"]
+        else:
+            chunk = [
+                line if line.endswith("\n") else line + "\n"
+                for line in difflib.unified_diff(
+                    a,
+                    b,
+                    fromfile=f"r{previous.number}/{rel}" if before is not None else "/dev/null",
+                    tofile=f"r{revision.number}/{rel}" if after is not None else "/dev/null",
+                )
+            ]
+        if len(lines) + len(chunk) > max_lines:
+            lines.extend(chunk[: max(0, max_lines - len(lines))])
+            truncated = True
+            break
+        lines.extend(chunk)
+    return RevisionDiff(
+        previous=previous,
+        added=added,
+        removed=removed,
+        changed=changed,
+        text="".join(lines),
+        truncated=truncated,
+        manifest_changed=(previous.manifest or {}) != (revision.manifest or {}),
+    )
+
+
+def notification_list(*, user: Any, unread_only: bool = False, limit: int = 50) -> QuerySet[Notification]:
+    """The user's notifications, newest first (at most ``limit``)."""
+    if user is None or not user.is_authenticated:
+        return Notification.objects.none()
+    rows = Notification.objects.filter(recipient=user).select_related("proposal")
+    if unread_only:
+        rows = rows.filter(read_at__isnull=True)
+    return rows.order_by("-created_at", "-pk")[:limit]
+
+
+def notification_unread_count(*, user: Any) -> int:
+    """How many of the user's notifications are unread (0 for an anonymous user)."""
+    if user is None or not user.is_authenticated:
+        return 0
+    return Notification.objects.filter(recipient=user, read_at__isnull=True).count()

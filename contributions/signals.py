@@ -14,3 +14,15 @@ from __future__ import annotations
 from django.dispatch import Signal
 
 bulk_write_finished = Signal()
+
+# ``revision_submitted``: sent after the transaction that moved a proposal to ``submitted`` has committed
+# (``proposal_submit``, a retry after a validation that could not run, the watchdog's resend), with
+# ``revision_id`` and ``needs_gpu``. The evaluation app answers by queueing the validation job; contributions
+# cannot queue it itself, because the job runs the battery with evaluation's runner.
+revision_submitted = Signal()
+
+# ``task_version_published``: sent after the transaction that published an approved proposal has committed
+# (``contributions.services.publishing.proposal_publish``), with ``task_version_id`` and ``by_user_id`` (the
+# maintainer whose approval published it, or None). The evaluation app answers by queueing runs of the
+# active portal-run models on the new version; contributions cannot create runs itself.
+task_version_published = Signal()

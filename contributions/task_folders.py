@@ -12,7 +12,9 @@ each '/'-relative path to a sha256). This module is the only reader of those blo
   complete folder or none, and two workers never both do the work;
 - ``task_version_task`` reads that folder as a core ``Task`` (cached per process: versions are immutable);
 - ``task_version_read`` reads a version as a core ``Task`` in memory, writing nothing: for pages, which
-  show problems but never run them.
+  show problems but never run them;
+- ``revision_task`` materialises a proposal revision the same way (``files_folder``), with the author's
+  declarations as ``task.yaml`` (``revision_task_files``), for its validation.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
+import yaml
 from django.conf import settings
 
 from contributions.errors import CatalogueError
-from contributions.models import FileBlob, TaskVersion
+from contributions.models import FileBlob, ProposalRevision, TaskVersion
 from contributions.task_meta import meta_from_json
 from researchcodebench import pset as rcb_pset
 
@@ -171,3 +174,91 @@ def task_version_read(*, task_version: TaskVersion) -> rcb_pset.Task:
     }
     files = version_file_bytes(task_version=task_version, only=wanted)
     return rcb_pset.task_from_files(files, meta, root=f"{task_version.task.key}@{task_version.content_hash}")
+
+
+# ------------------------------------------------------------------------------ proposal revisions
+#
+# A proposal's revision is not a task version yet, but it is checked by running it: its files become a
+# task folder in the original format (the manifest the author declared becomes ``task.yaml``, the paper
+# file is placed under its canonical name), materialised like a version's, keyed by its content hash.
+
+
+def revision_task_files(*, files: Mapping[str, bytes], manifest: Mapping[str, object]) -> dict[str, bytes]:
+    """The task folder of a proposal revision: its ``files`` (relpath -> bytes) with ``task.yaml``
+    written from the declared ``manifest`` (``ProposalRevision.manifest``) and the declared paper file
+    copied to ``paper2code_paper.tex``/``.md`` when it has another name."""
+    out = dict(files)
+    requirements: tuple[str, ...] = ()
+    req_file = str(manifest.get("requirements_file") or "")
+    if req_file and req_file in files:
+        text = files[req_file].decode("utf-8", errors="replace")
+        requirements = tuple(
+            line.split("#", 1)[0].strip() for line in text.splitlines() if line.split("#", 1)[0].strip()
+        )
+    task_manifest = rcb_pset.TaskManifest(
+        test_entry=str(manifest.get("test_entry") or rcb_pset.TaskManifest.test_entry),
+        requirements=requirements,
+        needs_gpu=bool(manifest.get("needs_gpu")),
+        oracle_files=tuple(str(p) for p in manifest.get("oracle_files") or ()),
+    )
+    out[rcb_pset.MANIFEST] = yaml.safe_dump(task_manifest.to_dict(), sort_keys=False).encode("utf-8")
+    paper = str(manifest.get("paper_file") or "")
+    if paper and paper in files and paper not in rcb_pset.PAPER_FILES:
+        canonical = rcb_pset.PAPER_FILES[0] if paper.endswith(".tex") else rcb_pset.PAPER_FILES[1]
+        out.setdefault(canonical, files[paper])
+    return out
+
+
+def revision_meta(
+    *, task_key: str, meta: Mapping[str, object], manifest: Mapping[str, object]
+) -> rcb_pset.PaperMeta:
+    """The registry entry of a revision: the proposal's paper metadata with the declared file lists."""
+    data = {
+        **dict(meta),
+        "id": task_key,
+        "annotated_file_paths": list(manifest.get("annotated_files") or ()),
+        "context_file_paths": list(manifest.get("context_files") or ()),
+    }
+    return meta_from_json(data)
+
+
+def files_folder(*, files: Mapping[str, bytes], key: str, content_hash: str) -> Path:
+    """``files`` materialised read-only as ``RCB_VAR_DIR/workspaces/<content_hash>/<key>/`` (created once,
+    under the same per-hash lock and staging rename as ``task_version_folder``).
+
+    ``content_hash`` must name ``files`` exactly (callers pass a stored hash of them); ``key`` must be a
+    single path segment. Raises ``TaskFolderError``.
+    """
+    safe_relpath(key, owner=f"folder {key!r}")
+    if "/" in key or not content_hash.isalnum():
+        raise TaskFolderError(f"folder {key!r}/{content_hash!r}: key and hash must be single path segments")
+    base = task_folders_root() / content_hash
+    folder = base / key
+    if folder.is_dir():
+        return folder
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base / ".lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if folder.is_dir():
+            return folder
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=base))
+        try:
+            files_write(files=files, folder=staging, owner=key, read_only=True)
+            os.rename(staging, folder)
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def revision_task(*, revision: ProposalRevision) -> rcb_pset.Task:
+    """A proposal revision as a core ``Task`` read from its materialised folder, ready for the runner
+    (``RCB_VAR_DIR/workspaces/rev<content hash>/<task key>/``). Raises ``TaskFolderError`` for a missing
+    or corrupt blob or an unsafe path."""
+    proposal = revision.proposal
+    owner = f"proposal {proposal.task_key} r{revision.number}"
+    contents = revision_task_files(files=blobs_read(revision.files, owner=owner), manifest=revision.manifest)
+    folder = files_folder(files=contents, key=proposal.task_key, content_hash=f"rev{revision.content_hash}")
+    return rcb_pset.read_task(
+        folder, revision_meta(task_key=proposal.task_key, meta=proposal.meta, manifest=revision.manifest)
+    )

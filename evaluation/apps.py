@@ -8,6 +8,7 @@ class EvaluationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from evaluation import worker_signals
+        from evaluation import receivers, worker_signals
 
         worker_signals.connect()
+        receivers.connect()

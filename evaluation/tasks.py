@@ -193,3 +193,33 @@ def _prewarm_on_start(**kwargs: object) -> None:
         queues = set()
     if queues & {"eval-cpu", "eval-gpu"}:
         threading.Thread(target=_prewarm, name="rcb-prewarm", daemon=True).start()
+
+
+# ------------------------------------------------------------------------------ contribution validation
+#
+# No lease: the proposal's state machine is the lock (proposal_validation_start is one conditional update,
+# so a redelivered message does nothing), and the validation watchdog covers a worker that died.
+
+
+@shared_task(name="evaluation.tasks.validate_revision_cpu")
+def validate_revision_cpu(revision_id: int) -> str:
+    """Run the validation battery of a proposal revision (queue ``eval-cpu``)."""
+    from evaluation.services.validation import revision_validate
+
+    return revision_validate(revision_id=revision_id)
+
+
+@shared_task(name="evaluation.tasks.validate_revision_gpu")
+def validate_revision_gpu(revision_id: int) -> str:
+    """Run the validation battery of a revision whose task needs a GPU (queue ``eval-gpu``)."""
+    from evaluation.services.validation import revision_validate
+
+    return revision_validate(revision_id=revision_id)
+
+
+@shared_task(name="evaluation.tasks.validation_watchdog")
+def validation_watchdog() -> dict[str, int]:
+    """Beat: fail validations running past twice their limit; re-send submitted ones whose message was lost."""
+    from evaluation.services.validation import validations_watchdog
+
+    return validations_watchdog()

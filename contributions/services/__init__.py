@@ -1,6 +1,8 @@
 """The catalogue's write services: ``catalogue`` (papers, tasks, task versions, snippets, file blobs) and
 ``releases`` (releases, their entries, export). Only these modules create or change catalogue rows
-(``tests/test_architecture.py`` checks that no other app does)."""
+(``tests/test_architecture.py`` checks that no other app does). The contribution workflow: ``proposals``
+(one service per move of a proposal's state machine, revisions, reviews, comments) and ``notifications``
+(in-app notifications and emails)."""
 
 from contributions.errors import CatalogueError
 from contributions.services.catalogue import (
@@ -10,6 +12,27 @@ from contributions.services.catalogue import (
     task_get_or_create,
     task_version_create_metadata_only,
     task_version_import,
+)
+from contributions.services.notifications import notifications_mark_read
+from contributions.services.proposals import (
+    OVERRIDABLE_CHECKS,
+    RUBRIC,
+    ProposalError,
+    comment_add,
+    proposal_create,
+    proposal_mark_published,
+    proposal_review,
+    proposal_save_draft,
+    proposal_submit,
+    proposal_update_meta,
+    proposal_validation_fail,
+    proposal_validation_finish,
+    proposal_validation_progress,
+    proposal_validation_start,
+    proposal_validation_watchdog,
+    proposal_withdraw,
+    revision_create,
+    revision_update_manifest,
 )
 from contributions.services.releases import (
     release_create_from_pset,
@@ -23,18 +46,37 @@ from contributions.task_folders import version_file_bytes
 from contributions.task_meta import meta_from_json, meta_to_json
 
 __all__ = [
+    "OVERRIDABLE_CHECKS",
+    "RUBRIC",
     "CatalogueError",
+    "ProposalError",
+    "comment_add",
     "file_blobs_store",
     "meta_from_json",
     "meta_to_json",
+    "notifications_mark_read",
     "paper_get_or_create",
     "paper_update",
+    "proposal_create",
+    "proposal_mark_published",
+    "proposal_review",
+    "proposal_save_draft",
+    "proposal_submit",
+    "proposal_update_meta",
+    "proposal_validation_fail",
+    "proposal_validation_finish",
+    "proposal_validation_progress",
+    "proposal_validation_start",
+    "proposal_validation_watchdog",
+    "proposal_withdraw",
     "release_create_from_pset",
     "release_entry_get_or_create",
     "release_export",
     "release_get_or_create",
     "release_set_default",
     "release_set_default_if_none",
+    "revision_create",
+    "revision_update_manifest",
     "task_get_or_create",
     "task_version_create_metadata_only",
     "task_version_import",

@@ -1,0 +1,85 @@
+"""Validation of a contribution: a proposal revision's battery, run by the worker's shared runner.
+
+The catalogue owns the proposal and its state machine (``contributions.services.proposals``); this module
+only runs the battery (``researchcodebench.validation.validate_task``) through the same runner and sandbox
+as model completions, so a task that validates green behaves the same when models are evaluated on it.
+
+``revision_validate`` is idempotent: a duplicate message finds the proposal no longer submitted and does
+nothing. Any failure to run the battery (a missing blob, a broken sandbox) is an infrastructure failure:
+``proposal_validation_fail`` retries it a few times and then tells the author why. A worker that dies
+mid-way leaves the proposal validating until the watchdog (``proposal_validation_watchdog``) fails it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from contributions.models import ProposalRevision
+from contributions.services import (
+    ProposalError,
+    proposal_validation_fail,
+    proposal_validation_finish,
+    proposal_validation_progress,
+    proposal_validation_start,
+    proposal_validation_watchdog,
+)
+from contributions.task_folders import revision_task
+from researchcodebench.validation import validate_task
+
+log = logging.getLogger(__name__)
+
+
+def _progress_entry(data: dict[str, Any]) -> dict[str, Any]:
+    # The final report is stored whole by proposal_validation_finish; the stream keeps only its stages.
+    return {key: value for key, value in data.items() if key != "report"}
+
+
+def revision_validate(*, revision_id: int, runner: Any = None) -> str:
+    """Validate revision ``revision_id`` if its proposal is waiting for it; returns what happened:
+    "missing", "skipped" (not waiting: a duplicate message, a withdrawn proposal), "passed", "failed"
+    (the report has errors), "error" (the battery could not run) or "stale" (the validation was
+    failed by the watchdog or the proposal withdrawn while the battery ran).
+
+    ``runner`` defaults to the worker's shared runner (``evaluation.workspace.shared_runner``).
+    """
+    revision = ProposalRevision.objects.select_related("proposal").filter(pk=revision_id).first()
+    if revision is None:
+        return "missing"
+    try:
+        revision = proposal_validation_start(revision=revision)
+    except ProposalError as exc:
+        log.info("validation of revision %s skipped: %s", revision_id, exc)
+        return "skipped"
+    try:
+        if runner is None:
+            from evaluation.workspace import shared_runner
+
+            runner = shared_runner()
+        task = revision_task(revision=revision)
+        report = validate_task(
+            task,
+            runner=runner,
+            progress=lambda stage, data: proposal_validation_progress(
+                revision=revision, stage=stage, data=_progress_entry(data)
+            ),
+        )
+    except Exception as exc:
+        log.exception("validation of revision %s could not run", revision_id)
+        try:
+            proposal_validation_fail(revision=revision, reason=f"{type(exc).__name__}: {exc}")
+        except ProposalError:
+            return "stale"
+        return "error"
+    try:
+        proposal_validation_finish(revision=revision, report=report)
+    except ProposalError as exc:
+        log.info("validation of revision %s finished too late: %s", revision_id, exc)
+        return "stale"
+    return "passed" if report.ok else "failed"
+
+
+def validations_watchdog() -> dict[str, int]:
+    """Beat: fail validations past their deadline and re-send lost ones (``proposal_validation_watchdog``)."""
+    outcome = proposal_validation_watchdog()
+    return {kind: len(ids) for kind, ids in outcome.items()}
