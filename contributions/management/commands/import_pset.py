@@ -1,12 +1,20 @@
-"""``manage.py import_pset PATH --release NAME``: import an original-format pset folder as a release."""
+"""``manage.py import_pset PATH --release NAME``: import an original-format pset folder as a release.
+
+``manage.py import_pset --git URL --commit SHA --release NAME`` imports the pset at that commit of a git
+repository instead, through the same safe intake as the contribution form (``contributions.intake``): only that
+commit is fetched, into a quarantine folder that is removed afterwards, within the ``RCB_INTAKE_*`` limits.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from contributions import selectors, services
+from contributions import intake, selectors, services
+from contributions.models import Release
 from contributions.signals import bulk_write_finished
 
 
@@ -17,11 +25,33 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("path", help="the pset folder (holding papers.yaml)")
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("path", nargs="?", help="the pset folder (holding papers.yaml)")
+        source.add_argument(
+            "--git",
+            metavar="URL",
+            help="import from this git repository instead (https://; file:// with RCB_INTAKE_ALLOW_FILE_URLS)",
+        )
+        parser.add_argument(
+            "--commit", metavar="SHA", help="with --git: the commit to import (7-40 hex digits)"
+        )
+        parser.add_argument(
+            "--subdir",
+            default="",
+            metavar="PATH",
+            help="with --git: the pset folder inside the repository (default: its root)",
+        )
         parser.add_argument(
             "--release", required=True, help="the new release's name (letters, digits, - and _)"
         )
         parser.add_argument("--title", default="", help="a human-readable title for the release")
+        parser.add_argument(
+            "--by",
+            metavar="USER",
+            default="",
+            help="the user name the imported tasks are recorded as approved by (default: the 'operator' "
+            "system account); the benchmark repository's import commits are authored by them",
+        )
         parser.add_argument(
             "--default", action="store_true", help="make it the release the leaderboard shows"
         )
@@ -32,19 +62,27 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["git"] is None and (options["commit"] or options["subdir"]):
+            raise CommandError("--commit and --subdir go with --git URL")
+        if options["git"] is not None and not options["commit"]:
+            raise CommandError("--git needs --commit SHA: the one commit to import")
+        options["by_user"] = None
+        if options["by"]:
+            options["by_user"] = get_user_model().objects.filter(username=options["by"]).first()
+            if options["by_user"] is None:
+                raise CommandError(f"--by: no user named {options['by']!r}")
         try:
-            release = services.release_create_from_pset(
-                path=options["path"],
-                name=options["release"],
-                title=options["title"],
-                allow_errors=options["allow_errors"],
-            )
+            if options["git"] is not None:
+                release = self._import_git(options)
+            else:
+                release = self._import_folder(path=options["path"], options=options)
             if options["default"]:
                 services.release_set_default(release=release)
-        except services.CatalogueError as exc:
+        except (services.CatalogueError, intake.IntakeError) as exc:
             raise CommandError(str(exc)) from exc
         except OSError as exc:
-            raise CommandError(f"{exc.filename or options['path']}: cannot read: {exc.strerror}") from exc
+            where = exc.filename or options["path"] or "quarantine folder"
+            raise CommandError(f"{where}: cannot read: {exc.strerror}") from exc
         row = selectors.release_list().get(pk=release.pk)
         release.refresh_from_db()
         self.stdout.write(
@@ -61,3 +99,38 @@ class Command(BaseCommand):
         for _receiver, summary in bulk_write_finished.send(sender=self.__class__, source="import_pset"):
             if summary:
                 self.stdout.write(str(summary))
+
+    def _import_folder(self, *, path: str | Path, options: dict[str, Any]) -> Release:
+        return services.release_create_from_pset(
+            path=path,
+            name=options["release"],
+            title=options["title"],
+            allow_errors=options["allow_errors"],
+            by=options["by_user"],
+        )
+
+    def _import_git(self, options: dict[str, Any]) -> Release:
+        """Fetch the commit through the safe intake and import its files from a quarantine folder."""
+        root = intake.quarantine_root()
+        result = intake.intake_git(
+            url=options["git"],
+            commit=options["commit"],
+            limits=intake.IntakeLimits.from_settings(),
+            quarantine=root,
+        )
+        files = result.files
+        subdir = options["subdir"].strip("/")
+        if subdir:
+            prefix = subdir + "/"
+            files = {rel.removeprefix(prefix): data for rel, data in files.items() if rel.startswith(prefix)}
+            if not files:
+                raise CommandError(f"--subdir {subdir!r}: no files there at commit {result.commit}")
+        self.stdout.write(f"fetched {result.origin} at {result.commit}: {len(files)} file(s)")
+        with intake.quarantine_folder(root=root, prefix="pset-") as folder:
+            intake.intake_write(files=files, dest=folder / "pset")
+            try:
+                return self._import_folder(path=folder / "pset", options=options)
+            except services.CatalogueError as exc:
+                # Name the commit, not the quarantine folder that is gone when the operator reads this.
+                where = f"{result.origin}@{result.commit[:12]}" + (f"/{subdir}" if subdir else "")
+                raise CommandError(str(exc).replace(str(folder / "pset"), where)) from exc
