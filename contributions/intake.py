@@ -526,7 +526,7 @@ def check_git_url(url: str, *, allow_file_urls: bool) -> str:
         raise refuse("URL longer than 2000 characters")
     try:
         parts = urlsplit(url)
-        host, port = parts.hostname, parts.port
+        host, _port = parts.hostname, parts.port  # reading the port refuses a malformed one
     except ValueError as exc:
         raise refuse(f"not a valid URL ({exc})") from None
     scheme = parts.scheme.lower()
@@ -540,7 +540,6 @@ def check_git_url(url: str, *, allow_file_urls: bool) -> str:
         raise refuse("no host in the URL")
     if parts.username is not None or parts.password is not None:
         raise refuse("credentials in the URL are refused (public repositories only)")
-    del port  # parsing it above refuses a malformed port
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
@@ -622,7 +621,10 @@ class _GitRun:
     def __call__(self, *args: str) -> tuple[int, bytes, str]:
         """(exit status, stdout, stderr) of ``git <args>``."""
         command = [git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *self.config, *args]
-        handle = self.git.execute(command, as_process=True, env=self.env, start_new_session=True)
+        try:
+            handle = self.git.execute(command, as_process=True, env=self.env, start_new_session=True)
+        except git.GitCommandNotFound:
+            raise IntakeError("git intake is not available: the git program is not installed") from None
         proc: subprocess.Popen = handle.proc
         out, err = bytearray(), bytearray()
         keep = self.limits.max_bytes + 1
