@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from evaluation.models import EvaluationRun, TestResult
+from evaluation.models import EvaluationRun, LanguageModel, TestResult
 from evaluation.selectors import RunFilters, run_requester_for_viewer
 from researchcodebench.problems import TEMPLATES
 
@@ -46,31 +46,30 @@ class ErrorListOutput(serializers.Serializer):
 # --- The read API of runs and their results ------------------------------------------------------------
 
 
-class RunModelSerializer(serializers.Serializer):
-    key = serializers.CharField()
-    name = serializers.CharField()
-    developer = serializers.CharField()
-    open_weights = serializers.BooleanField(allow_null=True)
-    knowledge_cutoff = serializers.DateField(allow_null=True)
+# Outputs that mirror a model list its fields (``Meta.fields``), read-only: the model is the one definition
+# of their names and types. (Comments, not docstrings: a serializer's docstring becomes its description in
+# the OpenAPI schema.)
+class RunModelSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = LanguageModel
+        fields = read_only_fields = ("key", "name", "developer", "open_weights", "knowledge_cutoff")
 
 
-class RunSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
+class RunSerializer(serializers.ModelSerializer):
     model = RunModelSerializer()
     release = serializers.CharField(source="release.name", allow_null=True, default=None)
-    template = serializers.CharField()
-    with_paper = serializers.BooleanField()
-    n_completions = serializers.IntegerField()
-    source = serializers.CharField()
-    verification = serializers.CharField()
-    status = serializers.CharField()
-    status_reason = serializers.CharField()
-    cost_usd = serializers.DecimalField(max_digits=12, decimal_places=6, coerce_to_string=False)
-    created_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField(allow_null=True)
     requester = serializers.SerializerMethodField(
         help_text="who asked for the run: shown only to them and to staff, null for everyone else"
     )
+
+    class Meta:
+        model = EvaluationRun
+        fields = read_only_fields = (
+            "id", "model", "release", "template", "with_paper", "n_completions", "source", "verification",
+            "status", "status_reason", "cost_usd", "created_at", "finished_at", "requester",
+        )  # fmt: skip
+        # a number in JSON, as before (DRF's default for decimals is a string)
+        extra_kwargs = {"cost_usd": {"coerce_to_string": False}}
 
     def get_requester(self, run: EvaluationRun) -> str | None:
         request = self.context.get("request")

@@ -5,10 +5,14 @@ keyed by the parameter's name (a bad value -> 400 naming it)."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework_dataclasses.field_utils import get_type_info
+from rest_framework_dataclasses.serializers import DataclassSerializer
 
+from contributions.models import Snippet
 from leaderboard import forms, selectors
 from leaderboard.selectors import LeaderboardFilters
 
@@ -69,70 +73,91 @@ class SnippetQuerySerializer(serializers.Serializer):
         return value
 
 
-class ModelRefSerializer(serializers.Serializer):
-    key = serializers.CharField()
-    name = serializers.CharField()
-    developer = serializers.CharField()
-    open_weights = serializers.BooleanField(allow_null=True)
-    knowledge_cutoff = serializers.DateField(allow_null=True)
+# An output serializer's fields are those of a selector's dataclass (``Meta.dataclass``): names, types and
+# nullability come from its type hints, so the dataclass is the one definition of the shape. Serializers
+# declare only what differs: nested outputs, computed fields, help texts (``extra_kwargs``). Without
+# ``Meta.fields`` the fields come in the dataclass's order, a declared one in its place. (Comments, not
+# docstrings: a serializer's docstring becomes its description in the OpenAPI schema.)
+class _Output(DataclassSerializer):
+    def get_default_field_names(self, declared_fields: Iterable[str]) -> list[str]:
+        # The library puts declared fields first; the dataclass's order is the output's.
+        names = list(self.dataclass_definition.fields)
+        return names + [name for name in declared_fields if name not in names]
 
 
-class ModelSerializer(ModelRefSerializer):
-    company = serializers.CharField()
-    provider_model_id = serializers.CharField()
-    knowledge_cutoff_raw = serializers.CharField()
+def _fields_of(
+    dataclass: type, names: tuple[str, ...], *, source: str, extra_kwargs: dict[str, dict[str, Any]]
+) -> type[serializers.Serializer]:
+    """A base class declaring the fields ``names`` of ``dataclass``, typed from its hints as the library
+    types them and read from the attribute ``source``: for an output that shows a nested dataclass's fields
+    at its own level (the library builds fields from the outer dataclass only)."""
+    typed = DataclassSerializer(dataclass=dataclass)
+    fields = {}
+    for name in names:
+        extra = extra_kwargs.get(name, {})
+        hint = get_type_info(typed.dataclass_definition.field_types[name])
+        field_class, kwargs = typed.build_typed_field(name, hint, extra)
+        fields[name] = field_class(**typed.include_extra_kwargs(kwargs, extra), source=f"{source}.{name}")
+    return type(f"{dataclass.__name__}Fields", (serializers.Serializer,), fields)
 
 
-class ScoreSerializer(serializers.Serializer):
-    scaled_pass_at_1 = serializers.FloatField(allow_null=True)
-    scaled_pass_at_1_std = serializers.FloatField(allow_null=True)
-    pass_at_1 = serializers.FloatField(allow_null=True)
-    pass_at_1_std = serializers.FloatField(allow_null=True)
-    ci95 = serializers.ListField(child=serializers.FloatField(), allow_null=True, min_length=2, max_length=2)
-    coverage = serializers.FloatField()
-    coverage_complete = serializers.BooleanField()
-    snippets = serializers.IntegerField()
-    expected_snippets = serializers.IntegerField()
-    lines = serializers.IntegerField()
-    papers = serializers.IntegerField()
+class ModelRefSerializer(_Output):
+    class Meta:
+        dataclass = selectors.ModelRef
+        fields = ("key", "name", "developer", "open_weights", "knowledge_cutoff")
 
 
-class LeaderboardRowSerializer(serializers.Serializer):
+# A model with its provider details. The model list serializes ``LanguageModel`` rows, which have the same
+# attributes (the stored ``knowledge_cutoff`` there, the normalised one in a model's detail).
+class ModelSerializer(_Output):
+    class Meta:
+        dataclass = selectors.ModelRef
+        ref_name = "Model"
+        fields = (*ModelRefSerializer.Meta.fields, "company", "provider_model_id", "knowledge_cutoff_raw")
+
+
+class ScoreSerializer(_Output):
+    coverage_complete = serializers.BooleanField()  # a property of ``Score``
+
+    class Meta:
+        dataclass = selectors.Score
+        fields = (
+            "scaled_pass_at_1", "scaled_pass_at_1_std", "pass_at_1", "pass_at_1_std", "ci95", "coverage",
+            "coverage_complete", "snippets", "expected_snippets", "lines", "papers",
+        )  # fmt: skip
+        extra_kwargs = {"ci95": {"min_length": 2, "max_length": 2}}
+
+
+#: the fields of a row's score that the row shows among its own (``coverage_complete``, a property, apart)
+ROW_SCORE_FIELDS = (
+    "scaled_pass_at_1", "pass_at_1", "scaled_pass_at_1_std", "pass_at_1_std", "ci95", "line_rates", "task_rates",
+    "coverage", "snippets", "expected_snippets", "lines", "papers",
+)  # fmt: skip
+
+
+class LeaderboardRowSerializer(
+    _Output,
+    _fields_of(
+        selectors.Score,
+        ROW_SCORE_FIELDS,
+        source="score",
+        extra_kwargs={"ci95": {"help_text": "null: not computed"}},
+    ),
+):
     """One leaderboard row; ``rank`` is null for a row without a score."""
 
-    rank = serializers.IntegerField(allow_null=True)
     model = ModelRefSerializer()
-    scaled_pass_at_1 = serializers.FloatField(allow_null=True, source="score.scaled_pass_at_1")
-    pass_at_1 = serializers.FloatField(allow_null=True, source="score.pass_at_1")
-    scaled_pass_at_1_std = serializers.FloatField(allow_null=True, source="score.scaled_pass_at_1_std")
-    pass_at_1_std = serializers.FloatField(allow_null=True, source="score.pass_at_1_std")
-    ci95 = serializers.ListField(
-        child=serializers.FloatField(), allow_null=True, source="score.ci95", help_text="null: not computed"
-    )
-    line_rates = serializers.ListField(
-        child=serializers.FloatField(allow_null=True), source="score.line_rates"
-    )
-    task_rates = serializers.ListField(
-        child=serializers.FloatField(allow_null=True), source="score.task_rates"
-    )
-    coverage = serializers.FloatField(source="score.coverage")
     coverage_complete = serializers.BooleanField(source="score.coverage_complete")
-    snippets = serializers.IntegerField(source="score.snippets")
-    expected_snippets = serializers.IntegerField(source="score.expected_snippets")
-    lines = serializers.IntegerField(source="score.lines")
-    papers = serializers.IntegerField(source="score.papers")
-    verification = serializers.CharField()
-    cost_usd = serializers.FloatField(allow_null=True)
-    run_id = serializers.IntegerField()
-    release = serializers.CharField(allow_null=True)
-    template = serializers.CharField()
-    with_paper = serializers.BooleanField()
-    source = serializers.CharField()
-    status = serializers.CharField()
-    n_completions = serializers.IntegerField()
-    finished_at = serializers.DateTimeField(allow_null=True)
-    contamination = serializers.CharField()
-    selection = serializers.ListField(child=serializers.CharField(), allow_null=True)
+
+    class Meta:
+        dataclass = selectors.Row
+        ref_name = "LeaderboardRow"
+        fields = (
+            "rank", "model", "scaled_pass_at_1", "pass_at_1", "scaled_pass_at_1_std", "pass_at_1_std", "ci95",
+            "line_rates", "task_rates", "coverage", "coverage_complete", "snippets", "expected_snippets",
+            "lines", "papers", "verification", "cost_usd", "run_id", "release", "template", "with_paper",
+            "source", "status", "n_completions", "finished_at", "contamination", "selection",
+        )  # fmt: skip
 
 
 class LeaderboardSerializer(serializers.Serializer):
@@ -141,59 +166,29 @@ class LeaderboardSerializer(serializers.Serializer):
     contamination = serializers.CharField()
 
 
-class PaperScoreSerializer(serializers.Serializer):
-    paper_key = serializers.CharField()
-    paper_title = serializers.CharField()
-    first_commit_date = serializers.DateField(allow_null=True)
-    after_cutoff = serializers.BooleanField(allow_null=True)
-    scaled_pass_at_1 = serializers.FloatField(allow_null=True)
-    scaled_pass_at_1_std = serializers.FloatField(allow_null=True)
-    snippets = serializers.IntegerField()
-    expected_snippets = serializers.IntegerField()
-    lines = serializers.IntegerField()
-    passed = serializers.IntegerField()
-    results = serializers.IntegerField()
+class PaperScoreSerializer(_Output):
+    class Meta:
+        dataclass = selectors.PaperScoreRow
+        ref_name = "PaperScore"
 
 
-class ErrorCountSerializer(serializers.Serializer):
-    category = serializers.CharField()
-    label = serializers.CharField()
-    tier = serializers.CharField()
-    count = serializers.IntegerField()
-    share = serializers.FloatField()
+class ErrorCountSerializer(_Output):
+    class Meta:
+        dataclass = selectors.ErrorCountRow
+        ref_name = "ErrorCount"
 
 
-class SnippetVerdictSerializer(serializers.Serializer):
-    snippet_id = serializers.IntegerField()
-    paper_key = serializers.CharField()
-    task_key = serializers.CharField()
-    name = serializers.CharField()
-    lines = serializers.IntegerField()
-    verdicts = serializers.CharField(help_text="one character per completion index: P, F or - (no result)")
-    passed = serializers.IntegerField()
-    tested = serializers.IntegerField()
-    category = serializers.CharField()
+class SnippetVerdictSerializer(_Output):
+    class Meta:
+        dataclass = selectors.SnippetVerdict
+        exclude = ("ordinal", "depth")
+        extra_kwargs = {
+            "verdicts": {"help_text": "one character per completion index: P, F or - (no result)"}
+        }
 
 
-class RunSummarySerializer(serializers.Serializer):
-    run_id = serializers.IntegerField()
-    release = serializers.CharField(allow_null=True)
-    template = serializers.CharField()
-    with_paper = serializers.BooleanField()
-    verification = serializers.CharField()
-    source = serializers.CharField()
-    status = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField(allow_null=True)
-    scaled_pass_at_1 = serializers.FloatField(allow_null=True)
-    pass_at_1 = serializers.FloatField(allow_null=True)
-    coverage = serializers.FloatField(allow_null=True)
-
-
-class ModelDetailSerializer(serializers.Serializer):
+class ModelDetailSerializer(_Output):
     model = ModelSerializer()
-    runs = RunSummarySerializer(many=True)
-    run = RunSummarySerializer(allow_null=True)
     scores = serializers.DictField(child=ScoreSerializer(), help_text="contamination mode -> score")
     per_paper = PaperScoreSerializer(many=True)
     errors = ErrorCountSerializer(many=True)
@@ -201,138 +196,86 @@ class ModelDetailSerializer(serializers.Serializer):
     verdict_grid = SnippetVerdictSerializer(many=True)
     before_cutoff = ScoreSerializer(allow_null=True)
     after_cutoff = ScoreSerializer(allow_null=True)
-    undated_papers = serializers.ListField(child=serializers.CharField())
+
+    class Meta:
+        dataclass = selectors.ModelDetail
 
 
-class PaperListSerializer(serializers.Serializer):
-    key = serializers.CharField()
-    title = serializers.CharField()
-    venue = serializers.CharField()
-    arxiv_id = serializers.CharField()
-    arxiv_abs = serializers.CharField()
-    github_url = serializers.CharField()
-    first_commit_date = serializers.DateField(allow_null=True)
-    last_commit_date = serializers.DateField(allow_null=True)
+# A paper in the catalogue list: ``Paper`` rows, which have the same attributes as ``PaperDetail``.
+class PaperListSerializer(_Output):
+    class Meta:
+        dataclass = selectors.PaperDetail
+        ref_name = "PaperList"
+        fields = (
+            "key", "title", "venue", "arxiv_id", "arxiv_abs", "github_url", "first_commit_date",
+            "last_commit_date",
+        )  # fmt: skip
 
 
-class SnippetNodeSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    task_key = serializers.CharField()
-    task_version = serializers.IntegerField()
-    name = serializers.CharField()
-    ordinal = serializers.IntegerField()
-    depth = serializers.IntegerField(allow_null=True)
-    parent_id = serializers.IntegerField(allow_null=True)
-    lines = serializers.IntegerField()
-    runs = serializers.IntegerField()
-    results = serializers.IntegerField()
-    passed = serializers.IntegerField()
-    solve_rate = serializers.FloatField(allow_null=True)
-
-
-class MatrixRowSerializer(serializers.Serializer):
-    run_id = serializers.IntegerField()
+class MatrixRowSerializer(_Output):
     model = ModelRefSerializer()
-    with_paper = serializers.BooleanField()
-    scaled_pass_at_1 = serializers.FloatField(allow_null=True)
-    after_cutoff = serializers.BooleanField(allow_null=True)
-    verdicts = serializers.DictField(child=serializers.CharField(), help_text="snippet id -> verdicts")
+
+    class Meta:
+        dataclass = selectors.MatrixRow
+        extra_kwargs = {"verdicts": {"help_text": "snippet id -> verdicts"}}
 
 
-class PaperDetailSerializer(PaperListSerializer):
-    arxiv_date = serializers.DateField(allow_null=True)
-    arxiv_v1_date = serializers.DateField(allow_null=True)
-    tasks = serializers.ListField(child=serializers.CharField())
-    snippets = SnippetNodeSerializer(many=True)
+class PaperDetailSerializer(_Output):
     matrix = MatrixRowSerializer(many=True)
 
-
-class SnippetStatRowSerializer(serializers.Serializer):
-    snippet_id = serializers.IntegerField()
-    paper_key = serializers.CharField()
-    task_key = serializers.CharField()
-    task_version = serializers.IntegerField()
-    name = serializers.CharField()
-    lines = serializers.IntegerField()
-    runs = serializers.IntegerField()
-    results = serializers.IntegerField()
-    passed = serializers.IntegerField()
-    solve_rate = serializers.FloatField(allow_null=True)
-    with_paper_solve_rate = serializers.FloatField(allow_null=True)
-    without_paper_solve_rate = serializers.FloatField(allow_null=True)
+    class Meta:
+        dataclass = selectors.PaperDetail
+        fields = (
+            *PaperListSerializer.Meta.fields,
+            "arxiv_date",
+            "arxiv_v1_date",
+            "tasks",
+            "snippets",
+            "matrix",
+        )
 
 
-class AttemptSerializer(serializers.Serializer):
-    completion_id = serializers.IntegerField()
-    completion_idx = serializers.IntegerField()
-    run_id = serializers.IntegerField()
+class SnippetStatRowSerializer(_Output):
+    class Meta:
+        dataclass = selectors.SnippetTableRow
+        ref_name = "SnippetStatRow"
+
+
+class AttemptSerializer(_Output):
     model = ModelRefSerializer()
-    with_paper = serializers.BooleanField()
-    template = serializers.CharField()
-    code = serializers.CharField()
-    code_extracted = serializers.BooleanField()
-    outcome = serializers.CharField()
-    passed = serializers.BooleanField(allow_null=True)
-    category = serializers.CharField()
-    tier = serializers.CharField()
-    exception_type = serializers.CharField()
-    exception_message = serializers.CharField()
-    stdout_tail = serializers.CharField()
-    stderr_tail = serializers.CharField()
-    duration_s = serializers.FloatField(allow_null=True)
+
+    class Meta:
+        dataclass = selectors.Attempt
 
 
-class SnippetDetailSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    paper_key = serializers.CharField()
-    paper_title = serializers.CharField()
-    task_key = serializers.CharField()
-    task_version_id = serializers.IntegerField()
-    task_version = serializers.IntegerField()
-    name = serializers.CharField()
-    file = serializers.CharField()
-    start_line = serializers.IntegerField(allow_null=True)
-    end_line = serializers.IntegerField(allow_null=True)
-    lines = serializers.IntegerField()
-    depth = serializers.IntegerField(allow_null=True)
-    parent_id = serializers.IntegerField(allow_null=True)
-    reference_code = serializers.CharField()
-    runs = serializers.IntegerField()
-    results = serializers.IntegerField()
-    passed = serializers.IntegerField()
-    solve_rate = serializers.FloatField(allow_null=True)
-    with_paper_solve_rate = serializers.FloatField(allow_null=True)
-    without_paper_solve_rate = serializers.FloatField(allow_null=True)
+class SnippetDetailSerializer(_Output):
     attempts = AttemptSerializer(many=True)
 
+    class Meta:
+        dataclass = selectors.SnippetDetail
 
-class SnippetRowSerializer(serializers.Serializer):
+
+class SnippetRowSerializer(serializers.ModelSerializer):
     """A snippet in the catalogue list, with its difficulty."""
 
-    id = serializers.IntegerField()
     paper_key = serializers.CharField(source="task_version.task.paper.key")
     task_key = serializers.CharField(source="task_version.task.key")
     task_version = serializers.IntegerField(source="task_version.number")
-    name = serializers.CharField()
-    ordinal = serializers.IntegerField()
-    depth = serializers.IntegerField(allow_null=True)
-    lines = serializers.IntegerField()
     solve_rate = serializers.FloatField(source="stat.solve_rate", allow_null=True, default=None)
     results = serializers.IntegerField(source="stat.results", default=0)
 
+    class Meta:
+        model = Snippet
+        fields = (
+            "id", "paper_key", "task_key", "task_version", "name", "ordinal", "depth", "lines", "solve_rate",
+            "results",
+        )  # fmt: skip
+        read_only_fields = ("id", "name", "ordinal", "depth", "lines")
 
-class PaperTableRowSerializer(serializers.Serializer):
-    run_id = serializers.IntegerField()
-    model_key = serializers.CharField()
-    model_name = serializers.CharField()
-    paper_key = serializers.CharField()
-    first_commit_date = serializers.DateField(allow_null=True)
-    after_cutoff = serializers.BooleanField(allow_null=True)
-    scaled_pass_at_1 = serializers.FloatField(allow_null=True)
-    scaled_pass_at_1_std = serializers.FloatField(allow_null=True)
-    snippets = serializers.IntegerField()
-    expected_snippets = serializers.IntegerField()
-    lines = serializers.IntegerField()
+
+class PaperTableRowSerializer(_Output):
+    class Meta:
+        dataclass = selectors.PaperTableRow
 
 
 class ModelErrorsRowSerializer(serializers.Serializer):
