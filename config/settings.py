@@ -7,6 +7,7 @@ needs no server (kombu's filesystem transport under ``var/broker/``). Production
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -43,8 +44,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "django_htmx",
+    "allauth",
+    "allauth.account",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "contributions",
@@ -62,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -127,7 +130,76 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-LOGIN_URL = "admin:login"
+
+# --- Accounts (django-allauth) ------------------------------------------------------------------------------
+# Sign-in is by email address, verified before the first sign-in; the user name is derived from it. Profiles
+# and API tokens live in ``contributions`` (contributions/accounts.py). The admin's own login form is
+# replaced by this one (config/urls.py), so every sign-in goes through the same rate limits.
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+LOGIN_URL = "account_login"
+LOGIN_REDIRECT_URL = "contributions:profile"
+ACCOUNT_LOGOUT_REDIRECT_URL = "leaderboard:board"
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = "mandatory"
+ACCOUNT_UNIQUE_EMAIL = True
+ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
+# Confirmation links are signed (HMAC) and a GET only shows the confirm button: mail scanners that follow
+# links do not confirm addresses on the user's behalf.
+ACCOUNT_CONFIRM_EMAIL_ON_GET = False
+# Sign-in, sign-up and reset forms say the same whether or not an address has an account.
+ACCOUNT_PREVENT_ENUMERATION = True
+ACCOUNT_EMAIL_SUBJECT_PREFIX = "[ResearchCodeBench Hub] "
+# Brute-force protection: allauth counts in the cache (CACHES above; per process unless RCB_CACHE_URL shares
+# it). ``login_failed`` limits failed sign-ins per IP and per account (key: the address); once it is spent
+# even the right password is refused until the period ends. ``signup`` throttles account creation per IP.
+_RATES = re.compile(r"\d+/\d*[smhd](/(ip|key|user))?(,\d+/\d*[smhd](/(ip|key|user))?)*")
+
+
+def _rates(name: str, value: str) -> str:
+    """``value``, the allauth rate list ("10/m/ip,5/15m/key") read from ``name``, checked here so that a typo
+    stops start-up naming the variable instead of failing the first sign-in."""
+    value = value.replace(" ", "")
+    if not _RATES.fullmatch(value):
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not a rate list like '10/m/ip,5/15m/key' (amount/period[/ip|key|user])."
+        )
+    return value
+
+
+ACCOUNT_RATE_LIMITS = {
+    "login_failed": _rates("RCB_LOGIN_FAILED_LIMIT", env_str("RCB_LOGIN_FAILED_LIMIT", "10/m/ip,5/15m/key")),
+    "login": _rates("RCB_LOGIN_LIMIT", env_str("RCB_LOGIN_LIMIT", "30/m/ip")),
+    "signup": _rates("RCB_SIGNUP_LIMIT", env_str("RCB_SIGNUP_LIMIT", "5/h/ip")),
+    "reset_password": "20/m/ip,5/m/key",
+}
+# Rate limits count per client IP: behind N reverse proxies the client is the Nth address from the right of
+# X-Forwarded-For (0: the connection's address, the only safe value without a proxy).
+ALLAUTH_TRUSTED_PROXY_COUNT = env_int("RCB_TRUSTED_PROXY_COUNT", 0, minimum=0)
+
+# Email (Django's MAILERS): printed on the console in development; with debug off, sent over SMTP as the
+# EMAIL_* variables say.
+if DEBUG:
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
+else:
+    MAILERS = {
+        "default": {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {
+                "host": env_str("EMAIL_HOST", "localhost"),
+                "port": env_int("EMAIL_PORT", 587, minimum=1),
+                "username": env_str("EMAIL_HOST_USER", ""),
+                "password": env_str("EMAIL_HOST_PASSWORD", ""),
+                "use_tls": env_bool("EMAIL_USE_TLS", default=True),
+                "timeout": 30,
+            },
+        }
+    }
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "ResearchCodeBench Hub <noreply@localhost>")
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -161,7 +233,7 @@ if not DEBUG:
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "contributions.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],

@@ -1,15 +1,21 @@
 """Root URL configuration."""
 
+from allauth.account.decorators import secure_admin_login
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config import views
 
+# One sign-in for the whole site: the admin's login form redirects to allauth's, which is rate limited and
+# requires a verified email address.
+admin.site.login = secure_admin_login(admin.site.login)
+
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("status/", views.status_page, name="status"),
     path("admin/", admin.site.urls),
+    path("accounts/", include("allauth.urls")),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/v1/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/v1/", include("config.api_urls")),

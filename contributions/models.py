@@ -13,6 +13,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from contributions.validators import validate_github_username, validate_orcid
+
 
 class Paper(models.Model):
     """A paper behind a task. ``key`` is the registry id (papers.yaml ``id``, e.g. "DyT")."""
@@ -423,3 +425,53 @@ class Notification(models.Model):
 
     def __str__(self) -> str:
         return f"to {self.recipient_id}: {self.message[:40]}"
+
+
+# Accounts: users are contributors. Sign-up, sign-in and email addresses are django-allauth's; the portal adds
+# a public profile and personal API tokens (contributions/accounts.py, contributions/services/accounts.py).
+
+
+class Profile(models.Model):
+    """What a contributor shows about themselves; created on first edit (``profile_get_or_create``)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="profile")
+    #: the name credited on papers and proposals ("" falls back to the user name)
+    display_name = models.CharField(max_length=150, blank=True)
+    affiliation = models.CharField(max_length=200, blank=True)
+    #: 0000-0000-0000-000X, checksum verified (ISO 7064 MOD 11-2)
+    orcid = models.CharField("ORCID iD", max_length=19, blank=True, validators=[validate_orcid])
+    github = models.CharField("GitHub user", max_length=39, blank=True, validators=[validate_github_username])
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"profile of {self.user_id}"
+
+
+class ApiToken(models.Model):
+    """A personal, named API token (``Authorization: Token <secret>``) for the upload API.
+
+    Only the SHA-256 digest of the secret is stored: the secret is shown once, when it is created, and a
+    database leak gives no usable token. A plain (unsalted, fast) hash suffices because the secret is 256
+    random bits, not a password; it lets a request find its token with one indexed lookup.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    #: the secret's first characters, shown in the token list so that its owner can tell tokens apart
+    prefix = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "name"],
+                name="api_token_unique_name_per_user",
+                violation_error_message="you already have a token with this name",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"token {self.name!r} of {self.user_id} ({self.prefix}...)"

@@ -14,8 +14,10 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from contributions.models import (
+    ApiToken,
     Notification,
     Paper,
+    Profile,
     Proposal,
     ProposalEvent,
     ProposalRevision,
@@ -149,6 +151,16 @@ def snippet_tree(*, task_version: TaskVersion) -> list[SnippetNode]:
         parent = nodes.get(node.snippet.parent_id) if node.snippet.parent_id else None
         (parent.children if parent is not None else roots).append(node)
     return roots
+
+
+def profile_for(*, user: Any) -> Profile | None:
+    """``user``'s profile, None before they first saved one."""
+    return Profile.objects.filter(user=user).first()
+
+
+def api_token_list(*, user: Any) -> QuerySet[ApiToken]:
+    """``user``'s API tokens, newest first (digests only: secrets are never stored)."""
+    return ApiToken.objects.filter(user=user).order_by("-created_at", "-pk")
 
 
 # ------------------------------------------------------------------------------------------- proposals

@@ -10,7 +10,6 @@ from django.http import Http404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -21,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
+from contributions.authentication import ApiTokenAuthentication
 from contributions.models import Release
 from evaluation import selectors
 from evaluation.exports import CSVRenderer
@@ -41,7 +41,7 @@ from researchcodebench.predictions import shown
 class RunUploadApi(APIView):
     """POST /api/v1/runs/upload/: validate a predictions JSONL and start a run that tests it."""
 
-    authentication_classes = [TokenAuthentication]
+    authentication_classes = [ApiTokenAuthentication]
     permission_classes = [IsAuthenticated]
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "uploads"

@@ -22,6 +22,7 @@ from django.utils.text import capfirst
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import UserRateThrottle
 
+from contributions.roles import is_maintainer
 from evaluation import selectors
 from evaluation.forms import LanguageModelForm, PredictionsUploadForm, RunFilterForm
 from evaluation.models import EvaluationRun, LanguageModel
@@ -33,12 +34,13 @@ RUNS_PER_PAGE = 50
 
 
 def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Anonymous users go to the login page; signed-in users who are not staff get 403."""
+    """Maintainers only: anonymous users go to the sign-in page (``LOGIN_URL``); signed-in users who are
+    neither maintainers (``contributions.roles.is_maintainer``: the "maintainers" group) nor staff get 403."""
 
     @wraps(view)
     @login_required
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not request.user.is_staff:
+        if not (request.user.is_staff or is_maintainer(request.user)):
             raise PermissionDenied("Maintainers only.")
         return view(request, *args, **kwargs)
 

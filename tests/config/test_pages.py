@@ -74,8 +74,11 @@ def test_healthz_is_503_when_the_broker_is_unreachable(client, settings):
     assert body["broker"]["ok"] is False and body["broker"]["error"]
 
 
-def test_admin_login_page_is_served(client):
-    assert client.get("/admin/login/").status_code == 200
+def test_the_admin_login_sends_visitors_to_the_site_sign_in(client):
+    response = client.get("/admin/login/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/?next=")
+    assert client.get("/accounts/login/").status_code == 200
 
 
 def test_api_docs_are_served_without_a_cdn(client):

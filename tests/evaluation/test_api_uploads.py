@@ -7,12 +7,18 @@ import json
 import pytest
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
 
 from evaluation.models import Completion, EvaluationRun, LanguageModel
-from tests.factories import LanguageModelFactory, UserFactory, full_predictions, jsonl, make_release
+from tests.factories import (
+    LanguageModelFactory,
+    UserFactory,
+    api_token_for,
+    full_predictions,
+    jsonl,
+    make_release,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +45,7 @@ def submitter():
 @pytest.fixture
 def api(submitter) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=submitter).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_for(submitter)}")
     return client
 
 

@@ -55,10 +55,10 @@ def test_staff_uploads_predictions_and_watches_the_run_finish(
     import_release(tmp_path, name="focal", task_ids=("focal-loss",))
     predictions, n_snippets = predictions_file(tmp_path)
 
-    page.goto(f"{live_server.url}/admin/login/?next=/runs/upload/")
-    page.fill("#id_username", "maintainer")
+    page.goto(f"{live_server.url}/accounts/login/?next=/runs/upload/")
+    page.fill("#id_login", "maintainer@example.org")
     page.fill("#id_password", "a-long-test-password")
-    page.click("input[type=submit]")
+    page.click("form.account-form button[type=submit]")
     page.wait_for_url("**/runs/upload/")
 
     page.select_option("#id_model", "")

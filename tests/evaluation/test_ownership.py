@@ -16,7 +16,6 @@ from django.apps import apps
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from evaluation.models import EvaluationRun, LanguageModel
@@ -28,6 +27,7 @@ from tests.factories import (
     LanguageModelFactory,
     StaffUserFactory,
     UserFactory,
+    api_token_for,
     full_predictions,
     make_benchmark,
     make_release,
@@ -75,7 +75,7 @@ def post_form(client, user, **fields):
 def post_api(user, **fields):
     """The upload API with ``user``'s token."""
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_for(user)}")
     payload = {"release": "r1", "file": SimpleUploadedFile("p.jsonl", full_predictions()), **fields}
     return api.post("/api/v1/runs/upload/", payload, format="multipart")
 

@@ -353,14 +353,15 @@ def test_form_posts_are_throttled_with_429_and_a_message(client, member, release
 
 
 def test_form_and_api_share_one_upload_budget_per_user(client, member, release, monkeypatch):
-    from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
+
+    from tests.factories import api_token_for
 
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"uploads": "2/hour"})
     LanguageModelFactory(key="m1", self_reported=True, owner=member)
     assert post_form(client, jsonl(OK), model="m1").status_code == 302
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=member).key}")
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_for(member)}")
     payload = {"model": "m1", "release": "r1", "file": SimpleUploadedFile("p.jsonl", jsonl(OK))}
     assert api.post("/api/v1/runs/upload/", payload, format="multipart").status_code == 201
     assert post_form(client, jsonl(OK), model="m1").status_code == 429

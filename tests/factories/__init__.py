@@ -29,7 +29,7 @@ from tests.factories.evaluation import (
     TestResultFactory,
     WorkerHeartbeatFactory,
 )
-from tests.factories.users import PASSWORD, StaffUserFactory, UserFactory
+from tests.factories.users import PASSWORD, MaintainerFactory, StaffUserFactory, UserFactory, api_token_for
 
 __all__ = [
     "PASSWORD",
@@ -37,6 +37,7 @@ __all__ = [
     "CompletionFactory",
     "EvaluationRunFactory",
     "LanguageModelFactory",
+    "MaintainerFactory",
     "PaperFactory",
     "ReleaseEntryFactory",
     "ReleaseFactory",
@@ -46,6 +47,7 @@ __all__ = [
     "TaskVersionFactory",
     "TestResultFactory",
     "UserFactory",
+    "api_token_for",
     "WorkerHeartbeatFactory",
     "fake_llm_model",
     "full_predictions",
