@@ -327,3 +327,105 @@ def notification_unread_count(*, user: Any) -> int:
     if user is None or not user.is_authenticated:
         return 0
     return Notification.objects.filter(recipient=user, read_at__isnull=True).count()
+
+
+# ------------------------------------------------------------------------------------------ publishing
+
+
+def user_display_name(user: Any) -> str:
+    """The name the portal credits ``user`` with: the profile's display name, else the full name, else the
+    user name ("" for None)."""
+    if user is None:
+        return ""
+    profile = Profile.objects.filter(user=user).only("display_name").first()
+    if profile is not None and profile.display_name.strip():
+        return profile.display_name.strip()
+    full = (user.get_full_name() or "").strip()
+    return full or user.get_username()
+
+
+def task_versions_current() -> list[TaskVersion]:
+    """The published benchmark: the newest version with files of every task, by task key.
+
+    The benchmark git repository's branch holds exactly these (``contributions.benchmark_repo``), and a
+    release cut from the web offers them.
+    """
+    newest = (
+        TaskVersion.objects.filter(task=OuterRef("pk"), has_files=True).order_by("-number").values("pk")[:1]
+    )
+    ids = [pk for pk in Task.objects.annotate(newest=Subquery(newest)).values_list("newest", flat=True) if pk]
+    return list(
+        TaskVersion.objects.filter(pk__in=ids)
+        .select_related("task", "task__paper")
+        .annotate(snippet_count=Count("snippets"))
+        .order_by("task__key")
+    )
+
+
+def task_version_approval(*, task_version: TaskVersion) -> Proposal | None:
+    """The approval record of a published version: the proposal that published it (an imported version's
+    record has the operator as author), None for a version published before records were kept."""
+    return (
+        Proposal.objects.filter(published_version=task_version)
+        .select_related("author")
+        .order_by("-pk")
+        .first()
+    )
+
+
+def proposal_approvers(*, proposal: Proposal) -> list[Any]:
+    """The maintainers whose approvals moved ``proposal`` to approved (approvals of the revision named by
+    its last move to approved), in the order they approved."""
+    event = (
+        proposal.events.filter(to_state=Proposal.State.APPROVED, revision__isnull=False)
+        .order_by("-created_at", "-pk")
+        .first()
+    )
+    if event is None:
+        return []
+    reviews = event.revision.reviews.filter(decision="approve").select_related("reviewer").order_by("pk")
+    seen: dict[int, Any] = {}
+    for review in reviews:
+        seen.setdefault(review.reviewer_id, review.reviewer)
+    return list(seen.values())
+
+
+def paper_contributors(*, paper: Paper) -> list[str]:
+    """The display names of the people whose approved contributions made the paper's task versions (the
+    operator's imports credit nobody), in the order they were published."""
+    proposals = (
+        Proposal.objects.filter(
+            state=Proposal.State.PUBLISHED,
+            published_version__task__paper=paper,
+            published_version__origin=TaskVersion.Origin.CONTRIBUTED,
+        )
+        .select_related("author")
+        .order_by("state_changed_at", "pk")
+    )
+    names: list[str] = []
+    for proposal in proposals:
+        name = user_display_name(proposal.author)
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def paper_contributors_by_key() -> dict[str, list[str]]:
+    """``paper_contributors`` of every paper with a contribution, keyed by paper key (one query for the
+    proposals, one per contributor's profile)."""
+    proposals = (
+        Proposal.objects.filter(
+            state=Proposal.State.PUBLISHED, published_version__origin=TaskVersion.Origin.CONTRIBUTED
+        )
+        .select_related("author", "published_version__task__paper")
+        .order_by("state_changed_at", "pk")
+    )
+    out: dict[str, list[str]] = {}
+    names: dict[int, str] = {}
+    for proposal in proposals:
+        if proposal.author_id not in names:
+            names[proposal.author_id] = user_display_name(proposal.author)
+        credited = out.setdefault(proposal.published_version.task.paper.key, [])
+        if names[proposal.author_id] not in credited:
+            credited.append(names[proposal.author_id])
+    return out

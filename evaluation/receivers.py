@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from contributions.signals import revision_submitted
+from django.contrib.auth import get_user_model
+
+from contributions.models import TaskVersion
+from contributions.signals import revision_submitted, task_version_published
+from evaluation.services.runs import runs_create_for_new_task_version
 
 
 def queue_validation(sender: Any, *, revision_id: int, needs_gpu: bool = False, **kwargs: Any) -> None:
@@ -16,5 +20,17 @@ def queue_validation(sender: Any, *, revision_id: int, needs_gpu: bool = False, 
     job.delay(revision_id)
 
 
+def queue_new_task_version(
+    sender: Any, *, task_version_id: int, by_user_id: int | None = None, **kwargs: Any
+) -> None:
+    """Queue the active portal-run models on a newly published task version (sent after the commit)."""
+    version = TaskVersion.objects.filter(pk=task_version_id).select_related("task").first()
+    if version is None:
+        return
+    requester = get_user_model().objects.filter(pk=by_user_id).first() if by_user_id is not None else None
+    runs_create_for_new_task_version(task_version=version, requester=requester)
+
+
 def connect() -> None:
     revision_submitted.connect(queue_validation, dispatch_uid="evaluation.queue_validation")
+    task_version_published.connect(queue_new_task_version, dispatch_uid="evaluation.queue_new_task_version")

@@ -934,6 +934,12 @@ def proposal_review(
                 revision=revision,
                 action="approve",
             )
+            from contributions.services import publishing  # publishing builds on this module
+
+            # Approval publishes at once, in its own transaction: a failure there keeps the approval.
+            transaction.on_commit(
+                lambda: publishing.proposal_publish_approved(proposal_id=proposal.pk, by_id=reviewer.pk)
+            )
     elif decision == Review.Decision.REQUEST_CHANGES:
         _transition(
             proposal=proposal,

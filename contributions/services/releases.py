@@ -1,4 +1,5 @@
-"""Writes to releases and their entries: importing a pset as a release, the default release, export.
+"""Writes to releases and their entries: importing a pset as a release, cutting one from the current task
+versions, the default release, export.
 
 Every function here is keyword-only and raises ``CatalogueError`` for input it refuses (a release name
 that is not a slug or is taken, a pset with errors, a release that cannot be exported).
@@ -19,6 +20,7 @@ from django.db import transaction
 from contributions.errors import CatalogueError
 from contributions.models import Release, ReleaseEntry, TaskVersion
 from contributions.services.catalogue import file_blobs_store, task_version_import
+from contributions.services.publishing import operator_get_or_create, task_version_record_import
 from contributions.task_folders import (
     TaskFolderError,
     blobs_read,
@@ -103,8 +105,11 @@ def release_create_from_pset(
     problem listed as ``task/file:line: message``, a pset whose validation finds errors, unless
     ``allow_errors``. A name that is taken raises ``CatalogueError``, except when the existing release
     holds exactly the same task contents: then it is returned unchanged, so repeating an import is safe.
-    After the transaction commits, the release is committed and tagged in the benchmark git repository;
-    a failure there is logged and recorded on the release, never undoing the import.
+    Every version is recorded as approved by the operator ``by`` (default: the ``operator`` system
+    account; ``publishing.task_version_record_import``). After the transaction commits, the benchmark git
+    repository gets one commit per version it did not hold, and the release a tag
+    (``benchmark_repo.commit_release``); a failure there is logged and recorded on the release, never
+    undoing the import.
     """
     _check_release_name(name)
     try:
@@ -140,9 +145,11 @@ def release_create_from_pset(
         )
 
     release = Release.objects.create(name=name, title=title, pset_files=file_blobs_store(top_files))
+    operator = by if by is not None else operator_get_or_create()
     for position, task in enumerate(pset.tasks):
-        version = task_version_import(task=task, origin=TaskVersion.Origin.IMPORTED, by=by)
+        version = task_version_import(task=task, origin=TaskVersion.Origin.IMPORTED, by=operator)
         release_entry_get_or_create(release=release, task_version=version, position=position)
+        task_version_record_import(task_version=version, by=operator, release_name=name)
 
     from contributions import benchmark_repo  # the repository module builds on this one
 
@@ -157,6 +164,48 @@ def _pset_top_files(root: Path) -> dict[str, bytes]:
         for p in sorted(root.iterdir())
         if p.is_file() and not p.is_symlink() and not p.name.endswith((".pyc", ".pyo"))
     }
+
+
+@transaction.atomic
+def release_cut(
+    *,
+    name: str,
+    title: str = "",
+    description: str = "",
+    task_versions: Iterable[TaskVersion],
+    by: AbstractBaseUser | None = None,
+    make_default: bool = False,
+) -> Release:
+    """A new release of ``task_versions`` (a maintainer's choice among the current versions), tagged in the
+    benchmark git repository after the transaction commits (``benchmark_repo.commit_release``).
+
+    Raises ``CatalogueError`` for a name that is not a slug or is taken, an empty choice, two versions of
+    one task, and a version without files (a release must be exportable). ``by`` is who cut it (the tag
+    commit is the hub's). ``make_default`` makes it the release the leaderboard shows first.
+    """
+    _check_release_name(name)
+    if Release.objects.filter(name=name).exists():
+        raise CatalogueError(f"release name {name!r} is taken; releases never change: choose a new name")
+    chosen = sorted({v.pk: v for v in task_versions}.values(), key=lambda v: (v.task.key, v.number))
+    if not chosen:
+        raise CatalogueError("choose at least one task version for the release")
+    keys = [v.task.key for v in chosen]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise CatalogueError(f"a release holds one version per task; two chosen for: {', '.join(twice)}")
+    no_files = [str(v) for v in chosen if not v.has_files]
+    if no_files:
+        raise CatalogueError(f"metadata-only versions cannot be released: {', '.join(no_files)}")
+    release = Release.objects.create(name=name, title=title.strip()[:200], description=description.strip())
+    for position, version in enumerate(chosen):
+        release_entry_get_or_create(release=release, task_version=version, position=position)
+    if make_default:
+        release_set_default(release=release)
+
+    from contributions import benchmark_repo  # the repository module builds on this one
+
+    transaction.on_commit(functools.partial(benchmark_repo.commit_release_recorded, release_id=release.pk))
+    return release
 
 
 @transaction.atomic

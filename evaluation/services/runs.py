@@ -314,6 +314,33 @@ def run_create(
 
 
 @transaction.atomic
+def runs_create_for_new_task_version(
+    *, task_version: TaskVersion, requester: AbstractBaseUser | None = None
+) -> list[EvaluationRun]:
+    """Queue a generated run of every active portal-run model (``management`` maintainer: the portal calls
+    its API) on a newly published ``task_version``; returns the runs, by model key.
+
+    Published and self-reported models are never queued: the portal does not generate their completions.
+    A version without files, or a model that already has a run on exactly this version, gets none.
+    """
+    if not task_version.has_files:
+        return []
+    models = LanguageModel.objects.filter(active=True, management=LanguageModel.Management.MAINTAINER)
+    queued = EvaluationRun.objects.filter(task_versions=task_version).values_list("model_id", flat=True)
+    return [
+        run_create(
+            model=model,
+            task_versions=[task_version],
+            source=EvaluationRun.Source.GENERATED,
+            verification=EvaluationRun.Verification.GENERATED,
+            requester=requester,
+            label=f"new task {task_version.task.key} v{task_version.number}",
+        )
+        for model in models.exclude(pk__in=list(queued)).order_by("key")
+    ]
+
+
+@transaction.atomic
 def run_cancel(*, run: EvaluationRun, by: AbstractBaseUser | str | None) -> EvaluationRun:
     """Cancel a run: waiting and running items become ``cancelled``; workers drop them (their lease and
     their verdict are refused). A final run is returned unchanged."""
