@@ -107,7 +107,7 @@ class LeaderboardPapersApi(_Table):
     @extend_schema(
         summary="Per-paper scores of the board's runs (heatmap data)",
         parameters=[s.BoardQuerySerializer, FORMAT_PARAM],
-        responses=s.PaperTableRowSerializer(many=True),
+        responses=s.PaperTableSerializer,
     )
     def get(self, request: Request) -> HttpResponse:
         return super().get(request)
@@ -130,7 +130,7 @@ class LeaderboardErrorsApi(_Table):
             "counts against a model."
         ),
         parameters=[s.BoardQuerySerializer, FORMAT_PARAM],
-        responses=s.ModelErrorsRowSerializer(many=True),
+        responses=s.ErrorsTableSerializer,
     )
     def get(self, request: Request) -> HttpResponse:
         return super().get(request)
@@ -168,7 +168,7 @@ class LeaderboardSnippetsApi(_Table):
     @extend_schema(
         summary="Per-snippet solve rates across runs (difficulty), hardest first",
         parameters=[s.SnippetQuerySerializer, FORMAT_PARAM],
-        responses=s.SnippetStatRowSerializer(many=True),
+        responses=s.SnippetTableSerializer,
     )
     def get(self, request: Request) -> HttpResponse:
         return super().get(request)

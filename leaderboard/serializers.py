@@ -290,6 +290,30 @@ class ModelErrorsRowSerializer(serializers.Serializer):
     count = serializers.IntegerField()
 
 
+class PaperTableSerializer(serializers.Serializer):
+    """The per-paper table's envelope: its rows and their count."""
+
+    results = PaperTableRowSerializer(many=True)
+    count = serializers.IntegerField()
+
+
+class ErrorsTableSerializer(serializers.Serializer):
+    """The error table's envelope: per (run, tier, category) rows, model-tier totals and the infrastructure
+    tier."""
+
+    results = ModelErrorsRowSerializer(many=True)
+    count = serializers.IntegerField()
+    categories = ErrorCountSerializer(many=True)
+    infrastructure = ErrorCountSerializer(many=True)
+
+
+class SnippetTableSerializer(serializers.Serializer):
+    """The snippet difficulty table's envelope: its rows and their count."""
+
+    results = SnippetStatRowSerializer(many=True)
+    count = serializers.IntegerField()
+
+
 def serializer_columns(serializer: serializers.Serializer, prefix: str = "") -> list[str]:
     """The flattened (dotted) CSV columns of an output serializer, in declaration order."""
     columns: list[str] = []
