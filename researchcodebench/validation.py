@@ -716,7 +716,8 @@ def validate_task(
 
     ``progress(stage, data)`` is called from this thread as each part finishes: "annotations",
     "environment", "oracle" (data: ``findings``), "reference" (``runs``, ``timeout_s``, ``findings``),
-    "mutation" once per snippet (``snippet``: its record, ``findings``), then "done" (``report``).
+    "mutation" once per snippet (``snippet``: its record, ``findings``), then "done" (``report``). A task
+    that cannot run at all (not on disk, no test script) goes from "annotations" to "reference" to "done".
     Never raises for a bad task: every problem is a finding.
     """
     if repeats < 1:
@@ -735,7 +736,7 @@ def validate_task(
     timeout: float | None = None
     blocker = _cannot_run(task)
     if blocker is not None:
-        stage("sandbox", [blocker])
+        stage("reference", [blocker], runs=[], timeout_s=None)
     else:
         facts = runner.facts(task)
         stage("environment", environment_findings(task, facts, runner.environment.python))

@@ -175,9 +175,11 @@ def test_a_task_held_only_in_memory_is_reported_not_run(runner):
     text = (FIXTURES / "checked" / "toy.py").read_bytes()
     meta = PaperMeta(id="memory", annotated_file_paths=("toy.py",))
     task = task_from_files({"toy.py": text, "paper2code_test.py": b"import toy\n"}, meta)
-    report = validate_task(task, runner=runner)
+    events: list[str] = []
+    report = validate_task(task, runner=runner, progress=lambda stage, data: events.append(stage))
     assert not report.ok
     assert [f.check for f in report.findings if f.is_error] == ["sandbox"]
+    assert events == ["annotations", "reference", "done"]
     assert report.reference_durations_s == []
 
 
