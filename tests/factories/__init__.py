@@ -15,12 +15,16 @@ from tests.factories.builders import (
     snippet_results,
 )
 from tests.factories.contributions import (
+    EXAMPLE_MANIFEST,
     PaperFactory,
+    ProposalFactory,
     ReleaseEntryFactory,
     ReleaseFactory,
     SnippetFactory,
     TaskFactory,
     TaskVersionFactory,
+    Upload,
+    example_upload,
 )
 from tests.factories.evaluation import (
     CompletionFactory,
@@ -32,6 +36,7 @@ from tests.factories.evaluation import (
 from tests.factories.users import PASSWORD, MaintainerFactory, StaffUserFactory, UserFactory, api_token_for
 
 __all__ = [
+    "EXAMPLE_MANIFEST",
     "PASSWORD",
     "TASKS",
     "CompletionFactory",
@@ -39,6 +44,7 @@ __all__ = [
     "LanguageModelFactory",
     "MaintainerFactory",
     "PaperFactory",
+    "ProposalFactory",
     "ReleaseEntryFactory",
     "ReleaseFactory",
     "SnippetFactory",
@@ -46,9 +52,11 @@ __all__ = [
     "TaskFactory",
     "TaskVersionFactory",
     "TestResultFactory",
+    "Upload",
     "UserFactory",
     "api_token_for",
     "WorkerHeartbeatFactory",
+    "example_upload",
     "fake_llm_model",
     "full_predictions",
     "jsonl",

@@ -1,4 +1,4 @@
-"""Factories of the catalogue (papers, tasks, task versions, snippets, releases).
+"""Factories of the catalogue (papers, tasks, task versions, snippets, releases) and of proposals.
 
 The portal writes these rows only through the contributions services; tests build them directly so that a
 test of a page or a score needs no task folder. Rows with a natural key (paper and task key, a task's
@@ -8,9 +8,12 @@ by the same helper share their task versions, as releases of the real catalogue 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import factory
 
-from contributions.models import Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
+from contributions.models import Paper, Proposal, Release, ReleaseEntry, Snippet, Task, TaskVersion
 
 
 class PaperFactory(factory.django.DjangoModelFactory):
@@ -70,3 +73,52 @@ class ReleaseEntryFactory(factory.django.DjangoModelFactory):
     task_version = factory.SubFactory(TaskVersionFactory)
     task = factory.SelfAttribute("task_version.task")
     position = 0
+
+
+# --------------------------------------------------------------------------------------- contributions
+
+#: the example task the proposal builders upload (a small, fast task: one annotated file, one test)
+EXAMPLE_TASK = Path(__file__).resolve().parents[2] / "examples" / "pset" / "rmsnorm"
+
+
+@dataclass(frozen=True)
+class Upload:
+    """What the safe intake hands the services (``contributions.intake.IntakeResult``'s fields)."""
+
+    files: dict[str, bytes]
+    source: str = "archive"
+    origin: str = "rmsnorm.zip"
+    commit: str = ""
+
+
+def example_upload(**replace: bytes) -> Upload:
+    """The files of ``examples/pset/rmsnorm`` as an archive upload; keyword arguments replace or add files
+    by path: ``example_upload(**{"rmsnorm.py": b"..."})``."""
+    files = {
+        path.relative_to(EXAMPLE_TASK).as_posix(): path.read_bytes()
+        for path in sorted(EXAMPLE_TASK.rglob("*"))
+        if path.is_file() and path.name != "task.yaml"
+    }
+    files.update(replace)
+    return Upload(files=files)
+
+
+#: the declarations of the example upload (form step c)
+EXAMPLE_MANIFEST = {
+    "annotated_files": ["rmsnorm.py"],
+    "oracle_files": ["rmsnorm_ref.py"],
+    "test_entry": "paper2code_test.py",
+    "paper_file": "paper2code_paper.md",
+}
+
+
+class ProposalFactory(factory.django.DjangoModelFactory):
+    """A draft proposal (build other states through the services, as the portal does)."""
+
+    class Meta:
+        model = Proposal
+
+    author = factory.SubFactory("tests.factories.users.UserFactory")
+    task_key = factory.Sequence(lambda n: f"proposal-{n}")
+    title = factory.LazyAttribute(lambda o: f"Paper of {o.task_key}")
+    meta = factory.LazyAttribute(lambda o: {"id": o.task_key, "title": o.title})

@@ -1,0 +1,130 @@
+"""The validation job of a contribution: a submitted revision reaches a real Celery worker through the
+catalogue's signal, runs the core battery in the sandbox with the worker's shared runner, streams its
+stages and moves the proposal; failures to run are retried; the watchdog task fails overdue validations."""
+
+from __future__ import annotations
+
+import io
+import time
+import zipfile
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from config.celery import route_task
+from contributions.intake import IntakeLimits, IntakeResult, intake_archive
+from contributions.models import Proposal, ProposalRevision
+from contributions.services import (
+    proposal_create,
+    proposal_submit,
+    proposal_validation_start,
+    revision_create,
+)
+from evaluation.services.validation import revision_validate
+from evaluation.tasks import validation_watchdog
+from tests.conftest import wait_for
+from tests.factories import EXAMPLE_MANIFEST, Upload, UserFactory, example_upload
+from tests.factories.contributions import EXAMPLE_TASK
+
+State = Proposal.State
+FIXTURES = Path(__file__).resolve().parents[1] / "researchcodebench" / "fixtures" / "validation"
+
+
+def submit(task_key: str, upload: Upload | IntakeResult, manifest: dict) -> Proposal:
+    author = UserFactory()
+    proposal = proposal_create(author=author, task_key=task_key, meta={"title": f"Paper of {task_key}"})
+    revision_create(proposal=proposal, by=author, intake_result=upload, manifest=manifest)
+    proposal_submit(proposal=proposal, by=author)
+    return proposal
+
+
+def zipped(root: Path) -> IntakeResult:
+    """A task folder as the form receives it: a .zip upload read by the safe intake."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path in sorted(root.rglob("*")):
+            if path.is_file():
+                archive.writestr(path.relative_to(root).as_posix(), path.read_bytes())
+    buffer.seek(0)
+    return intake_archive(filename=f"{root.name}.zip", stream=buffer, limits=IntakeLimits.from_settings())
+
+
+def test_validation_jobs_route_by_gpu_need():
+    assert route_task("evaluation.tasks.validate_revision_cpu", (), {}, {}) == {"queue": "eval-cpu"}
+    assert route_task("evaluation.tasks.validate_revision_gpu", (), {}, {}) == {"queue": "eval-gpu"}
+    assert route_task("evaluation.tasks.validation_watchdog", (), {}, {}) == {"queue": "site"}
+
+
+class BrokenRunner:
+    """A runner whose sandbox is gone: every use fails, as an infrastructure failure does."""
+
+    def __getattr__(self, name):
+        raise RuntimeError("sandbox unavailable: bwrap not found")
+
+
+@pytest.mark.django_db
+def test_a_battery_that_cannot_run_is_retried_with_the_reason(settings):
+    settings.RCB_VALIDATION_ATTEMPTS = 3
+    proposal = submit("broken-runner", example_upload(), EXAMPLE_MANIFEST)
+    revision = proposal.revisions.get()
+    assert revision_validate(revision_id=revision.pk, runner=BrokenRunner()) == "error"
+    proposal.refresh_from_db()
+    assert proposal.state == State.SUBMITTED
+    assert "sandbox unavailable" in proposal.events.last().reason
+    # A duplicate message for a proposal that is not waiting does nothing.
+    Proposal.objects.filter(pk=proposal.pk).update(state=State.WITHDRAWN)
+    assert revision_validate(revision_id=revision.pk, runner=BrokenRunner()) == "skipped"
+    assert revision_validate(revision_id=10**9) == "missing"
+
+
+@pytest.mark.django_db
+def test_the_watchdog_task_fails_validations_past_their_deadline(settings):
+    settings.RCB_VALIDATION_LIMIT_S = 5
+    proposal = submit("hangs", example_upload(), EXAMPLE_MANIFEST)
+    revision = proposal_validation_start(revision=proposal.revisions.get())
+    ProposalRevision.objects.filter(pk=revision.pk).update(
+        validation_started_at=timezone.now() - timedelta(seconds=11),
+        validation_deadline=timezone.now() - timedelta(seconds=1),
+    )
+    assert validation_watchdog() == {"failed": 1, "resent": 0}
+    proposal.refresh_from_db()
+    assert proposal.state == State.CHANGES_REQUESTED
+    assert proposal.events.last().reason.endswith("validation ran longer than twice its limit (5 s)")
+
+
+def test_a_worker_validates_submitted_revisions_end_to_end(start_worker):
+    """The example task validates green; a task whose test ignores a snippet goes to review naming it."""
+    start_worker("eval-cpu", concurrency=1, extra_env={"RCB_VERDICT_CACHE": "0"})
+    started = time.monotonic()
+    green = submit("rmsnorm-contrib", zipped(EXAMPLE_TASK), EXAMPLE_MANIFEST)
+    unchecked = submit(
+        "unchecked-contrib",
+        zipped(FIXTURES / "unchecked-snippet"),
+        {"annotated_files": ["toy.py"], "paper_file": "paper2code_paper.md"},
+    )
+
+    def finished(proposal: Proposal) -> bool:
+        proposal.refresh_from_db()
+        return proposal.state not in (State.SUBMITTED, State.VALIDATING)
+
+    wait_for(lambda: finished(green), timeout=300, what="the example task's validation")
+    elapsed = time.monotonic() - started
+    revision = green.revisions.get()
+    assert green.state == State.READY_FOR_REVIEW, (green.events.last().reason, revision.validation_report)
+    assert revision.validation_status == ProposalRevision.ValidationStatus.PASSED
+    assert revision.validation_report["ok"] is True
+    stages = [entry["stage"] for entry in revision.validation_progress]
+    assert stages[0] == "annotations" and "reference" in stages and "mutation" in stages
+    assert all("report" not in entry["data"] for entry in revision.validation_progress)
+    print(f"rmsnorm validated by a worker in {elapsed:.1f} s")
+
+    wait_for(lambda: finished(unchecked), timeout=300, what="the unchecked snippet task's validation")
+    report = unchecked.revisions.get().validation_report
+    assert report["ok"] is False
+    flagged = {
+        f["snippet"] for f in report["findings"] if f["check"] == "mutation" and f["severity"] == "error"
+    }
+    assert unchecked.state == State.READY_FOR_REVIEW, unchecked.events.last().reason
+    assert flagged and all(name in unchecked.events.last().reason for name in flagged)
