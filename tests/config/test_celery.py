@@ -23,6 +23,8 @@ def routed_queue(task_name: str) -> str:
         ("evaluation.tasks.test_item_gpu", "eval-gpu"),
         ("evaluation.tasks.probe_eval_cpu", "eval-cpu"),
         ("evaluation.tasks.probe_eval_gpu", "eval-gpu"),
+        ("evaluation.tasks.validate_revision_cpu", "eval-cpu"),
+        ("evaluation.tasks.validate_revision_gpu", "eval-gpu"),
         ("evaluation.tasks.probe_site", "site"),
         ("anything.else.entirely", "site"),
     ],
@@ -83,5 +85,9 @@ def test_every_periodic_task_is_a_registered_task():
     import leaderboard.tasks  # noqa: F401
 
     names = {entry["task"] for entry in app.conf.beat_schedule.values()}
-    assert names == {"evaluation.tasks.reap_expired_leases", "leaderboard.tasks.refresh_stale"}
+    assert names == {
+        "evaluation.tasks.reap_expired_leases",
+        "evaluation.tasks.validation_watchdog",
+        "leaderboard.tasks.refresh_stale",
+    }
     assert names <= set(app.tasks)
