@@ -66,7 +66,7 @@ def test_staff_uploads_predictions_and_watches_the_run_finish(
     page.fill("#id_new_model_name", "Browser Model")
     page.select_option("#id_release", "focal")
     page.set_input_files("#id_file", str(predictions))
-    page.click("button[type=submit]")
+    page.click("main button[type=submit]")
     page.wait_for_url("**/runs/*/")
 
     run = EvaluationRun.objects.get()
