@@ -2,10 +2,51 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db import transaction
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.text import capfirst
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation
 
 from contributions import selectors
+from contributions.contribute import (
+    file_choices,
+    manifest_guess,
+    paper_for_arxiv_id,
+    revision_preview,
+    revision_tagged_files,
+    snippet_problem,
+)
+from contributions.forms import CodeForm, FilesForm, PaperMetaForm, meta_initial
+from contributions.intake import (
+    IntakeError,
+    IntakeLimits,
+    IntakeResult,
+    intake_archive,
+    intake_git,
+    quarantine_root,
+)
+from contributions.models import Proposal, ProposalRevision
+from contributions.services.notifications import proposal_url
+from contributions.services.proposals import (
+    MANIFEST_DEFAULTS,
+    ProposalError,
+    latest_revision,
+    proposal_create,
+    proposal_save_draft,
+    proposal_submit,
+    proposal_update_meta,
+    revision_create,
+    revision_update_manifest,
+)
+from researchcodebench.arxiv import arxiv_id
 
 
 def paper_list(request: HttpRequest) -> HttpResponse:
@@ -21,9 +62,418 @@ def paper_list(request: HttpRequest) -> HttpResponse:
     )
 
 
-def contribute(request: HttpRequest) -> HttpResponse:
-    return render(request, "contributions/contribute.html", {})
-
-
 def review_queue(request: HttpRequest) -> HttpResponse:
     return render(request, "contributions/review_queue.html", {})
+
+
+# ------------------------------------------------------------------------------------ contribution form
+#
+# Five steps, one function view each, at /contribute/<id>/step/<n>/: (1) paper metadata, (2) code,
+# (3) files, (4) preview, (5) submit. Each saves the author's answers with ``proposal_save_draft`` so a
+# draft resumes where it was left. A step is open once the steps before it were completed for the
+# revision now uploaded (``_reached``). With htmx a step answers with its fragment (template partial
+# "step"), and a completed step sends htmx to the next one (``HX-Location``), so the page never reloads.
+
+STEPS: tuple[tuple[int, str], ...] = ((1, "Paper"), (2, "Code"), (3, "Files"), (4, "Preview"), (5, "Submit"))
+STEP_URL_NAMES = {
+    1: "contributions:contribute_meta",
+    2: "contributions:contribute_code",
+    3: "contributions:contribute_files",
+    4: "contributions:contribute_preview",
+    5: "contributions:contribute_submit",
+}
+#: the step where each field a service may name in ``ProposalError.field`` is answered
+FIELD_STEPS = {
+    "task_key": 1,
+    "title": 1,
+    "meta": 1,
+    "code": 2,
+    **{key: 3 for key in MANIFEST_DEFAULTS},
+    "manifest": 3,
+}
+STEP_TARGET = "#contribute-step"
+
+
+def step_url(proposal: Proposal, step: int) -> str:
+    return reverse(STEP_URL_NAMES[step], kwargs={"proposal_id": proposal.pk})
+
+
+def _own_proposal(request: HttpRequest, proposal_id: int) -> Proposal:
+    """The signed-in author's proposal; 404 for anyone else (a maintainer may see it, not edit it)."""
+    try:
+        proposal = selectors.proposal_get_for_viewer(viewer=request.user, proposal_id=proposal_id)
+    except Proposal.DoesNotExist:
+        raise Http404("No such proposal.") from None
+    if proposal.author_id != request.user.pk:
+        raise Http404("No such proposal.")
+    return proposal
+
+
+def _editable(proposal: Proposal) -> bool:
+    return proposal.state in (Proposal.State.DRAFT, Proposal.State.CHANGES_REQUESTED)
+
+
+def _done_for(proposal: Proposal, step: int, revision: ProposalRevision | None) -> bool:
+    """Whether ``step`` was completed for exactly this upload and these declarations (its content hash)."""
+    saved = (proposal.draft or {}).get(str(step)) or {}
+    return revision is not None and saved.get("content_hash") == revision.content_hash
+
+
+def _reached(proposal: Proposal, revision: ProposalRevision | None) -> int:
+    """The last step the author may open now."""
+    if revision is None:
+        return 2
+    if revision.submitted_at is not None:
+        # A revision whose validation could not run may be submitted again as it is; any other submitted
+        # revision is final, and the next change is a new upload.
+        could_not_run = revision.validation_status == ProposalRevision.ValidationStatus.ERROR
+        return 5 if could_not_run else 2
+    if not _done_for(proposal, 3, revision):
+        return 3
+    return 5 if _done_for(proposal, 4, revision) else 4
+
+
+def _steps_context(proposal: Proposal | None, current: int, reached: int) -> dict[str, Any]:
+    steps = [
+        {
+            "number": number,
+            "label": label,
+            "url": step_url(proposal, number) if proposal is not None and number <= reached else "",
+            "current": number == current,
+        }
+        for number, label in STEPS
+    ]
+    return {"steps": steps, "step": current, "proposal": proposal}
+
+
+def _render_step(
+    request: HttpRequest, template: str, context: dict[str, Any], *, status: int = 200
+) -> HttpResponse:
+    if request.htmx and not request.htmx.boosted:
+        # htmx swaps only 2xx answers: a step with field errors is a normal answer to show in place.
+        template += "#step"
+        status = 200
+    return render(request, template, context, status=status)
+
+
+def _go(request: HttpRequest, url: str, *, whole_page: bool = False) -> HttpResponse:
+    """To the next step: htmx loads its fragment in place (and pushes its URL); otherwise a redirect."""
+    if request.htmx:
+        if whole_page:
+            return HttpResponseClientRedirect(url)
+        return HttpResponseLocation(url, target=STEP_TARGET, swap="outerHTML")
+    return redirect(url)
+
+
+def _to_reached(request: HttpRequest, proposal: Proposal, revision: ProposalRevision | None) -> HttpResponse:
+    messages.info(request, "Complete the earlier steps first.")
+    return _go(request, step_url(proposal, _reached(proposal, revision)))
+
+
+def _locked(request: HttpRequest, proposal: Proposal) -> HttpResponse:
+    """A proposal that left the draft: its page, since the form can no longer change it."""
+    messages.info(
+        request, f"This proposal is {proposal.get_state_display().lower()}; the form can no longer change it."
+    )
+    return _go(request, proposal_url(proposal) or reverse("contributions:contribute"), whole_page=True)
+
+
+def _service_error(form: forms.Form, exc: ProposalError, *, fallback: str | None = None) -> None:
+    """Put a service's refusal on the form field it names (or ``fallback``, or the whole form)."""
+    field = exc.field if exc.field in form.fields else fallback
+    message = str(exc)
+    if exc.field and message.startswith(f"{exc.field}: "):
+        message = message[len(exc.field) + 2 :]
+    form.add_error(field, capfirst(message))
+
+
+def contribute(request: HttpRequest) -> HttpResponse:
+    """The signed-in user's proposals and drafts (each with where to continue) and "New contribution"."""
+    rows = []
+    for proposal in selectors.proposal_list_for_viewer(viewer=request.user):
+        editable = _editable(proposal)
+        revision = latest_revision(proposal) if editable else None
+        rows.append(
+            {
+                "proposal": proposal,
+                "editable": editable,
+                "continue_url": step_url(proposal, _reached(proposal, revision)) if editable else "",
+                "url": proposal_url(proposal),
+            }
+        )
+    return render(request, "contributions/contribute_list.html", {"rows": rows})
+
+
+def _fill_from_catalogue(form_data: Any) -> tuple[dict[str, Any], str]:
+    """Step (a)'s answers with the empty fields filled from the catalogue's paper of the given arXiv id."""
+    values = {name: form_data.get(name, "") for name in PaperMetaForm.base_fields}
+    ident = arxiv_id(str(values.get("arxiv") or "")[:200])
+    if not ident:
+        return values, "Give an arXiv id or URL to fill the form in from."
+    values["arxiv"] = ident
+    paper = paper_for_arxiv_id(arxiv_id=ident)
+    if paper is None:
+        return values, f"No paper with arXiv id {ident} is in the catalogue yet: fill the fields in by hand."
+    known = {
+        "title": paper.title,
+        "venue": paper.venue,
+        "github_url": paper.github_url,
+        "arxiv_v1_date": paper.arxiv_v1_date.isoformat() if paper.arxiv_v1_date else "",
+        "arxiv_date": paper.arxiv_date.isoformat() if paper.arxiv_date else "",
+        "first_commit_date": paper.first_commit_date.isoformat() if paper.first_commit_date else "",
+        "last_commit_date": paper.last_commit_date.isoformat() if paper.last_commit_date else "",
+    }
+    filled = [name for name, value in known.items() if value and not values.get(name)]
+    for name in filled:
+        values[name] = known[name]
+    labels = ", ".join(str(PaperMetaForm.base_fields[name].label).lower() for name in filled) or "nothing new"
+    return values, f"Filled in from the catalogue's paper “{paper.title}”: {labels}."
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def contribute_meta(request: HttpRequest, proposal_id: int | None = None) -> HttpResponse:
+    """Step (a): the paper's metadata. Without a proposal (``/contribute/new/``) it creates the draft."""
+    proposal = _own_proposal(request, proposal_id) if proposal_id is not None else None
+    if proposal is not None and not _editable(proposal):
+        return _locked(request, proposal)
+    revision = latest_revision(proposal) if proposal is not None else None
+    notice = ""
+    if request.method == "POST" and request.POST.get("action") == "fill":
+        initial, notice = _fill_from_catalogue(request.POST)
+        form = PaperMetaForm(initial=initial)
+    elif request.method == "POST":
+        form = PaperMetaForm(request.POST)
+        if form.is_valid():
+            try:
+                with transaction.atomic():
+                    if proposal is None:
+                        proposal = proposal_create(
+                            author=request.user, task_key=form.cleaned_data["task_key"], meta=form.meta()
+                        )
+                    else:
+                        proposal = proposal_update_meta(
+                            proposal=proposal,
+                            by=request.user,
+                            meta={**proposal.meta, **form.meta()},
+                            task_key=form.cleaned_data["task_key"],
+                        )
+                    proposal_save_draft(proposal=proposal, by=request.user, step=1, data=form.draft())
+            except ProposalError as exc:
+                if proposal_id is None:
+                    proposal = None
+                _service_error(form, exc)
+            else:
+                for warning in form.warnings:
+                    messages.warning(request, warning)
+                return _go(request, step_url(proposal, 2))
+    elif proposal is not None:
+        form = PaperMetaForm(
+            initial=(proposal.draft or {}).get("1")
+            or meta_initial(task_key=proposal.task_key, meta=proposal.meta)
+        )
+    else:
+        form = PaperMetaForm()
+    reached = _reached(proposal, revision) if proposal is not None else 1
+    context = {**_steps_context(proposal, 1, reached), "form": form, "notice": notice}
+    status = 400 if request.method == "POST" and form.errors else 200
+    return _render_step(request, "contributions/contribute_meta.html", context, status=status)
+
+
+def _intake(form: CodeForm) -> IntakeResult:
+    """The upload's files through the safe intake; ``IntakeError`` is put on the field at fault."""
+    limits = IntakeLimits.from_settings()
+    archive = form.cleaned_data.get("archive")
+    if archive:
+        return intake_archive(filename=archive.name or "", stream=archive.file, limits=limits)
+    return intake_git(
+        url=form.cleaned_data["git_url"],
+        commit=form.cleaned_data["git_commit"],
+        limits=limits,
+        quarantine=quarantine_root(),
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def contribute_code(request: HttpRequest, proposal_id: int) -> HttpResponse:
+    """Step (b): the code, as an archive or one commit of a git repository, read by the safe intake."""
+    proposal = _own_proposal(request, proposal_id)
+    if not _editable(proposal):
+        return _locked(request, proposal)
+    revision = latest_revision(proposal)
+    if request.method == "POST":
+        form = CodeForm(request.POST, request.FILES)
+        if form.is_valid():
+            code_field = "archive" if form.cleaned_data.get("archive") else "git_url"
+            try:
+                result = _intake(form)
+                manifest = manifest_guess(result.files)
+                if not manifest["annotated_files"]:
+                    raise ProposalError(
+                        'code: no .py file of the upload holds a paper2code tag (# <paper2code name="...">)',
+                        field="code",
+                    )
+                if not manifest["test_entry"]:
+                    raise ProposalError(
+                        "code: the upload has no test script (paper2code_test.py, or a .py file that is "
+                        "not annotated)",
+                        field="code",
+                    )
+                with transaction.atomic():
+                    revision = revision_create(
+                        proposal=proposal, by=request.user, intake_result=result, manifest=manifest
+                    )
+                    proposal_save_draft(
+                        proposal=proposal,
+                        by=request.user,
+                        step=2,
+                        data={
+                            "source": revision.source,
+                            "origin": revision.origin,
+                            "commit": revision.commit,
+                            "revision": revision.number,
+                            "content_hash": revision.content_hash,
+                        },
+                    )
+            except IntakeError as exc:
+                field = code_field if code_field == "archive" or exc.field != "commit" else "git_commit"
+                form.add_error(field, str(exc))
+            except ProposalError as exc:
+                if exc.field in MANIFEST_DEFAULTS:
+                    # The guess was refused (e.g. no test script at all): the upload is what lacks it.
+                    form.add_error(code_field, f"The upload cannot be a task: {exc}")
+                else:
+                    _service_error(form, exc, fallback=code_field)
+            else:
+                return _go(request, step_url(proposal, 3))
+    else:
+        saved = (proposal.draft or {}).get("2") or {}
+        initial = {"git_url": saved.get("origin"), "git_commit": saved.get("commit")}
+        form = CodeForm(initial=initial if saved.get("source") == "git" else None)
+    context = {
+        **_steps_context(proposal, 2, _reached(proposal, revision)),
+        "form": form,
+        "revision": revision,
+        "file_count": len(revision.files) if revision else 0,
+    }
+    status = 400 if request.method == "POST" and form.errors else 200
+    return _render_step(request, "contributions/contribute_code.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def contribute_files(request: HttpRequest, proposal_id: int) -> HttpResponse:
+    """Step (c): which uploaded files are annotated, context, oracle, the test, the paper, requirements."""
+    proposal = _own_proposal(request, proposal_id)
+    if not _editable(proposal):
+        return _locked(request, proposal)
+    revision = latest_revision(proposal)
+    if _reached(proposal, revision) < 3 or revision is None or revision.submitted_at is not None:
+        return _to_reached(request, proposal, revision)
+    choices = file_choices(paths=list(revision.files), tagged=revision_tagged_files(revision=revision))
+    if request.method == "POST":
+        form = FilesForm(request.POST, choices=choices)
+        if form.is_valid():
+            try:
+                with transaction.atomic():
+                    revision = revision_update_manifest(
+                        revision=revision, by=request.user, manifest=form.manifest()
+                    )
+                    proposal_save_draft(
+                        proposal=proposal,
+                        by=request.user,
+                        step=3,
+                        data={**revision.manifest, "content_hash": revision.content_hash},
+                    )
+            except ProposalError as exc:
+                _service_error(form, exc)
+            else:
+                return _go(request, step_url(proposal, 4))
+    else:
+        form = FilesForm(initial=revision.manifest, choices=choices)
+    context = {
+        **_steps_context(proposal, 3, _reached(proposal, revision)),
+        "form": form,
+        "revision": revision,
+    }
+    status = 400 if request.method == "POST" and form.errors else 200
+    return _render_step(request, "contributions/contribute_files.html", context, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def contribute_preview(request: HttpRequest, proposal_id: int) -> HttpResponse:
+    """Step (d): the snippet tree and annotation issues as the core library parses the upload, and for a
+    chosen snippet (``?snippet=NAME``; htmx swaps only that part) the exact problem a model is shown."""
+    proposal = _own_proposal(request, proposal_id)
+    if not _editable(proposal):
+        return _locked(request, proposal)
+    revision = latest_revision(proposal)
+    reached = _reached(proposal, revision)
+    if reached < 4 or revision is None:
+        return _to_reached(request, proposal, revision)
+    preview = revision_preview(proposal=proposal, revision=revision)
+    if request.method == "POST":
+        proposal_save_draft(
+            proposal=proposal,
+            by=request.user,
+            step=4,
+            data={
+                "content_hash": revision.content_hash,
+                "snippets": len(preview.rows),
+                "errors": len(preview.errors),
+            },
+        )
+        return _go(request, step_url(proposal, 5))
+    chosen = request.GET.get("snippet", "")[:500]
+    problem = snippet_problem(preview=preview, name=chosen) if chosen else None
+    context = {
+        **_steps_context(proposal, 4, reached),
+        "revision": revision,
+        "preview": preview,
+        "chosen": chosen,
+        "problem": problem,
+    }
+    template = "contributions/contribute_preview.html"
+    if request.htmx and chosen and not request.htmx.boosted:
+        return render(request, template + "#problem", context)
+    return _render_step(request, template, context, status=404 if chosen and problem is None else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def contribute_submit(request: HttpRequest, proposal_id: int) -> HttpResponse:
+    """Step (e): a summary, then ``proposal_submit``; success goes to the proposal's page."""
+    proposal = _own_proposal(request, proposal_id)
+    if not _editable(proposal):
+        return _locked(request, proposal)
+    revision = latest_revision(proposal)
+    reached = _reached(proposal, revision)
+    if reached < 5 or revision is None:
+        return _to_reached(request, proposal, revision)
+    error, error_step = "", 0
+    if request.method == "POST":
+        try:
+            proposal_submit(proposal=proposal, by=request.user)
+        except ProposalError as exc:
+            error, error_step = str(exc), FIELD_STEPS.get(exc.field or "", 0)
+        else:
+            messages.success(
+                request, f"Revision {revision.number} of {proposal.task_key} was submitted for validation."
+            )
+            return _go(
+                request, proposal_url(proposal) or reverse("contributions:contribute"), whole_page=True
+            )
+    preview = revision_preview(proposal=proposal, revision=revision)
+    context = {
+        **_steps_context(proposal, 5, reached),
+        "revision": revision,
+        "preview": preview,
+        "meta": proposal.meta,
+        "error": error,
+        "error_url": step_url(proposal, error_step) if error_step else "",
+    }
+    return _render_step(
+        request, "contributions/contribute_submit.html", context, status=400 if error else 200
+    )
