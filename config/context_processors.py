@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
+from contributions.roles import is_maintainer
+
 NAV = (
     ("leaderboard:board", "Leaderboard"),
     ("contributions:paper_list", "Papers"),
@@ -16,4 +18,10 @@ NAV = (
 
 
 def site(request: HttpRequest) -> dict:
-    return {"nav_items": NAV}
+    user = getattr(request, "user", None)
+    return {
+        "nav_items": NAV,
+        # What staff_required admits (maintainers or staff), for showing maintainer actions. A callable, so
+        # that the permission query runs only on pages that ask.
+        "user_is_maintainer": lambda: bool(user is not None and (user.is_staff or is_maintainer(user))),
+    }

@@ -305,6 +305,14 @@ def test_maintainer_pages_admit_maintainers_and_staff_and_refuse_members(client,
     assert client.get(url).status_code == 200
 
 
+def test_templates_know_who_may_take_maintainer_actions(client):
+    for user, expected in ((UserFactory(), False), (MaintainerFactory(), True), (StaffUserFactory(), True)):
+        client.force_login(user)
+        assert client.get("/papers/").context["user_is_maintainer"]() is expected
+    client.logout()
+    assert client.get("/papers/").context["user_is_maintainer"]() is False
+
+
 @pytest.mark.parametrize(
     "url", ["/runs/upload/", "/runs/models/", "/accounts/profile/", "/accounts/tokens/", "/admin/"]
 )
