@@ -206,7 +206,11 @@ def contribute(request: HttpRequest) -> HttpResponse:
 
 def _fill_from_catalogue(form_data: Any) -> tuple[dict[str, Any], str]:
     """Step (a)'s answers with the empty fields filled from the catalogue's paper of the given arXiv id."""
-    values = {name: form_data.get(name, "") for name in PaperMetaForm.base_fields}
+    # Bounded like the fields themselves: these values are shown again, unvalidated, as initial data.
+    values = {
+        name: str(form_data.get(name, ""))[: getattr(field, "max_length", None) or 20]
+        for name, field in PaperMetaForm.base_fields.items()
+    }
     ident = arxiv_id(str(values.get("arxiv") or "")[:200])
     if not ident:
         return values, "Give an arXiv id or URL to fill the form in from."

@@ -7,17 +7,19 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
+import time
 import zipfile
 from pathlib import Path
 
 import git
 import pytest
 import yaml
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 
 from contributions.models import FileBlob, Proposal, ProposalRevision
 from contributions.services.proposals import proposal_submit
+from evaluation.services.validation import revision_validate
 from researchcodebench import problems
 from researchcodebench.pset import read_pset, read_registry_entries
 from tests.factories import MaintainerFactory, PaperFactory, ProposalFactory, UserFactory
@@ -195,6 +197,29 @@ def test_each_example_task_zipped_through_the_form_ends_submitted_with_its_files
     assert revision.manifest == {**expected, "annotated_files": expected["annotated_files"]}
 
 
+@pytest.mark.slow
+def test_each_example_task_submitted_through_the_form_validates_green(client, author, settings):
+    """The acceptance of the form: what it stores is a task the validation battery passes (the same
+    battery the validation job runs, with the same runner, in the sandbox), for every example."""
+    settings.RCB_VERDICT_CACHE = False
+    durations = {}
+    for task_id in EXAMPLE_IDS:
+        proposal = start(client, task_id)
+        upload_code(client, proposal, task_id)
+        through_files(client, proposal, task_id)
+        client.post(step(proposal, 4))
+        assert client.post(step(proposal, 5)).status_code == 302
+        revision = proposal.revisions.get()
+        started = time.monotonic()
+        outcome = revision_validate(revision_id=revision.pk)
+        durations[task_id] = round(time.monotonic() - started, 1)
+        revision.refresh_from_db()
+        assert outcome == "passed", (task_id, revision.validation_report)
+        proposal.refresh_from_db()
+        assert proposal.state == Proposal.State.READY_FOR_REVIEW
+    print("validation seconds per example task:", durations)
+
+
 def test_the_submit_step_goes_to_the_proposal_page(client, author):
     proposal = start(client)
     upload_code(client, proposal)
@@ -203,7 +228,7 @@ def test_the_submit_step_goes_to_the_proposal_page(client, author):
     response = client.post(step(proposal, 5))
     try:
         target = reverse("contributions:proposal_detail", kwargs={"proposal_id": proposal.pk})
-    except Exception:  # the proposal page is routed by another change; until then the list is the target
+    except NoReverseMatch:  # the proposal page is routed by another change; until then the list is the target
         target = reverse("contributions:contribute")
     assert response["Location"] == target
 
