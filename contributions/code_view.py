@@ -1,0 +1,269 @@
+"""A proposal revision's code as the proposal page shows it: highlighted, numbered lines with the snippet
+regions, the validation findings and the review comments of each line, and the snippet tree.
+
+Only reads. The snippets come from parsing the revision in memory exactly as validation and publishing do
+(``task_folders.revision_task_files`` and ``revision_meta``, then ``researchcodebench.pset.task_from_files``),
+so the regions the page marks are the regions the benchmark will hold. Highlighting is Pygments' own HTML
+formatter (``nowrap``: it closes its spans at every line end, so each line is balanced HTML on its own);
+the CSS scope is ``.hl``, as on the leaderboard's snippet pages (the rules are in ``static/css/review.css``).
+
+Every size is bounded: files over ``MAX_FILE_BYTES`` or ``MAX_FILE_LINES`` and files that are not UTF-8
+are listed but not shown, and the page shows at most ``MAX_TOTAL_LINES`` lines in all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.utils.safestring import SafeString, mark_safe
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import TextLexer, get_lexer_for_filename
+from pygments.util import ClassNotFound
+
+from contributions.models import Comment, ProposalRevision
+from contributions.task_folders import TaskFolderError, blobs_read, revision_meta, revision_task_files
+from researchcodebench import pset as rcb_pset
+
+MAX_FILE_BYTES = 256 * 1024
+MAX_FILE_LINES = 5000
+MAX_TOTAL_LINES = 20_000
+
+_ANCHOR_UNSAFE = re.compile(r"[^A-Za-z0-9._/-]")
+
+
+def file_anchor(path: str) -> str:
+    """The element id of a file's block; its lines are ``<anchor>-L<n>`` (``#f-model.py-L12``)."""
+    return "f-" + _ANCHOR_UNSAFE.sub("_", path)
+
+
+@dataclass
+class CodeLine:
+    number: int
+    html: SafeString
+    anchor: str
+    #: the innermost snippet whose region (tags included) holds the line, "" for none
+    snippet: str = ""
+    is_tag: bool = False
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    comments: list[Comment] = field(default_factory=list)
+
+
+@dataclass
+class CodeFile:
+    path: str
+    anchor: str
+    role: str
+    lines: list[CodeLine] | None
+    #: why the file is not shown ("" when it is)
+    note: str = ""
+    #: findings on the file as a whole (no line) or on a line it does not have
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    comments: list[Comment] = field(default_factory=list)
+
+
+@dataclass
+class SnippetNode:
+    name: str
+    file: str
+    start_line: int
+    end_line: int
+    lines: int
+    anchor: str
+    #: the mutation check's answer: True (checked), False (not checked by the test), None (unknown)
+    checked: bool | None
+    children: list[SnippetNode] = field(default_factory=list)
+
+
+@dataclass
+class RevisionCode:
+    files: list[CodeFile]
+    snippet_tree: list[SnippetNode]
+    snippet_count: int
+    #: annotation problems the parser found (``AnnotationIssue.to_dict()``), each with its file:line
+    issues: list[dict[str, Any]]
+    #: why the snippets could not be read ("" when they were)
+    parse_error: str = ""
+
+
+def _role(path: str, manifest: Mapping[str, Any]) -> str:
+    if path in (manifest.get("annotated_files") or ()):
+        return "annotated"
+    if path == (manifest.get("test_entry") or "paper2code_test.py"):
+        return "test"
+    if path in (manifest.get("oracle_files") or ()):
+        return "oracle"
+    if path in (manifest.get("context_files") or ()):
+        return "context"
+    if path == manifest.get("paper_file"):
+        return "paper"
+    if path == manifest.get("requirements_file"):
+        return "requirements"
+    return "other"
+
+
+_ROLE_ORDER = ("annotated", "test", "oracle", "context", "requirements", "other", "paper")
+
+
+def _highlight(path: str, text: str) -> list[SafeString]:
+    try:
+        lexer = get_lexer_for_filename(path, stripnl=False, stripall=False, ensurenl=False)
+    except ClassNotFound:
+        lexer = TextLexer(stripnl=False, ensurenl=False)
+    html = highlight(text, lexer, HtmlFormatter(nowrap=True))
+    rows = html.split("\n")
+    expected = len(text.split("\n"))
+    # The lexer may add or drop a final newline; keep exactly one row per line of the file.
+    rows = (rows + [""] * expected)[:expected]
+    return [mark_safe(row) for row in rows]  # noqa: S308 - Pygments escapes every token
+
+
+def _parse(revision: ProposalRevision, contents: Mapping[str, bytes]) -> rcb_pset.Task:
+    proposal = revision.proposal
+    files = revision_task_files(files=contents, manifest=revision.manifest or {})
+    meta = revision_meta(
+        task_key=proposal.task_key, meta=proposal.meta or {}, manifest=revision.manifest or {}
+    )
+    return rcb_pset.task_from_files(files, meta, root=f"{proposal.task_key}@r{revision.number}")
+
+
+def revision_code(
+    *,
+    revision: ProposalRevision,
+    findings: Iterable[Mapping[str, Any]] = (),
+    comments: Iterable[Comment] = (),
+    checked: Mapping[str, bool | None] | None = None,
+) -> RevisionCode:
+    """The revision's files and snippet tree with ``findings`` (validation report findings) and
+    ``comments`` (anchored ones) placed on their lines; ``checked`` is snippet name -> the mutation check's
+    answer (from the report's ``snippets``)."""
+    owner = f"proposal {revision.proposal.task_key} r{revision.number}"
+    manifest = revision.manifest or {}
+    try:
+        contents = blobs_read(revision.files or {}, owner=owner)
+    except TaskFolderError as exc:
+        return RevisionCode([], [], 0, [], parse_error=str(exc))
+
+    snippets: list[Any] = []
+    issues: list[dict[str, Any]] = []
+    parse_error = ""
+    try:
+        task = _parse(revision, contents)
+    except (rcb_pset.PsetError, TaskFolderError, ValueError, UnicodeDecodeError) as exc:
+        parse_error = f"the snippets could not be read: {exc}"
+    else:
+        snippets = list(task.snippets)
+        issues = [i.to_dict() for i in task.issues]
+
+    findings = [dict(f) for f in findings]
+    if not any(f.get("check") == "annotations" for f in findings):
+        # Before validation has reported (or when it stopped early) the parser's own problems are the
+        # annotation findings: the author sees them next to the code at once.
+        findings += [
+            {
+                "check": "annotations",
+                "severity": i["severity"],
+                "message": i["message"],
+                "file": i["file"],
+                "line": i["line"] or None,
+                "detail": i.get("hint", ""),
+            }
+            for i in issues
+        ]
+    for finding in findings:
+        if finding.get("file"):
+            line = finding.get("line")
+            has_line = isinstance(line, int) and line > 0
+            finding["location"] = f"{finding['file']}:{line}" if has_line else str(finding["file"])
+            finding["anchor"] = file_anchor(str(finding["file"])) + (f"-L{line}" if has_line else "")
+    by_file_findings: dict[str, list[dict[str, Any]]] = {}
+    for finding in findings:
+        if finding.get("file"):
+            by_file_findings.setdefault(str(finding["file"]), []).append(dict(finding))
+    by_file_comments: dict[str, list[Comment]] = {}
+    for comment in comments:
+        if comment.file:
+            by_file_comments.setdefault(comment.file, []).append(comment)
+
+    files: list[CodeFile] = []
+    shown = 0
+    used_anchors: set[str] = set()
+    order = sorted(contents, key=lambda p: (_ROLE_ORDER.index(_role(p, manifest)), p))
+    for path in order:
+        anchor = file_anchor(path)
+        while anchor in used_anchors:  # two names that differ only in unsafe characters
+            anchor += "_"
+        used_anchors.add(anchor)
+        data = contents[path]
+        code_file = CodeFile(path=path, anchor=anchor, role=_role(path, manifest), lines=None)
+        text: str | None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        count = len(text.split("\n")) if text is not None else 0
+        if text is None:
+            code_file.note = "not UTF-8 text"
+        elif len(data) > MAX_FILE_BYTES or count > MAX_FILE_LINES:
+            code_file.note = f"too large to show ({len(data)} bytes, {count} lines)"
+        elif shown + count > MAX_TOTAL_LINES:
+            code_file.note = f"not shown: the page already shows {shown} lines"
+        if not code_file.note:
+            shown += count
+            regions = sorted((s for s in snippets if s.file == path), key=lambda s: s.end_line - s.start_line)
+            code_file.lines = []
+            for number, html in enumerate(_highlight(path, text), start=1):
+                inner = next((s for s in regions if s.start_line <= number <= s.end_line), None)
+                code_file.lines.append(
+                    CodeLine(
+                        number=number,
+                        html=html,
+                        anchor=f"{anchor}-L{number}",
+                        snippet=inner.name if inner else "",
+                        is_tag=any(number in (s.start_line, s.end_line) for s in regions),
+                    )
+                )
+            for finding in by_file_findings.get(path, []):
+                line = finding.get("line")
+                if isinstance(line, int) and 1 <= line <= len(code_file.lines):
+                    code_file.lines[line - 1].findings.append(finding)
+                else:
+                    code_file.findings.append(finding)
+            for comment in by_file_comments.get(path, []):
+                if comment.line and 1 <= comment.line <= len(code_file.lines):
+                    code_file.lines[comment.line - 1].comments.append(comment)
+                else:
+                    code_file.comments.append(comment)
+        else:
+            code_file.findings = by_file_findings.get(path, [])
+            code_file.comments = by_file_comments.get(path, [])
+        files.append(code_file)
+
+    anchors = {f.path: f.anchor for f in files}
+    nodes = {
+        s.name: SnippetNode(
+            name=s.name,
+            file=s.file,
+            start_line=s.start_line,
+            end_line=s.end_line,
+            lines=s.lines,
+            anchor=f"{anchors.get(s.file, file_anchor(s.file))}-L{s.start_line}",
+            checked=(checked or {}).get(s.name),
+        )
+        for s in snippets
+    }
+    roots: list[SnippetNode] = []
+    for s in snippets:
+        parent = nodes.get(s.parent) if s.parent else None
+        if parent is nodes[s.name]:  # a duplicate name (an annotation error of its own) nests in itself
+            parent = None
+        (parent.children if parent is not None else roots).append(nodes[s.name])
+    for issue in issues:
+        issue["location"] = f"{issue['file']}:{issue['line']}" if issue["line"] else issue["file"]
+        issue["anchor"] = file_anchor(issue["file"]) + (f"-L{issue['line']}" if issue["line"] else "")
+    return RevisionCode(
+        files=files, snippet_tree=roots, snippet_count=len(snippets), issues=issues, parse_error=parse_error
+    )

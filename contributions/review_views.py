@@ -1,0 +1,467 @@
+"""Pages of a proposal after the form: its page (code, validation, history, comments, reviews), the
+maintainers' review queue and the notification list.
+
+Views parse input, call one service or selector and render; every proposal goes through the one access
+guard ``selectors.proposal_get_for_viewer`` (404 for whoever may not see it). The validation status on the
+proposal page polls with htmx (``hx-trigger="every 2s"``) while the validation can still move, and the
+fragment it gets back carries no trigger once it is final, so polling stops by itself.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from contributions import selectors
+from contributions.code_view import file_anchor, revision_code
+from contributions.models import Proposal, ProposalRevision, Review
+from contributions.roles import REVIEW_PERMISSION, is_maintainer
+from contributions.services import (
+    OVERRIDABLE_CHECKS,
+    RUBRIC,
+    ProposalError,
+    comment_add,
+    notifications_mark_read,
+    proposal_review,
+    proposal_withdraw,
+)
+from contributions.services.proposals import (
+    MAX_REASON,
+    MAX_TEXT,
+    latest_revision,
+    latest_submitted_revision,
+    report_errors,
+    report_overridable,
+)
+
+State = Proposal.State
+VStatus = ProposalRevision.ValidationStatus
+
+#: validation statuses that can still change (the page keeps polling while the revision is in one)
+RUNNING_STATUSES = (VStatus.PENDING, VStatus.RUNNING)
+#: proposal states in which a validation is still to come or under way
+VALIDATING_STATES = (State.SUBMITTED, State.VALIDATING)
+#: the contribution form's code step (``/contribute/<id>/step/<n>/``): where a new revision is uploaded
+CODE_STEP = 2
+#: bound of each revision's diff on the page
+DIFF_LINES = 2000
+
+
+def _proposal_or_404(request: HttpRequest, proposal_id: Any) -> Proposal:
+    try:
+        return selectors.proposal_get_for_viewer(viewer=request.user, proposal_id=proposal_id)
+    except Proposal.DoesNotExist:
+        raise Http404("No such proposal.") from None
+
+
+def _code_step_url(proposal: Proposal) -> str:
+    try:
+        return reverse("contributions:contribute_code", kwargs={"proposal_id": proposal.pk})
+    except NoReverseMatch:
+        return f"/contribute/{proposal.pk}/step/{CODE_STEP}/"
+
+
+def _is_polling(proposal: Proposal, revision: ProposalRevision | None) -> bool:
+    return (
+        revision is not None
+        and revision.submitted_at is not None
+        and proposal.state in VALIDATING_STATES
+        and revision.validation_status in RUNNING_STATUSES
+    )
+
+
+# ------------------------------------------------------------------------------------------------ forms
+
+
+class CommentForm(forms.Form):
+    body = forms.CharField(
+        label="Comment (Markdown)", widget=forms.Textarea(attrs={"rows": 4}), max_length=MAX_TEXT
+    )
+    file = forms.CharField(label="File", required=False, max_length=500)
+    line = forms.IntegerField(label="Line", required=False, min_value=1)
+
+
+class WithdrawForm(forms.Form):
+    reason = forms.CharField(
+        label="Why (optional)",
+        required=False,
+        max_length=MAX_REASON,
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+
+
+class ReviewForm(forms.Form):
+    """The rubric checklist, a decision, a Markdown body and one override reason per snippet the test
+    does not check (fields ``override_<i>``, labelled with the snippet's name)."""
+
+    decision = forms.ChoiceField(choices=Review.Decision.choices, widget=forms.RadioSelect)
+    body = forms.CharField(
+        label="Review (Markdown; the reason, for request changes and reject)",
+        required=False,
+        max_length=MAX_TEXT,
+        widget=forms.Textarea(attrs={"rows": 6}),
+    )
+
+    def __init__(self, *args: Any, overridable: list[str], approve_blocked: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for key, label in RUBRIC:
+            self.fields[f"rubric_{key}"] = forms.BooleanField(label=label, required=False)
+        self.overridable = overridable
+        for index, name in enumerate(overridable):
+            self.fields[f"override_{index}"] = forms.CharField(
+                label=f"Why accept that the test does not check “{name}”",
+                required=False,
+                max_length=MAX_REASON,
+                widget=forms.Textarea(attrs={"rows": 2}),
+            )
+        self.approve_blocked = approve_blocked
+
+    def rubric_fields(self) -> list[forms.BoundField]:
+        return [self[f"rubric_{key}"] for key, _ in RUBRIC]
+
+    def override_fields(self) -> list[tuple[str, forms.BoundField]]:
+        return [(name, self[f"override_{i}"]) for i, name in enumerate(self.overridable)]
+
+    def clean_decision(self) -> str:
+        decision = self.cleaned_data["decision"]
+        if decision == Review.Decision.APPROVE and self.approve_blocked:
+            raise forms.ValidationError(f"Approve is not available: {self.approve_blocked}")
+        return decision
+
+    def rubric(self) -> dict[str, bool]:
+        return {key: bool(self.cleaned_data.get(f"rubric_{key}")) for key, _ in RUBRIC}
+
+    def overrides(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for index, name in enumerate(self.overridable):
+            text = (self.cleaned_data.get(f"override_{index}") or "").strip()
+            if text:
+                out[name] = text
+        return out
+
+    def add_service_error(self, error: ProposalError) -> None:
+        """Put a service's refusal on the field it names (the rubric's and the decision's on the form)."""
+        fields = {"body": "body", "snippet_overrides": "override_0" if self.overridable else None}
+        self.add_error(fields.get(error.field or ""), str(error))
+
+
+def _approve_blocked(*, proposal: Proposal, viewer: Any, report: dict[str, Any]) -> str:
+    """Why the viewer cannot approve now ("" when they can, given the rubric and the override reasons)."""
+    if viewer.pk == proposal.author_id:
+        return "nobody approves their own proposal."
+    if proposal.state != State.READY_FOR_REVIEW:
+        return f"the proposal is {proposal.get_state_display().lower()}, not ready for review."
+    if not report:
+        return "there is no validation report."
+    blocking = [
+        f for f in report_errors(report) if not (f.get("check") in OVERRIDABLE_CHECKS and f.get("snippet"))
+    ]
+    if blocking:
+        return f"the validation report has {len(blocking)} error(s) no review can accept."
+    return ""
+
+
+# ------------------------------------------------------------------------------------------ proposal page
+
+
+def _report_groups(report: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    groups: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+    for finding in report.get("findings") or []:
+        if isinstance(finding, dict):
+            groups.setdefault(str(finding.get("check") or "other"), []).append(finding)
+    # Errors first inside each check, then the checks with errors first.
+    for rows in groups.values():
+        rows.sort(key=lambda f: f.get("severity") != "error")
+    return sorted(groups.items(), key=lambda item: not any(f.get("severity") == "error" for f in item[1]))
+
+
+def _finding_anchors(findings: list[dict[str, Any]]) -> None:
+    for finding in findings:
+        if finding.get("file"):
+            anchor = file_anchor(str(finding["file"]))
+            line = finding.get("line")
+            finding["anchor"] = f"{anchor}-L{line}" if isinstance(line, int) and line > 0 else anchor
+            finding["location"] = (
+                f"{finding['file']}:{line}" if isinstance(line, int) and line > 0 else str(finding["file"])
+            )
+
+
+def _validation_context(proposal: Proposal, revision: ProposalRevision | None) -> dict[str, Any]:
+    report = dict(revision.validation_report or {}) if revision is not None else {}
+    findings = [dict(f) for f in report.get("findings") or [] if isinstance(f, dict)]
+    _finding_anchors(findings)
+    report["findings"] = findings
+    return {
+        "proposal": proposal,
+        "vrev": revision,
+        "report": report,
+        "report_groups": _report_groups(report),
+        "polling": _is_polling(proposal, revision),
+        "progress": list(revision.validation_progress or []) if revision is not None else [],
+    }
+
+
+def _page_context(
+    request: HttpRequest,
+    proposal: Proposal,
+    *,
+    review_form: ReviewForm | None = None,
+    comment_form: CommentForm | None = None,
+) -> dict[str, Any]:
+    viewer = request.user
+    revisions = list(proposal.revisions.select_related("created_by").order_by("number"))
+    under_review = latest_submitted_revision(proposal)
+    shown = under_review or latest_revision(proposal)
+    wanted = request.GET.get("revision")
+    if wanted and wanted.isdigit():
+        shown = next((r for r in revisions if r.number == int(wanted)), shown)
+    validation = _validation_context(proposal, under_review)
+    comments = list(proposal.comments.select_related("author", "revision").order_by("created_at", "pk"))
+    anchored = [c for c in comments if c.file and shown is not None and c.revision_id == shown.pk]
+    report = dict(shown.validation_report or {}) if shown is not None else {}
+    shown_findings = [dict(f) for f in report.get("findings") or [] if isinstance(f, dict)]
+    checked = {
+        str(s.get("name")): s.get("checked") for s in report.get("snippets") or [] if isinstance(s, dict)
+    }
+    code = (
+        revision_code(revision=shown, findings=shown_findings, comments=anchored, checked=checked)
+        if shown
+        else None
+    )
+    diffs = {
+        r.pk: selectors.revision_diff(revision=r, max_lines=DIFF_LINES)
+        for r in revisions
+        if r.submitted_at is not None and r.number > 1
+    }
+    maintainer = is_maintainer(viewer)
+    can_review = maintainer and viewer.pk != proposal.author_id and not proposal.is_final
+    review_report = dict(under_review.validation_report or {}) if under_review is not None else {}
+    if can_review and review_form is None:
+        review_form = ReviewForm(
+            overridable=sorted(report_overridable(review_report)),
+            approve_blocked=_approve_blocked(proposal=proposal, viewer=viewer, report=review_report),
+        )
+    prefill = {}
+    if request.GET.get("file"):
+        prefill["file"] = request.GET["file"][:500]
+        if request.GET.get("line", "").isdigit():
+            prefill["line"] = int(request.GET["line"])
+    is_author = viewer.pk == proposal.author_id
+    return {
+        **validation,
+        "proposal": proposal,
+        "is_author": is_author,
+        "is_maintainer": maintainer,
+        "revisions": [(r, diffs.get(r.pk)) for r in revisions],
+        "shown": shown,
+        "under_review": under_review,
+        "code": code,
+        "general_comments": [c for c in comments if not c.file],
+        "file_comments": [c for c in comments if c.file and (shown is None or c.revision_id != shown.pk)],
+        "history": list(selectors.proposal_history(proposal=proposal)),
+        "reviews": list(proposal.reviews.select_related("reviewer", "revision").order_by("created_at", "pk")),
+        "rubric": RUBRIC,
+        "review_form": review_form if (can_review or review_form is not None) else None,
+        "comment_form": comment_form or CommentForm(initial=prefill),
+        "can_comment": is_author or (maintainer and proposal.state != State.DRAFT),
+        "can_withdraw": is_author and not proposal.is_final,
+        "withdraw_form": WithdrawForm(),
+        "can_revise": is_author and proposal.state in (State.DRAFT, State.CHANGES_REQUESTED),
+        "code_step_url": _code_step_url(proposal),
+        "waiting": selectors.proposal_waiting(proposal),
+        "meta_rows": _meta_rows(proposal),
+    }
+
+
+_META_FIELDS = (
+    ("title", "Title"),
+    ("arxiv_abs", "arXiv"),
+    ("venue", "Venue"),
+    ("arxiv_v1_date", "arXiv v1 date"),
+    ("arxiv_date", "arXiv date"),
+    ("license", "License"),
+    ("github_url", "Code repository"),
+    ("commit", "Commit"),
+    ("first_commit_date", "First commit"),
+    ("last_commit_date", "Last commit"),
+)
+
+
+def _meta_rows(proposal: Proposal) -> list[tuple[str, str, bool]]:
+    """(label, value, is_link) for the metadata the proposal has; links only for http(s) URLs."""
+    meta = proposal.meta or {}
+    rows = []
+    for key, label in _META_FIELDS:
+        value = meta.get(key)
+        if value in (None, "", []):
+            continue
+        text = str(value)
+        rows.append((label, text, text.startswith(("https://", "http://"))))
+    known = {key for key, _ in _META_FIELDS} | {"id", "annotated_file_paths", "context_file_paths"}
+    for key in sorted(set(meta) - known):
+        value = meta[key]
+        if value not in (None, "", [], {}):
+            rows.append((key.replace("_", " ").capitalize(), str(value)[:500], False))
+    return rows
+
+
+@login_required
+@require_GET
+def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
+    """The proposal's page for its author and the maintainers; an htmx poll gets the validation fragment."""
+    proposal = _proposal_or_404(request, proposal_id)
+    if request.htmx and request.htmx.target == "validation-status":
+        revision = latest_submitted_revision(proposal)
+        return render(
+            request, "contributions/proposal_detail.html#validation", _validation_context(proposal, revision)
+        )
+    return render(request, "contributions/proposal_detail.html", _page_context(request, proposal))
+
+
+@login_required
+@require_POST
+def proposal_comment(request: HttpRequest, proposal_id: int) -> HttpResponse:
+    proposal = _proposal_or_404(request, proposal_id)
+    form = CommentForm(request.POST)
+    if form.is_valid():
+        try:
+            comment = comment_add(
+                proposal=proposal,
+                author=request.user,
+                body=form.cleaned_data["body"],
+                file=form.cleaned_data["file"] or "",
+                line=form.cleaned_data["line"],
+            )
+        except ProposalError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
+        else:
+            messages.success(request, "Your comment was added.")
+            url = reverse("contributions:proposal_detail", kwargs={"proposal_id": proposal.pk})
+            target = f"comment-{comment.pk}"
+            return redirect(f"{url}#{target}")
+    context = _page_context(request, proposal, comment_form=form)
+    return render(request, "contributions/proposal_detail.html", context, status=400)
+
+
+@login_required
+@require_POST
+def proposal_review_submit(request: HttpRequest, proposal_id: int) -> HttpResponse:
+    proposal = _proposal_or_404(request, proposal_id)
+    if not is_maintainer(request.user):
+        return HttpResponse("Only maintainers review proposals.", status=403)
+    revision = latest_submitted_revision(proposal)
+    report = dict(revision.validation_report or {}) if revision is not None else {}
+    form = ReviewForm(
+        request.POST,
+        overridable=sorted(report_overridable(report)),
+        approve_blocked=_approve_blocked(proposal=proposal, viewer=request.user, report=report),
+    )
+    if form.is_valid():
+        try:
+            review = proposal_review(
+                proposal=proposal,
+                reviewer=request.user,
+                decision=form.cleaned_data["decision"],
+                rubric=form.rubric(),
+                body=form.cleaned_data["body"],
+                overrides=form.overrides(),
+            )
+        except ProposalError as exc:
+            form.add_service_error(exc)
+        else:
+            messages.success(request, f"Your review ({review.get_decision_display().lower()}) was recorded.")
+            return redirect("contributions:proposal_detail", proposal_id=proposal.pk)
+    proposal.refresh_from_db()
+    context = _page_context(request, proposal, review_form=form)
+    return render(request, "contributions/proposal_detail.html", context, status=400)
+
+
+@login_required
+@require_POST
+def proposal_withdraw_view(request: HttpRequest, proposal_id: int) -> HttpResponse:
+    proposal = _proposal_or_404(request, proposal_id)
+    form = WithdrawForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "; ".join(e for errors in form.errors.values() for e in errors))
+        return redirect("contributions:proposal_detail", proposal_id=proposal.pk)
+    try:
+        proposal_withdraw(proposal=proposal, by=request.user, reason=form.cleaned_data["reason"])
+    except ProposalError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "The proposal was withdrawn.")
+    return redirect("contributions:proposal_detail", proposal_id=proposal.pk)
+
+
+# ------------------------------------------------------------------------------------------ review queue
+
+_QUEUE_STATES = [(value, label) for value, label in State.choices if value != State.DRAFT]
+
+
+class QueueFilterForm(forms.Form):
+    state = forms.MultipleChoiceField(
+        choices=_QUEUE_STATES, required=False, widget=forms.CheckboxSelectMultiple, label="State"
+    )
+    waiting = forms.IntegerField(
+        label="Waiting longer than (days)", required=False, min_value=0, max_value=3650
+    )
+    q = forms.CharField(label="Search title, task key or arXiv id", required=False, max_length=200)
+
+
+@login_required
+@permission_required(REVIEW_PERMISSION, raise_exception=True)
+@require_GET
+def review_queue(request: HttpRequest) -> HttpResponse:
+    """Proposals waiting for maintainers, longest waiting first, with filters; htmx swaps only the table."""
+    form = QueueFilterForm(request.GET or None)
+    filters: dict[str, Any] = {}
+    if form.is_bound and form.is_valid():
+        data = form.cleaned_data
+        filters = {
+            "states": data["state"] or None,
+            "waiting_longer_than": timedelta(days=data["waiting"]) if data["waiting"] is not None else None,
+            "search": data["q"] or "",
+        }
+    rows = list(selectors.proposal_review_queue(**filters)[:200])
+    context = {
+        "form": form,
+        "rows": [(p, selectors.proposal_waiting(p)) for p in rows],
+        "filtered": bool(filters),
+    }
+    template = "contributions/review_queue.html"
+    if request.htmx and not request.htmx.boosted:
+        template += "#queue"
+    status = 400 if form.is_bound and not form.is_valid() else 200
+    return render(request, template, context, status=status)
+
+
+# ----------------------------------------------------------------------------------------- notifications
+
+
+@login_required
+@require_GET
+def notification_list(request: HttpRequest) -> HttpResponse:
+    """The signed-in user's notifications, unread first, newest first within each."""
+    rows = list(selectors.notification_list(user=request.user, limit=200))
+    rows.sort(key=lambda n: n.read_at is not None)
+    unread = sum(1 for n in rows if n.read_at is None)
+    return render(request, "contributions/notifications.html", {"rows": rows, "unread": unread})
+
+
+@login_required
+@require_POST
+def notifications_read(request: HttpRequest) -> HttpResponse:
+    """Mark one notification (``id``) or all of them read; another user's ids mark nothing."""
+    ids = [int(v) for v in request.POST.getlist("id") if v.isdigit()] if "id" in request.POST else None
+    count = notifications_mark_read(user=request.user, notification_ids=ids)
+    messages.success(request, f"Marked {count} notification{'s' if count != 1 else ''} read.")
+    return redirect("contributions:notifications")
