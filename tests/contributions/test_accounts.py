@@ -123,6 +123,32 @@ def test_account_pages_use_the_site_layout_with_labelled_fields(client):
     assert '<label for="id_login">' in html and '<label for="id_password">' in html
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/accounts/login/",
+        "/accounts/signup/",
+        "/accounts/password/reset/",
+        "/accounts/password/reset/done/",
+        "/accounts/email/",
+        "/accounts/password/change/",
+        "/accounts/logout/",
+        "/accounts/profile/",
+        "/accounts/tokens/",
+    ],
+)
+def test_every_account_page_renders_in_the_site_layout(client, url):
+    if url not in ("/accounts/login/", "/accounts/signup/", "/accounts/password/reset/"):
+        client.force_login(UserFactory())
+    response = client.get(url)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'class="skip-link"' in html and "<h1>" in html
+    # Every visible input has a label.
+    for input_id in re.findall(r'<input (?:(?!type="hidden")[^>])*id="([^"]+)"', html):
+        assert f'for="{input_id}"' in html, input_id
+
+
 # --- password reset -------------------------------------------------------------------------------------
 
 
