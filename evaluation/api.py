@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 from contributions.authentication import ApiTokenAuthentication
 from contributions.models import Release
 from evaluation import selectors
+from evaluation.board_links import run_board_url
 from evaluation.exports import CSVRenderer
 from evaluation.models import Completion, EvaluationRun, LanguageModel
 from evaluation.serializers import (
@@ -69,6 +70,7 @@ class RunUploadApi(APIView):
                 release=release,
                 file=data["file"],
                 template=data["template"],
+                with_paper=data["with_paper"],
                 requester=request.user,
                 model=model,
                 new_model=None if model else NewModel(key=data["model"], name=data.get("model_name", "")),
@@ -85,6 +87,9 @@ class RunUploadApi(APIView):
                 "covered_snippets": progress.covered_snippets,
                 "release_snippets": progress.release_snippets,
             },
+            "template": run.template,
+            "with_paper": run.with_paper,
+            "board_url": request.build_absolute_uri(run_board_url(run)),
         }
         return Response(PredictionsUploadOutput(body).data, status=status.HTTP_201_CREATED)
 

@@ -1,4 +1,5 @@
-"""Forms of the evaluation pages: run filters, the predictions upload and the language model editor."""
+"""Forms of the evaluation pages: run filters, the predictions upload, starting a generated run and the
+language model editor."""
 
 from __future__ import annotations
 
@@ -12,9 +13,14 @@ from django.core.exceptions import ValidationError
 from contributions.models import Release
 from evaluation import llm
 from evaluation.models import EvaluationRun, LanguageModel
+from evaluation.services.estimates import MAX_SAMPLES, RunDefaults, release_run_defaults
+from evaluation.services.generation import generation_refusal
 from evaluation.services.uploads import MODEL_KEY_RE, NewModel, upload_limits
 from researchcodebench.predictions import human_size
 from researchcodebench.problems import TEMPLATES
+
+#: the paper setting as a choice (a checkbox cannot tell "unticked" from "not sent")
+PAPER_CHOICES = [("with", "With the paper in the prompt"), ("without", "Without the paper")]
 
 #: an environment variable name as the portal accepts it (POSIX portable, upper case: RCB_LLM_KEY_OPENAI)
 ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
@@ -148,13 +154,48 @@ class LanguageModelForm(forms.ModelForm):
             self.data[self.add_prefix("api_key_env")] = ""
 
 
-def _release_choices() -> forms.ModelChoiceField:
+def _release_choices(
+    help_text: str = "the benchmark release the predictions answer",
+) -> forms.ModelChoiceField:
     return forms.ModelChoiceField(
         queryset=Release.objects.order_by("-is_default", "-created_at"),
         to_field_name="name",
         empty_label=None,
-        help_text="the benchmark release the predictions answer",
+        help_text=help_text,
     )
+
+
+def _template_field(help_text: str, *, required: bool = True) -> forms.ChoiceField:
+    return forms.ChoiceField(
+        choices=[(t, t) for t in TEMPLATES],
+        required=required,
+        help_text=help_text,
+        # The default message repeats the submitted value, which may be of any size.
+        error_messages={"invalid_choice": f"Choose one of {', '.join(TEMPLATES)}."},
+    )
+
+
+def _paper_field(help_text: str, *, required: bool = True) -> forms.ChoiceField:
+    return forms.ChoiceField(
+        choices=PAPER_CHOICES,
+        required=required,
+        widget=forms.RadioSelect,
+        label="Paper",
+        help_text=help_text,
+        error_messages={"invalid_choice": "Choose with or without the paper."},
+    )
+
+
+def _preselect_release_defaults(form: forms.Form, release_name: str | None) -> None:
+    """Preselect the template and paper setting of the release the unbound form shows (the one named,
+    else the first of the list: the default release)."""
+    queryset = form.fields["release"].queryset
+    release = queryset.filter(name=release_name).first() if release_name else None
+    defaults = release_run_defaults(release=release or queryset.first())
+    form.initial.setdefault("release", release.name if release else None)
+    form.initial.setdefault("template", defaults.template)
+    form.initial.setdefault("with_paper", defaults.paper)
+    form.release_defaults = defaults
 
 
 class PredictionsUploadForm(forms.Form):
@@ -174,21 +215,28 @@ class PredictionsUploadForm(forms.Form):
     new_model_name = forms.CharField(required=False, max_length=200, label="New model display name")
     new_model_developer = forms.CharField(required=False, max_length=100, label="Developer")
     release = forms.ModelChoiceField(queryset=Release.objects.none())
-    template = forms.ChoiceField(
-        choices=[(t, t) for t in TEMPLATES],
-        initial="rcb-v2",
-        help_text="how code is extracted from lines that give a raw 'response'",
-        # The default message repeats the submitted value, which may be of any size.
-        error_messages={"invalid_choice": f"Choose one of {', '.join(TEMPLATES)}."},
+    # Not required, as in the API: a client that sends neither gets the release's defaults (the page
+    # preselects them, so a browser always sends both).
+    template = _template_field(
+        "the prompt template the answers were made with; code is extracted from a raw 'response' with it",
+        required=False,
+    )
+    with_paper = _paper_field(
+        "whether the paper was in the prompts that produced these answers", required=False
     )
     file = forms.FileField(label="Predictions (JSONL)")
 
     #: the upload service's field names -> this form's
     SERVICE_FIELDS = {"model_key": "new_model_key", "model_name": "new_model_name"}
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    #: the preselected release's defaults (set on an unbound form)
+    release_defaults: RunDefaults | None = None
+
+    def __init__(self, *args: Any, release_name: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["release"] = _release_choices()
+        if not self.is_bound:
+            _preselect_release_defaults(self, release_name)
         limits = upload_limits()
         self.fields["file"].help_text = (
             f'one JSON object per line: {{"task", "snippet", "completion_idx", "code" or "response"}}; '
@@ -202,6 +250,13 @@ class PredictionsUploadForm(forms.Form):
             self.add_error("new_model_key", "Choose a model above or give the new model's key.")
         return data
 
+    def clean_template(self) -> str | None:
+        return self.cleaned_data.get("template") or None
+
+    def clean_with_paper(self) -> bool | None:
+        value = self.cleaned_data.get("with_paper")
+        return None if not value else value == "with"
+
     def new_model(self) -> NewModel | None:
         """The model to create when none was chosen (its key and name are checked by the service)."""
         if self.cleaned_data.get("model") is not None:
@@ -211,6 +266,56 @@ class PredictionsUploadForm(forms.Form):
             name=self.cleaned_data.get("new_model_name", ""),
             developer=self.cleaned_data.get("new_model_developer", ""),
         )
+
+
+class RunStartForm(forms.Form):
+    """What a generated run is of: a model the portal can call, a release, a template, the paper setting,
+    samples per snippet and an optional temperature. The form only parses; ``generation.run_start`` checks
+    the same rules again when the run is created."""
+
+    model = forms.ModelChoiceField(
+        queryset=LanguageModel.objects.filter(management=LanguageModel.Management.MAINTAINER).order_by(
+            "name"
+        ),
+        to_field_name="key",
+        empty_label=None,
+        help_text="models managed by the maintainers (the portal calls their API)",
+        error_messages={"invalid_choice": "Choose a model managed by the maintainers."},
+    )
+    release = forms.ModelChoiceField(queryset=Release.objects.none())
+    template = _template_field("how the problem is shown to the model and its answer read")
+    with_paper = _paper_field("whether the paper's text is in the prompt (the board's default is with)")
+    n_completions = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_SAMPLES,
+        initial=1,
+        label="Samples per snippet",
+        help_text=f"completions per snippet (1-{MAX_SAMPLES}); pass@1 is averaged over them",
+    )
+    temperature = forms.FloatField(
+        required=False,
+        min_value=0.0,
+        max_value=2.0,
+        help_text="empty: the model's own request options decide",
+    )
+
+    release_defaults: RunDefaults | None = None
+
+    def __init__(self, *args: Any, release_name: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["release"] = _release_choices("every testable snippet of this release is asked")
+        if not self.is_bound:
+            _preselect_release_defaults(self, release_name)
+
+    def clean_model(self) -> LanguageModel:
+        model: LanguageModel = self.cleaned_data["model"]
+        refusal = generation_refusal(model=model)
+        if refusal:
+            raise ValidationError(refusal[0].upper() + refusal[1:] + ".", code="cannot_generate")
+        return model
+
+    def clean_with_paper(self) -> bool:
+        return self.cleaned_data["with_paper"] == "with"
 
 
 class RunFilterForm(forms.Form):

@@ -10,7 +10,8 @@ from researchcodebench.problems import TEMPLATES
 
 
 class PredictionsUploadInput(serializers.Serializer):
-    """multipart/form-data: the model (by key), the release (by name), the template and the JSONL file."""
+    """multipart/form-data: the model (by key), the release (by name), the template, the paper setting and the
+    JSONL file."""
 
     model = serializers.CharField(max_length=100, help_text="key of the model (created when unknown)")
     model_name = serializers.CharField(
@@ -19,9 +20,21 @@ class PredictionsUploadInput(serializers.Serializer):
     release = serializers.CharField(max_length=100, help_text="name of the benchmark release")
     template = serializers.ChoiceField(
         choices=TEMPLATES,
-        default="rcb-v2",
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="the prompt template the answers were made with (how code is extracted from a 'response'); "
+        "absent: the release's default",
         # The default message repeats the submitted value, which may be of any size.
         error_messages={"invalid_choice": f"choose one of {', '.join(TEMPLATES)}"},
+    )
+    # allow_null: in a multipart form an absent boolean would otherwise read as false, not as "not given".
+    with_paper = serializers.BooleanField(
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="whether the paper was in the prompt (true/false); absent: the release's default. The run is "
+        "ranked on the board of its release, template and paper setting",
     )
     file = serializers.FileField(help_text="predictions JSONL, one object per line")
 
@@ -37,6 +50,11 @@ class PredictionsUploadOutput(serializers.Serializer):
     status = serializers.CharField()
     items = serializers.IntegerField(help_text="predictions to test")
     coverage = RunCoverageOutput()
+    template = serializers.CharField(help_text="the prompt template stored on the run")
+    with_paper = serializers.BooleanField(
+        help_text="whether the paper was in the prompt, as stored on the run"
+    )
+    board_url = serializers.URLField(help_text="the board of the run's release, template and paper setting")
 
 
 class ErrorListOutput(serializers.Serializer):

@@ -6,6 +6,7 @@ app_name = "evaluation"
 urlpatterns = [
     path("", views.run_list, name="run_list"),
     path("upload/", views.run_upload, name="run_upload"),
+    path("new/", views.run_start_view, name="run_start"),
     path("<int:run_id>/", views.run_detail, name="run_detail"),
     path("<int:run_id>/cancel/", views.run_cancel_view, name="run_cancel"),
     path("<int:run_id>/rerun/", views.run_rerun_view, name="run_rerun"),

@@ -1,4 +1,5 @@
-"""Pages of evaluation runs: list, detail with live progress, predictions upload, maintainer model pages.
+"""Pages of evaluation runs: list, detail with live progress, predictions upload, starting a generated run
+(maintainers), maintainer model pages.
 
 Views only parse input, call one selector or service and render. With htmx a view answers with the
 fragment (a template partial) that the page swaps in; without it, with the whole page.
@@ -24,9 +25,11 @@ from rest_framework.throttling import UserRateThrottle
 
 from contributions.roles import is_maintainer
 from evaluation import selectors
-from evaluation.forms import LanguageModelForm, PredictionsUploadForm, RunFilterForm
+from evaluation.board_links import run_board_place
+from evaluation.forms import LanguageModelForm, PredictionsUploadForm, RunFilterForm, RunStartForm
 from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services import generation, rejudge, runs
+from evaluation.services.estimates import EstimateError, run_estimate
 from evaluation.services.language_models import language_model_create, language_model_update
 from evaluation.services.uploads import PredictionsInvalid, predictions_upload
 
@@ -79,6 +82,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "tampering_count": selectors.run_tampering_count(run=run),
         "tampering": selectors.run_tampering_list(run=run) if request.user.is_staff else None,
         "rejudge": selectors.run_rejudge_summary(run=run, viewer=request.user),
+        "board": run_board_place(run),
     }
     template = "evaluation/run_detail.html"
     if request.htmx and request.htmx.target == "run-progress":
@@ -172,6 +176,7 @@ def run_upload(request: HttpRequest) -> HttpResponse:
                     release=form.cleaned_data["release"],
                     file=upload,
                     template=form.cleaned_data["template"],
+                    with_paper=form.cleaned_data["with_paper"],
                     requester=request.user,
                     model=form.cleaned_data["model"],
                     new_model=form.new_model(),
@@ -185,13 +190,47 @@ def run_upload(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Run {run.pk} was created from {upload.name}.")
                 return redirect("evaluation:run_detail", run_id=run.pk)
     else:
-        form = PredictionsUploadForm(initial={"model": request.GET.get("model")})
+        form = PredictionsUploadForm(
+            initial={"model": request.GET.get("model")}, release_name=request.GET.get("release")
+        )
     return render(
         request,
         "evaluation/run_upload.html",
         {"form": form, "line_errors": line_errors},
         status=400 if request.method == "POST" else 200,
     )
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def run_start_view(request: HttpRequest) -> HttpResponse:
+    """Start a generated evaluation in two steps: the settings (GET ``?model=KEY``; a POST shows the
+    estimated tokens and cost), then the confirmation (POST with ``confirm=yes``), which creates the run and
+    goes to its page (live progress)."""
+    if request.method == "GET":
+        form = RunStartForm(
+            initial={"model": request.GET.get("model")}, release_name=request.GET.get("release")
+        )
+        return render(request, "evaluation/run_start.html", {"form": form})
+    form = RunStartForm(request.POST)
+    if not form.is_valid():
+        return render(request, "evaluation/run_start.html", {"form": form}, status=400)
+    data = form.cleaned_data
+    chosen = {key: data[key] for key in ("model", "release", "template", "with_paper", "n_completions")}
+    if request.POST.get("confirm") != "yes":
+        try:
+            estimate = run_estimate(**chosen)
+        except EstimateError as exc:
+            form.add_error(None, capfirst(str(exc)) + ".")
+            return render(request, "evaluation/run_start.html", {"form": form}, status=400)
+        return render(request, "evaluation/run_start_confirm.html", {"form": form, "estimate": estimate})
+    try:
+        run = generation.run_start(**chosen, temperature=data["temperature"], requester=request.user)
+    except runs.RunError as exc:
+        form.add_error(None, capfirst(str(exc)) + ".")
+        return render(request, "evaluation/run_start.html", {"form": form}, status=400)
+    messages.success(request, f"Run {run.pk} of {run.model.name} was queued.")
+    return redirect("evaluation:run_detail", run_id=run.pk)
 
 
 def _upload_throttled(request: HttpRequest, throttle: UploadThrottle) -> HttpResponse:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 
+from contributions.models import Release
 from evaluation import llm
-from evaluation.models import Completion, LanguageModel
-from evaluation.services.runs import completion_record_generation
+from evaluation.models import Completion, EvaluationRun, LanguageModel
+from evaluation.services.estimates import MAX_SAMPLES
+from evaluation.services.runs import RunError, completion_record_generation, run_create
 from researchcodebench.predictions import extract_answer
 from researchcodebench.problems import build_prompt
 
@@ -96,3 +99,56 @@ def model_test_connection(*, model: LanguageModel) -> tuple[bool, str]:
     if answer.input_tokens is not None and answer.output_tokens is not None:
         tokens = f", {answer.input_tokens}+{answer.output_tokens} tokens"
     return True, f"answered {text!r} in {elapsed:.2f} s{tokens}"
+
+
+def generation_refusal(*, model: LanguageModel) -> str | None:
+    """Why the portal cannot generate completions of ``model``, or None when it can.
+
+    Published and self-reported models are answered for by others (the paper, the submitter): the portal
+    never calls an API for them. A maintainer-managed model needs an endpoint on an allowed host; its key
+    is read by the workers at call time, so a missing key shows on the run, item by item.
+    """
+    if model.management != LanguageModel.Management.MAINTAINER:
+        return (
+            f"model {model.key} is {model.get_management_display().lower()}: the portal generates "
+            "completions only for models managed by the maintainers"
+        )
+    try:
+        llm.base_url_for(model)
+    except llm.LLMError as exc:
+        return str(exc)
+    return None
+
+
+def run_start(
+    *,
+    model: LanguageModel,
+    release: Release,
+    template: str,
+    with_paper: bool,
+    n_completions: int,
+    temperature: float | None = None,
+    requester: AbstractBaseUser | None = None,
+) -> EvaluationRun:
+    """Start a generated run of ``model`` on every testable snippet of ``release`` (the web's "Start
+    evaluation" and ``manage.py evaluate_model``); its items are queued for generation after commit.
+
+    Raises ``RunError`` when the portal cannot generate for the model (``generation_refusal``), for a
+    sample count outside 1..``MAX_SAMPLES``, or for what ``run_create`` refuses (an unknown template).
+    """
+    refusal = generation_refusal(model=model)
+    if refusal:
+        raise RunError(refusal)
+    if not 1 <= n_completions <= MAX_SAMPLES:
+        raise RunError(f"the number of samples must be between 1 and {MAX_SAMPLES}")
+    return run_create(
+        model=model,
+        release=release,
+        template=template,
+        with_paper=with_paper,
+        n_completions=n_completions,
+        temperature=temperature,
+        source=EvaluationRun.Source.GENERATED,
+        verification=EvaluationRun.Verification.GENERATED,
+        requester=requester,
+    )

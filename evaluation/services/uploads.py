@@ -23,6 +23,7 @@ from django.db import transaction
 from contributions.models import Release, Snippet
 from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services import runs
+from evaluation.services.estimates import release_run_defaults
 from evaluation.services.language_models import (
     UploadNotAllowed,
     language_model_create,
@@ -226,13 +227,17 @@ def predictions_upload(
     *,
     release: Release,
     file: UploadFile,
-    template: str,
     requester: AbstractBaseUser,
+    template: str | None = None,
+    with_paper: bool | None = None,
     model: LanguageModel | None = None,
     new_model: NewModel | None = None,
 ) -> EvaluationRun:
     """Check an upload and start a run that tests its predictions; give ``model`` or ``new_model``.
 
+    ``template`` (how code is extracted from a raw response) and ``with_paper`` (whether the paper was in
+    the prompts that produced the answers) are stored on the run and decide the board it is ranked on;
+    None takes the release's default (``release_run_defaults``).
     ``requester`` must be allowed to upload for ``model`` (``language_model_upload_check``); a
     ``new_model`` is created self-reported, owned by ``requester``. Raises ``PredictionsInvalid`` with
     every problem, of the model and of the file, when anything is wrong; then nothing is created (not the
@@ -267,12 +272,13 @@ def predictions_upload(
             management=LanguageModel.Management.SELF_REPORTED,
             owner=requester,
         )
+    defaults = release_run_defaults(release=release)
     return runs.run_create(
         model=model,
         release=release,
         task_versions=list(release.task_versions.filter(has_files=True)),
-        template=template,
-        with_paper=False,
+        template=defaults.template if template is None else template,
+        with_paper=defaults.with_paper if with_paper is None else with_paper,
         n_completions=parsed.n_completions,
         temperature=None,
         source=EvaluationRun.Source.UPLOADED,
