@@ -6,22 +6,50 @@
 3. the leaderboard's read models, brought up to date before it returns (no worker needed);
 4. with ``DEBUG`` on (``make demo``), or ``--accounts``: a maintainer and a contributor account with verified
    addresses and fixed passwords, printed. Their passwords are public, so a deployment (debug off) gets
-   them only when asked for.
+   them only when asked for;
+5. with the accounts: one proposal by the demo contributor waiting for the maintainer's review, so the
+   whole contribution flow can be tried at once. It is a copy of the example task ``label-smoothing``
+   under its own key (``demo-label-smoothing``, a paper entry of its own), taken through the same services
+   as the contribution form (a zip built in memory through the safe intake, then submitted) and validated
+   here, synchronously, by the validation job's service with the same battery and runner as a worker, so
+   its report is a real one. An existing demo proposal is left as it is (approved, withdrawn...), except
+   one whose validation did not run, which is validated again.
+
+No demo model is generated for: the demo serves no language model (no fake LLM endpoint), so the models it
+shows are the published results' and a maintainer adds a portal-run model on the models page.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import io
+import time
+import zipfile
 from argparse import BooleanOptionalAction
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
 
-from contributions.models import Release
-from contributions.services import CatalogueError, release_create_from_pset
+from contributions.intake import IntakeError, IntakeLimits, intake_archive
+from contributions.models import Proposal, Release
+from contributions.services import (
+    CatalogueError,
+    ProposalError,
+    proposal_create,
+    proposal_submit,
+    release_create_from_pset,
+    revision_create,
+)
 from contributions.services.accounts import account_create_verified
+from contributions.services.notifications import proposal_url
+from contributions.services.proposals import latest_submitted_revision
 from evaluation.services.published import PublishedSourceError, published_import, published_verify
+from evaluation.services.validation import revision_validate
 from leaderboard.services import leaderboard_refresh_after_bulk_write
+from researchcodebench import pset as rcb_pset
 
 DEMO_RELEASE = "demo"
 #: (email, password, maintainer, display name): for trying the site locally, never for a deployment
@@ -29,6 +57,9 @@ DEMO_ACCOUNTS = (
     ("maintainer@example.org", "demo-maintainer-password", True, "Demo Maintainer"),
     ("contributor@example.org", "demo-contributor-password", False, "Demo Contributor"),
 )
+#: the example task the demo proposal copies, and the key it is proposed under
+DEMO_PROPOSAL_SOURCE = "label-smoothing"
+DEMO_PROPOSAL_KEY = "demo-label-smoothing"
 
 
 class Command(BaseCommand):
@@ -64,15 +95,81 @@ class Command(BaseCommand):
         self.stdout.write(f"leaderboard: {len(refreshed)} runs aggregated")
         accounts = options["accounts"] if options["accounts"] is not None else settings.DEBUG
         if accounts:
-            self._load_accounts()
+            users = self._load_accounts()
+            self._load_proposal(options["examples"], author=users["contributor"])
         else:
             self.stdout.write("demo accounts: skipped (DEBUG is off; --accounts creates them)")
 
-    def _load_accounts(self) -> None:
+    def _load_accounts(self) -> dict[str, Any]:
+        users = {}
         for email, password, maintainer, name in DEMO_ACCOUNTS:
-            account_create_verified(email=email, password=password, maintainer=maintainer, display_name=name)
             role = "maintainer" if maintainer else "contributor"
+            users[role] = account_create_verified(
+                email=email, password=password, maintainer=maintainer, display_name=name
+            )
             self.stdout.write(f"demo account ({role}): sign in as {email} with password {password}")
+        return users
+
+    def _load_proposal(self, examples: Path, *, author: Any) -> None:
+        """The demo contributor's proposal, submitted and validated (see the module docstring)."""
+        proposal = Proposal.objects.filter(author=author, task_key=DEMO_PROPOSAL_KEY).order_by("pk").last()
+        if proposal is None:
+            source = examples / DEMO_PROPOSAL_SOURCE
+            if not source.is_dir():
+                self.stdout.write(f"demo proposal: {source} not found; skipped")
+                return
+            try:
+                proposal = self._submit_proposal(examples, author=author)
+            except (rcb_pset.PsetError, KeyError, IntakeError, ProposalError) as exc:
+                raise CommandError(f"demo proposal: {exc}") from exc
+            created = True
+        else:
+            created = False
+        if proposal.state == Proposal.State.SUBMITTED:
+            # Validate here rather than wait for a worker: the demo starts its worker after this command.
+            revision = latest_submitted_revision(proposal)
+            started = time.monotonic()
+            outcome = revision_validate(revision_id=revision.pk)
+            took = f"validated ({outcome}) in {time.monotonic() - started:.1f} s"
+            proposal.refresh_from_db()
+        else:
+            took = "created before" if not created else "validated by a worker"
+        label = Proposal.State(proposal.state).label.lower()
+        self.stdout.write(
+            f"demo proposal: {proposal.task_key!r} by {author.email}, {label} ({took}): "
+            f"{proposal_url(proposal) or f'proposal {proposal.pk}'}"
+        )
+
+    @transaction.atomic
+    def _submit_proposal(self, examples: Path, *, author: Any) -> Proposal:
+        """A draft with the example task's files as a zip upload and its declarations, then submitted
+        (one transaction: a failure leaves no half-made proposal behind)."""
+        task = rcb_pset.read_pset(examples).task(DEMO_PROPOSAL_SOURCE)
+        meta = dataclasses.replace(task.meta, id=DEMO_PROPOSAL_KEY)
+        proposal = proposal_create(author=author, task_key=DEMO_PROPOSAL_KEY, meta=meta)
+        root = Path(task.root)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            # task.yaml is not uploaded: the declarations below are its source, as in the form.
+            for rel in rcb_pset.task_files(root):
+                if rel != rcb_pset.MANIFEST:
+                    archive.writestr(rel, (root / rel).read_bytes())
+        buffer.seek(0)
+        upload = intake_archive(
+            filename=f"{DEMO_PROPOSAL_KEY}.zip", stream=buffer, limits=IntakeLimits.from_settings()
+        )
+        manifest = {
+            "annotated_files": list(task.meta.annotated_file_paths),
+            "context_files": list(task.meta.context_file_paths),
+            "oracle_files": list(task.manifest.oracle_files),
+            "test_entry": task.manifest.test_entry,
+            "paper_file": task.paper_file or "",
+            "needs_gpu": task.manifest.needs_gpu,
+        }
+        revision_create(proposal=proposal, by=author, intake_result=upload, manifest=manifest)
+        proposal_submit(proposal=proposal, by=author)
+        proposal.refresh_from_db()
+        return proposal
 
     def _load_examples(self, path: Path) -> None:
         if not path.is_dir():
