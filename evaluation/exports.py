@@ -7,6 +7,9 @@ with a read API, so that the leaderboard (a higher layer) uses the same renderer
 
 CSV layout: one header row, then one row per record. Nested objects become dotted columns
 (``model.key``), lists become ``;``-joined cells, ``None`` an empty cell, booleans ``true``/``false``.
+A text cell that a spreadsheet would read as a formula (first character ``=``, ``+``, ``-``, ``@``, tab or
+carriage return: OWASP's "CSV injection") gets a leading ``'``, so opening an export never runs a model
+name or an error message; numbers are written as they are (a negative score stays a number).
 """
 
 from __future__ import annotations
@@ -31,13 +34,24 @@ def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+#: first characters that make a spreadsheet treat a cell as a formula (or start one after a separator)
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(text: str) -> str:
+    """``text`` with a leading ``'`` when a spreadsheet would evaluate it as a formula."""
+    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
+
+
 def _cell(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
-        return ";".join(_cell(v) for v in value)
+        return neutralise(";".join(_cell(v) for v in value))
+    if isinstance(value, str):
+        return neutralise(value)
     return str(value)
 
 
@@ -51,9 +65,13 @@ def table_csv(records: Iterable[Mapping[str, Any]], columns: list[str] | None = 
             columns.extend(k for k in row if k not in columns)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
+    # The csv module quotes a field with a line feed (our line terminator) but not one with a carriage
+    # return, which readers take as a line break: a row holding one is written fully quoted.
+    quoted = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL)
     writer.writerow(columns)
     for row in rows:
-        writer.writerow([_cell(row.get(c)) for c in columns])
+        cells = [_cell(row.get(c)) for c in columns]
+        (quoted if any("\r" in c for c in cells) else writer).writerow(cells)
     return buf.getvalue()
 
 

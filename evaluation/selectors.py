@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from contributions.models import Snippet
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult, WorkerHeartbeat
+from researchcodebench import scoring
 from researchcodebench.scoring import SnippetResult
 from researchcodebench.screen import CATEGORY as TAMPERING_CATEGORY
 
@@ -98,6 +99,9 @@ class RunError:
     stage: str
     outcome: str
     reason: str
+    #: where the snippet page is (``leaderboard:snippet``): its paper and exact snippet row
+    paper_key: str = ""
+    snippet_id: int | None = None
 
     @property
     def stage_label(self) -> str:
@@ -118,7 +122,8 @@ class RunProgress:
     #: results per minute of this run over the recent window (None when it had none)
     run_rate_per_min: float | None
     eta_s: float | None
-    cost_usd: Decimal
+    #: None when nothing is known about it (results imported from the paper carry no cost or tokens)
+    cost_usd: Decimal | None
     input_tokens: int
     output_tokens: int
     errors: list[RunError]
@@ -222,6 +227,9 @@ def run_progress(*, run: EvaluationRun, now: datetime | None = None) -> RunProgr
             eta_s = (remaining + sum(queue_ahead.values())) / (all_recent / THROUGHPUT_WINDOW_S)
     if run.is_final:
         eta_s = None
+    if run.source == EvaluationRun.Source.IMPORTED:
+        # Imported verdicts are written in one go: their "throughput" is the import's speed, not testing's.
+        run_rate = None
 
     sums = items.aggregate(cost=Sum("cost_usd"), tin=Sum("input_tokens"), tout=Sum("output_tokens"))
     cost = sums["cost"] if sums["cost"] is not None else run.cost_usd
@@ -231,20 +239,14 @@ def run_progress(*, run: EvaluationRun, now: datetime | None = None) -> RunProgr
             | ~Q(error="")
             | Q(result__outcome=TestResult.Outcome.INFRA_ERROR)
         )
-        .select_related("snippet__task_version__task", "result")
+        .select_related("snippet__task_version__task__paper", "result")
         .order_by("id")
     )
     errors = [_run_error(c) for c in errors_qs[:RUN_ERRORS_SHOWN]]
     n_errors = errors_qs.count() if len(errors) == RUN_ERRORS_SHOWN else len(errors)
 
     covered = items.values("snippet_id").distinct().count()
-    release_snippets = (
-        Snippet.objects.filter(
-            task_version__release_entries__release=run.release, task_version__has_files=True
-        ).count()
-        if run.release_id
-        else covered
-    )
+    release_snippets = run_release_snippets(run=run) if run.release_id else covered
     return RunProgress(
         total=total,
         final=final,
@@ -254,7 +256,7 @@ def run_progress(*, run: EvaluationRun, now: datetime | None = None) -> RunProgr
         queue_ahead=queue_ahead,
         run_rate_per_min=run_rate,
         eta_s=eta_s,
-        cost_usd=Decimal(cost or 0),
+        cost_usd=None if _cost_unknown(run, sums) else Decimal(cost or 0),
         input_tokens=sums["tin"] or run.input_tokens,
         output_tokens=sums["tout"] or run.output_tokens,
         errors=errors,
@@ -262,6 +264,91 @@ def run_progress(*, run: EvaluationRun, now: datetime | None = None) -> RunProgr
         covered_snippets=covered,
         release_snippets=release_snippets,
     )
+
+
+#: when the paper's published results were produced, as far as they say: the paper's first arXiv version
+#: (arXiv:2506.02314v1, 2 June 2025); their runs' ``finished_at`` is only when they were imported
+PUBLISHED_RESULTS_ON = datetime(2025, 6, 2, tzinfo=UTC)
+
+
+def run_result_date(run: EvaluationRun) -> datetime | None:
+    """When ``run``'s results were produced: the paper's publication for its published results, else when
+    the run finished (None while it runs). The board's Date column and its date sort read this."""
+    if run.verification == EvaluationRun.Verification.PUBLISHED:
+        return PUBLISHED_RESULTS_ON
+    return run.finished_at
+
+
+def run_release_snippets(*, run: EvaluationRun) -> int:
+    """How many snippets of its release ``run`` is expected to cover: the release's runnable snippets
+    (task versions with files), or for results imported from the paper every snippet of the release (the
+    paper's tasks may be catalogued without their files, yet its results cover them)."""
+    snippets = Snippet.objects.filter(task_version__release_entries__release=run.release)
+    if run.source != EvaluationRun.Source.IMPORTED:
+        snippets = snippets.filter(task_version__has_files=True)
+    return snippets.count()
+
+
+def _cost_unknown(run: EvaluationRun, sums: dict) -> bool:
+    """No cost to show: an imported run that recorded neither a cost nor tokens (the paper's data has
+    none; "$0" would claim the results were free)."""
+    recorded = sums["cost"] or sums["tin"] or sums["tout"] or run.cost_usd or run.input_tokens
+    return run.source == EvaluationRun.Source.IMPORTED and not recorded
+
+
+@dataclass(frozen=True)
+class RunScoreSummary:
+    """A run's scores over the results it has (the core's ``line_rates``/``task_rates``, as the board
+    scores it with every paper): percentages, None before any model-tier result."""
+
+    scaled_pass_at_1: float | None
+    pass_at_1: float | None
+    results: int
+
+
+def run_score(*, run: EvaluationRun) -> RunScoreSummary:
+    """Scaled Pass@1 and Pass@1 of ``run`` over its tested completions (one query)."""
+    results = run_snippet_results(run=run)
+    if not results:
+        return RunScoreSummary(scaled_pass_at_1=None, pass_at_1=None, results=0)
+    return RunScoreSummary(
+        scaled_pass_at_1=scoring.line_rates(results).mean,
+        pass_at_1=scoring.task_rates(results).mean,
+        results=len(results),
+    )
+
+
+#: the most failed snippets a run page lists (the results CSV has every one)
+RUN_FAILURES_SHOWN = 100
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """A completion of a run that failed its test (model tier): where its snippet page is and why."""
+
+    paper_key: str
+    task: str
+    snippet: str
+    snippet_id: int
+    completion_idx: int
+    outcome: str
+    category: str
+
+
+def run_failures(*, run: EvaluationRun, limit: int = RUN_FAILURES_SHOWN) -> tuple[list[RunFailure], int]:
+    """The first ``limit`` failed completions of ``run`` (model tier: an infrastructure failure is the
+    portal's, listed under errors) by task, snippet and index, and how many there are (two queries)."""
+    failed = TestResult.objects.filter(completion__run=run, passed=False).exclude(
+        tier=TestResult.Tier.INFRASTRUCTURE
+    )
+    rows = failed.order_by(
+        "completion__snippet__task_version__task__key", "completion__snippet__ordinal", "completion__completion_idx"
+    ).values_list(
+        "completion__snippet__task_version__task__paper__key", "completion__snippet__task_version__task__key",
+        "completion__snippet__name", "completion__snippet_id", "completion__completion_idx", "outcome", "category",
+    )[:limit]  # fmt: skip
+    shown = [RunFailure(*row) for row in rows]
+    return shown, failed.count() if len(shown) == limit else len(shown)
 
 
 def _run_error(completion: Completion) -> RunError:
@@ -281,6 +368,8 @@ def _run_error(completion: Completion) -> RunError:
         stage=completion.stage,
         outcome=result.outcome if result is not None else "",
         reason=reason,
+        paper_key=completion.snippet.task_version.task.paper.key,
+        snippet_id=completion.snippet_id,
     )
 
 

@@ -19,6 +19,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.text import capfirst
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import UserRateThrottle
@@ -83,6 +84,11 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "tampering": selectors.run_tampering_list(run=run) if request.user.is_staff else None,
         "rejudge": selectors.run_rejudge_summary(run=run, viewer=request.user),
         "board": run_board_place(run),
+        "score": selectors.run_score(run=run),
+        "failures": selectors.run_failures(run=run),
+        # Every completion with its verdict (the API pages its results; the link asks for all of them).
+        "results_csv_url": reverse("api-run-results", args=[run.pk])
+        + f"?{urlencode({'format': 'csv', 'limit': max(run.total_items, 1000)})}",
     }
     template = "evaluation/run_detail.html"
     if request.htmx and request.htmx.target == "run-progress":

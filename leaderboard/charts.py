@@ -9,6 +9,10 @@ inline (``{{ svg|safe }}``; every piece of text inside is escaped here). Contrac
 - colours come from the Okabe-Ito palette (distinguishable with the common colour-vision deficiencies);
   when there are more groups than colours, the extra groups also get a hatch pattern; every coloured mark
   has a legend entry and a ``<title>`` with its exact value, so colour is never the only channel;
+- a group keeps its colour across pages and filters when the caller passes ``swatches`` built from every
+  group that exists (``group_swatches`` of all developers, ``category_swatches``), not only those shown;
+- text is never smaller than ``MIN_FONT`` user units and the root carries its natural width
+  (``--chart-w``), so a narrow screen scrolls the chart at full size instead of shrinking its text;
 - empty input gives a "no data" chart (same accessibility contract) instead of an empty or broken SVG;
 - ``chart_id`` (letters, digits, ``-``, ``_``) prefixes every id inside the chart, so several charts can be
   inlined in one page without id clashes.
@@ -19,9 +23,11 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
+
+from researchcodebench import errors as error_catalogue
 
 #: Okabe & Ito (2008) colour-blind-safe palette, black last (it is used for outlines and text).
 OKABE_ITO: tuple[str, ...] = (
@@ -50,6 +56,8 @@ _VIRIDIS: tuple[tuple[int, int, int], ...] = (
 )
 
 FONT = 12
+#: the smallest font size any chart text uses (user units = CSS px at natural size)
+MIN_FONT = 10
 CHAR_W = 6.6  # average advance of a 12px sans-serif glyph, used to size margins for labels
 MAX_LABEL = 42  # longer labels are shortened on the axis (the full text stays in the mark's <title>)
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -90,7 +98,8 @@ def _open(chart_id: str, width: float, height: float, title: str, desc: str) -> 
     cid = _check_id(chart_id)
     return [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{cid}" '
-        f'viewBox="0 0 {_num(width)} {_num(height)}" style="max-width: {_num(width)}px" role="img" '
+        f'viewBox="0 0 {_num(width)} {_num(height)}" style="max-width: {_num(width)}px; '
+        f'--chart-w: {_num(width)}px" role="img" '
         f'aria-labelledby="{cid}-title {cid}-desc" font-family="system-ui, sans-serif" '
         f'font-size="{FONT}" fill="{TEXT}">',
         f'<title id="{cid}-title">{_e(title)}</title>',
@@ -126,12 +135,53 @@ class Swatch:
     hatch: int  # 0: none; 1, 2, ...: which hatch pattern
 
 
-def group_swatches(groups: Sequence[str]) -> dict[str, Swatch]:
-    """Stable group -> swatch: groups sorted by name get palette colours in order (same set, same colours)."""
+def palette_swatches(ordered: Sequence[str]) -> dict[str, Swatch]:
+    """Group -> swatch by position in ``ordered`` (duplicates keep their first position)."""
     out: dict[str, Swatch] = {}
-    for i, group in enumerate(sorted(set(groups), key=str.casefold)):
-        out[group] = Swatch(OKABE_ITO[i % len(OKABE_ITO)], i // len(OKABE_ITO))
+    for group in ordered:
+        if group not in out:
+            i = len(out)
+            out[group] = Swatch(OKABE_ITO[i % len(OKABE_ITO)], i // len(OKABE_ITO))
     return out
+
+
+def group_swatches(groups: Sequence[str]) -> dict[str, Swatch]:
+    """Stable group -> swatch: groups sorted by name get palette colours in order (same set, same colours).
+    Pass every group that exists (all developers), not the ones a filter left, to keep colours fixed."""
+    return palette_swatches(sorted(set(groups), key=str.casefold))
+
+
+def category_swatches() -> dict[str, Swatch]:
+    """Error category label -> swatch in the catalogue's order (``researchcodebench.errors``), so a
+    category has the same colour in every error chart whatever else is shown."""
+    # Model-tier categories first, in the catalogue's order: the eight commonest (syntax ... logic) get
+    # plain colours, the rarer ones hatches; the infrastructure tier (charted apart) comes last.
+    ordered = sorted(
+        (slug for slug, (_label, tier) in error_catalogue.CATEGORIES.items() if slug != "passed"),
+        key=lambda slug: error_catalogue.tier_of(slug) != error_catalogue.MODEL,
+    )
+    return palette_swatches([error_catalogue.LABELS[slug] for slug in ordered])
+
+
+def _swatches(groups: Sequence[str], fixed: Mapping[str, Swatch] | None) -> dict[str, Swatch]:
+    """``fixed`` for the groups it knows, groups it lacks appended after them (still distinct)."""
+    if fixed is None:
+        return group_swatches(groups)
+    missing = sorted({g for g in groups if g not in fixed}, key=str.casefold)
+    return palette_swatches([*fixed, *missing]) if missing else dict(fixed)
+
+
+def skippable(svg: str, *, label: str = "Skip the chart") -> str:
+    """``svg`` preceded by a link past it and followed by its target, so keyboard users need not tab
+    through every linked mark to reach what follows (the chart's id names the target)."""
+    match = re.search(r'<svg [^>]*\bid="([^"]+)"', svg)
+    if not match:
+        return svg
+    target = f"after-{match.group(1)}"
+    return (
+        f'<a href="#{target}" class="skip">{_e(label)}</a>{svg}'
+        f'<span id="{target}" class="skip-target" tabindex="-1"></span>'
+    )
 
 
 def _hatch_defs(chart_id: str, swatches: Sequence[Swatch]) -> str:
@@ -268,15 +318,17 @@ def bar_chart(
     legend: bool = True,
     digits: int = 2,
     width: float = 820,
+    swatches: Mapping[str, Swatch] | None = None,
 ) -> str:
-    """Horizontal bars, one row per ``Bar`` in the given order, coloured by ``group``.
+    """Horizontal bars, one row per ``Bar`` in the given order, coloured by ``group`` (``swatches``: the
+    fixed colours of every group that exists, so a filter cannot recolour a group).
 
     The axis runs from min(0, lowest value) to ``max_value`` (default: a round number above the highest
     value or error bar end), so negative values (deltas) extend left of a zero line.
     """
     if not bars:
         return no_data_svg(chart_id=chart_id, title=title)
-    swatches = group_swatches([b.group for b in bars])
+    swatches = _swatches([b.group for b in bars], swatches)
     values = [v for b in bars for v in ([b.value] if b.value is not None else []) + list(b.err or ())]
     hi = max_value if max_value is not None else _nice_max(max(values, default=0.0))
     # The axis starts below zero only for negative bar values (deltas); error bars are clipped to the axis.
@@ -294,7 +346,8 @@ def bar_chart(
     def scale(v: float) -> float:
         return left + (v - lo) / (hi - lo) * plot_w
 
-    legend_entries = [(g, swatches[g]) for g in sorted(swatches, key=str.casefold) if g] if legend else []
+    shown = {b.group for b in bars}
+    legend_entries = [(g, swatches[g]) for g in sorted(shown, key=str.casefold) if g] if legend else []
     plot_h = row * len(bars)
     legend_svg, legend_h = _legend_below(chart_id, legend_entries, plot_bottom=top + plot_h, width=width)
     has_outline = any(b.outlined for b in bars)
@@ -302,7 +355,7 @@ def bar_chart(
     height = top + plot_h + 44 + legend_h + extra + 8
     summary = _bar_summary(bars, unit, digits)
     parts = _open(chart_id, width, height, title, " ".join(p for p in (desc, summary) if p))
-    parts.append(_hatch_defs(chart_id, list(swatches.values())))
+    parts.append(_hatch_defs(chart_id, [swatches[g] for g in shown]))
     parts.append(_heading(title))
     parts.append(_x_axis(scale, _ticks(lo, hi), top=top - 4, bottom=top + plot_h, label=x_label, unit=unit))
     zero = scale(0.0)
@@ -669,7 +722,7 @@ def timeline(
                 f'<line x1="{_num(x)}" y1="{_num(top - 4)}" x2="{_num(x)}" y2="{_num(bottom)}" stroke="{GRID}" '
                 f'stroke-width="{1 if month == 1 else 0.5}"/>'
                 f'<text x="{_num(x)}" y="{_num(bottom + 14)}" text-anchor="middle" fill="{MUTED}" '
-                f'font-size="{11 if month == 1 else 9}">{_e(d.strftime("%Y" if month == 1 else "%b"))}</text>'
+                f'font-size="{11 if month == 1 else MIN_FONT}">{_e(d.strftime("%Y" if month == 1 else "%b"))}</text>'
             )
         tick_year += 1
     for k, (label, d) in enumerate(markers):
@@ -753,6 +806,7 @@ def scatter(
     unit: str = "",
     digits: int = 2,
     size: float = 520,
+    swatches: Mapping[str, Swatch] | None = None,
 ) -> str:
     """Labelled points on square axes from 0 to ``max_value`` with an optional y = x diagonal.
 
@@ -760,12 +814,13 @@ def scatter(
     """
     if not points:
         return no_data_svg(chart_id=chart_id, title=title)
-    swatches = group_swatches([p.group for p in points])
+    shown = {p.group for p in points}
+    swatches = _swatches(list(shown), swatches)
     hi = max_value if max_value is not None else _nice_max(max(max(p.x, p.y) for p in points))
     left, top, plot = 56.0, 34.0, size
     right_pad = max(len(_short(p.label)) for p in points) * CHAR_W * 10 / FONT + 16
     width = left + plot + right_pad
-    legend_entries = [(g, swatches[g]) for g in sorted(swatches, key=str.casefold) if g]
+    legend_entries = [(g, swatches[g]) for g in sorted(shown, key=str.casefold) if g]
     legend_svg, legend_h = _legend_below(chart_id, legend_entries, plot_bottom=top + plot, width=width)
     height = top + plot + 44 + legend_h + 8
 
@@ -778,7 +833,7 @@ def scatter(
     above = sum(1 for p in points if p.y > p.x)
     summary = f"{len(points)} points; {above} above the diagonal (y greater than x)."
     parts = _open(chart_id, width, height, title, " ".join(b for b in (desc, summary) if b))
-    parts.append(_hatch_defs(chart_id, list(swatches.values())))
+    parts.append(_hatch_defs(chart_id, [swatches[g] for g in shown]))
     parts.append(_heading(title))
     for t in _ticks(0, hi):
         parts.append(
@@ -807,7 +862,7 @@ def scatter(
         body = (
             f'<g class="point"><title>{_e(tip)}</title><circle cx="{_num(sx(p.x))}" cy="{_num(sy(p.y))}" r="5" '
             f'fill="{_fill(chart_id, sw)}" stroke="{TEXT}" stroke-width="0.8"/>'
-            f'<text x="{_num(sx(p.x) + 7)}" y="{_num(sy(p.y) + 4)}" font-size="10">{_e(_short(p.label))}</text></g>'
+            f'<text x="{_num(sx(p.x) + 7)}" y="{_num(sy(p.y) + 4)}" font-size="{MIN_FONT}">{_e(_short(p.label))}</text></g>'
         )
         parts.append(_link(p.href, body))
     parts.append(legend_svg)
@@ -829,8 +884,10 @@ def stacked_bar_chart(
     normalise: bool = False,
     row_hrefs: Sequence[str | None] | None = None,
     width: float = 820,
+    swatches: Mapping[str, Swatch] | None = None,
 ) -> str:
-    """Horizontal stacked bars: one bar per row, one segment per series (e.g. error category counts).
+    """Horizontal stacked bars: one bar per row, one segment per series (e.g. error category counts);
+    ``swatches`` fixes each series' colour by name (``category_swatches``), else series get them in order.
 
     With ``normalise`` every bar is scaled to 100% (shares); the segment titles still give the counts.
     """
@@ -842,7 +899,8 @@ def stacked_bar_chart(
     totals = [sum((s.values[i] or 0.0) for s in series) for i in range(len(rows))]
     if not any(totals):
         return no_data_svg(chart_id=chart_id, title=title)
-    swatches = [Swatch(OKABE_ITO[i % len(OKABE_ITO)], i // len(OKABE_ITO)) for i in range(len(series))]
+    by_name = _swatches([s.name for s in series], swatches or palette_swatches([s.name for s in series]))
+    colours = [by_name[s.name] for s in series]
     hi = 100.0 if normalise else _nice_max(max(totals))
     row = 22
     left = _label_width(rows) + 8
@@ -856,7 +914,7 @@ def stacked_bar_chart(
     plot_h = row * len(rows)
     legend_svg, legend_h = _legend_below(
         chart_id,
-        [(s.name, sw) for s, sw in zip(series, swatches, strict=True)],
+        [(s.name, sw) for s, sw in zip(series, colours, strict=True)],
         plot_bottom=top + plot_h,
         width=width,
     )
@@ -869,7 +927,7 @@ def stacked_bar_chart(
         desc
         or f"{len(rows)} bars, each split into {len(series)} segments ({', '.join(s.name for s in series)}).",
     )
-    parts.append(_hatch_defs(chart_id, swatches))
+    parts.append(_hatch_defs(chart_id, colours))
     parts.append(_heading(title))
     unit = "%" if normalise else ""
     parts.append(_x_axis(scale, _ticks(0, hi), top=top - 4, bottom=top + plot_h, label=x_label, unit=unit))
@@ -880,7 +938,7 @@ def stacked_bar_chart(
             f'<text x="{_num(left - 8)}" y="{_num(y + row / 2 + 4)}" text-anchor="end">{_e(_short(name))}</text>'
         ]
         acc = 0.0
-        for s, sw in zip(series, swatches, strict=True):
+        for s, sw in zip(series, colours, strict=True):
             v = s.values[i] or 0.0
             if v <= 0:
                 continue

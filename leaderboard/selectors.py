@@ -29,6 +29,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 
 from contributions.models import Paper, Release, Snippet
+from evaluation import selectors as evaluation_selectors
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
 from leaderboard.models import (
     Contamination,
@@ -298,7 +299,7 @@ def _row(score_row: RunScore, score: Score, mode: str, selection: Sequence[str] 
         source=run.source,
         status=run.status,
         n_completions=run.n_completions,
-        finished_at=run.finished_at,
+        finished_at=evaluation_selectors.run_result_date(run),
         cost_usd=cost,
         contamination=mode,
         selection=tuple(selection) if selection is not None else None,
@@ -1191,3 +1192,205 @@ __all__ = [
     "snippet_list",
     "snippet_stats_table",
 ]
+
+# --- finding out why: model search, comparison, failed snippets ----------------------------------------
+
+
+def developer_names() -> list[str]:
+    """Every developer of a known model, sorted case-insensitively (one query): the fixed order that gives
+    each developer its colour, whatever a filter leaves on a chart."""
+    names = LanguageModel.objects.exclude(developer="").values_list("developer", flat=True).distinct()
+    return sorted(set(names), key=str.casefold)
+
+
+#: the most models a search lists (a longer query narrows it)
+SEARCH_LIMIT = 25
+
+
+def model_search(*, query: str, limit: int = SEARCH_LIMIT) -> list[ModelRef]:
+    """Models whose key, name or developer contains ``query`` (case-insensitive, surrounding blanks
+    ignored), by name; an empty query finds nothing. One query."""
+    text = query.strip()
+    if not text:
+        return []
+    found = LanguageModel.objects.filter(
+        Q(key__icontains=text) | Q(name__icontains=text) | Q(developer__icontains=text)
+    ).order_by("name", "key")[:limit]
+    return [ModelRef.of(m) for m in found]
+
+
+def verdict_state(verdicts: str) -> str:
+    """A snippet's verdicts (``SnippetVerdict.verdicts``) as one state: pass (every tested completion
+    passed), fail (none did), partial (some did) or none (nothing tested)."""
+    tested = [c for c in verdicts if c in "PF"]
+    if not tested:
+        return "none"
+    if all(c == "P" for c in tested):
+        return "pass"
+    if all(c == "F" for c in tested):
+        return "fail"
+    return "partial"
+
+
+@dataclass(frozen=True)
+class FailedSnippet:
+    """A snippet a run did not solve in every completion: ``completion_idx`` is its first failed
+    completion (the one a link points at), ``label`` the category's name."""
+
+    snippet_id: int
+    paper_key: str
+    task_key: str
+    name: str
+    lines: int
+    category: str
+    label: str
+    run_id: int
+    completion_idx: int
+    failed: int
+    tested: int
+
+
+def failed_snippets(*, run_id: int, grid: Iterable[SnippetVerdict]) -> tuple[FailedSnippet, ...]:
+    """The failed (or partly failed) snippets of one run's verdict grid, in the grid's order."""
+    out = []
+    for v in grid:
+        if "F" not in v.verdicts:
+            continue
+        out.append(
+            FailedSnippet(
+                snippet_id=v.snippet_id,
+                paper_key=v.paper_key,
+                task_key=v.task_key,
+                name=v.name,
+                lines=v.lines,
+                category=v.category,
+                label=error_catalogue.LABELS.get(v.category, v.category.replace("_", " ").capitalize())
+                if v.category
+                else "",
+                run_id=run_id,
+                completion_idx=v.verdicts.index("F"),
+                failed=v.verdicts.count("F"),
+                tested=v.tested,
+            )
+        )
+    return tuple(out)
+
+
+def model_failed_snippets(*, key: str, run_id: int | None = None) -> tuple[FailedSnippet, ...]:
+    """The failed snippets of the model's run shown on its page (``model_detail``'s choice of run)."""
+    detail = model_detail(key=key, run_id=run_id)
+    return failed_snippets(run_id=detail.run.run_id, grid=detail.verdict_grid) if detail.run else ()
+
+
+@dataclass(frozen=True)
+class ComparedCell:
+    """One model's result on one snippet: ``state`` as ``verdict_state``; ``completion_idx`` the
+    completion to look at (its first failure, else its first pass; None when nothing was tested)."""
+
+    run_id: int | None
+    state: str
+    verdicts: str
+    category: str
+    completion_idx: int | None
+
+
+@dataclass(frozen=True)
+class ComparedSnippet:
+    """A snippet as several models did it (``cells`` in the comparison's model order). Snippets are
+    matched by paper, task and name, so runs on different releases compare where their tasks agree.
+    ``differs``: the models' states are not all the same."""
+
+    paper_key: str
+    task_key: str
+    name: str
+    lines: int
+    snippet_ids: tuple[int | None, ...]
+    cells: tuple[ComparedCell, ...]
+    differs: bool
+
+
+@dataclass(frozen=True)
+class ComparedPaper:
+    """Per-paper Scaled Pass@1 of each model (None: not scored) and the spread between the best and the
+    worst of them (None unless every model has a score)."""
+
+    paper_key: str
+    paper_title: str
+    scores: tuple[float | None, ...]
+    spread: float | None
+
+
+@dataclass(frozen=True)
+class ModelComparison:
+    models: tuple[ModelDetail, ...]
+    papers: tuple[ComparedPaper, ...]
+    snippets: tuple[ComparedSnippet, ...]
+    differing: int
+
+
+def _cell(run_id: int | None, v: SnippetVerdict | None) -> ComparedCell:
+    if v is None:
+        return ComparedCell(run_id=run_id, state="none", verdicts="", category="", completion_idx=None)
+    idx = v.verdicts.find("F")
+    if idx < 0:
+        idx = v.verdicts.find("P")
+    return ComparedCell(
+        run_id=run_id,
+        state=verdict_state(v.verdicts),
+        verdicts=v.verdicts,
+        category=v.category,
+        completion_idx=idx if idx >= 0 else None,
+    )
+
+
+def model_compare(*, keys: Sequence[str]) -> ModelComparison:
+    """Two or more models side by side, each on the run its model page shows: per-paper scores and
+    per-snippet verdicts, snippets whose verdicts differ first, then document order. Raises
+    ``LanguageModel.DoesNotExist`` naming an unknown key. Seven queries per model."""
+    details = []
+    for key in dict.fromkeys(keys):
+        try:
+            details.append(model_detail(key=key))
+        except LanguageModel.DoesNotExist:
+            raise LanguageModel.DoesNotExist(f"no model {key!r}") from None
+    papers: dict[str, str] = {}
+    for d in details:
+        for p in d.per_paper:
+            papers.setdefault(p.paper_key, p.paper_title)
+    paper_rows = []
+    for paper_key in sorted(papers):
+        scores = tuple(
+            next((p.scaled_pass_at_1 for p in d.per_paper if p.paper_key == paper_key), None) for d in details
+        )
+        known = [s for s in scores if s is not None]
+        spread = max(known) - min(known) if len(known) == len(scores) and known else None
+        paper_rows.append(ComparedPaper(paper_key, papers[paper_key], scores, spread))
+    by_model = [{(v.paper_key, v.task_key, v.name): v for v in d.verdict_grid} for d in details]
+    order: dict[tuple[str, str, str], SnippetVerdict] = {}
+    for grid in by_model:
+        for k, v in grid.items():
+            order.setdefault(k, v)
+    snippets = []
+    for k, first in sorted(order.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[1].ordinal)):
+        verdicts = [grid.get(k) for grid in by_model]
+        cells = tuple(
+            _cell(d.run.run_id if d.run else None, v) for d, v in zip(details, verdicts, strict=True)
+        )
+        snippets.append(
+            ComparedSnippet(
+                paper_key=k[0],
+                task_key=k[1],
+                name=k[2],
+                lines=first.lines,
+                snippet_ids=tuple(v.snippet_id if v else None for v in verdicts),
+                cells=cells,
+                differs=len({c.state for c in cells}) > 1,
+            )
+        )
+    snippets.sort(key=lambda s: not s.differs)
+    return ModelComparison(
+        models=tuple(details),
+        papers=tuple(paper_rows),
+        snippets=tuple(snippets),
+        differing=sum(1 for s in snippets if s.differs),
+    )

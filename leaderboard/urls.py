@@ -5,7 +5,9 @@ from leaderboard import views
 app_name = "leaderboard"
 urlpatterns = [
     path("", views.board, name="board"),
+    path("models/", views.model_search, name="model_search"),
     path("models/<str:key>/", views.model_page, name="model"),
+    path("compare/", views.compare_page, name="compare"),
     path("papers/<str:key>/", views.paper_page, name="paper"),
     # Snippet names are free text (spaces, commas, slashes): the path converter takes the rest of the URL.
     path("papers/<str:key>/snippets/<path:name>/prompt.txt", views.snippet_prompt, name="snippet_prompt"),

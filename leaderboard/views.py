@@ -81,6 +81,23 @@ def snippet_url(paper_key: str, name: str, snippet_id: int | None = None) -> str
     return f"{url}?{urlencode({'id': snippet_id})}" if snippet_id is not None else url
 
 
+def completion_url(paper_key: str, name: str, snippet_id: int, run_id: int, idx: int) -> str:
+    """The snippet page at one run's completion: ``run`` opens it, the fragment scrolls to it."""
+    return (
+        f"{snippet_url(paper_key, name, snippet_id)}&{urlencode({'run': run_id})}#completion-{run_id}-{idx}"
+    )
+
+
+#: the most rows one results export asks for (the API pages its results; a CSV link wants them all)
+RESULTS_EXPORT_LIMIT = 100_000
+
+
+def run_results_csv_url(run_id: int) -> str:
+    """The run's completions and verdicts as CSV (every row: the link sets ``limit``)."""
+    url = reverse("api-run-results", args=[run_id])
+    return f"{url}?{urlencode({'format': 'csv', 'limit': RESULTS_EXPORT_LIMIT})}"
+
+
 #: chart/table data exports of the read API (leaderboard/api_urls.py); they take the page's filter parameters
 EXPORTS = {
     "leaderboard": "api-leaderboard",
@@ -158,6 +175,11 @@ def _columns(form: BoardFilterForm, params: QueryDict) -> list[dict]:
     return out
 
 
+def developer_swatches() -> dict[str, charts.Swatch]:
+    """Each developer's colour, fixed over every developer that exists (not those a filter leaves)."""
+    return charts.group_swatches([*selectors.developer_names(), "Unknown"])
+
+
 def board_chart(rows: list[selectors.Row], *, title: str) -> str:
     """The paper's main figure: Scaled Pass@1 per model, colour by developer, open weights outlined."""
     bars = [
@@ -179,6 +201,7 @@ def board_chart(rows: list[selectors.Row], *, title: str) -> str:
         x_label="Scaled Pass@1 (%)",
         desc="Line-weighted pass rate per model; bars coloured by developer.",
         error_label="95% bootstrap interval" if any(b.err for b in bars) else "",
+        swatches=developer_swatches(),
     )
 
 
@@ -195,7 +218,9 @@ def _board_context(form: BoardFilterForm, params: QueryDict) -> dict:
     return {
         "rows": rows,
         "incomplete": [r for r in rows if not r.coverage_complete],
-        "chart": board_chart(rows, title=title),
+        "chart": charts.skippable(board_chart(rows, title=title)),
+        # The caption names error bars only when the chart draws them (filtered selections have none).
+        "error_bars": any(r.score.ci95 for r in rows if r.scaled_pass_at_1 is not None),
         "columns": _columns(form, params),
         "sort_label": SORT_LABELS.get(form.filters.sort.lstrip("-"), form.filters.sort.lstrip("-"))
         + (" (descending)" if form.filters.sort.startswith("-") else " (ascending)"),
@@ -243,6 +268,7 @@ def _model_context(key: str, params: QueryDict) -> dict:
         x_label="Failed completions",
         legend=False,
         digits=0,
+        swatches=charts.category_swatches(),
     )
     cutoff_chart = ""
     if detail.before_cutoff is not None and detail.after_cutoff is not None:
@@ -256,14 +282,24 @@ def _model_context(key: str, params: QueryDict) -> dict:
             title="Scaled Pass@1 on papers before vs after the knowledge cutoff",
             x_label="Scaled Pass@1 (%)",
         )
+    run_id = detail.run.run_id if detail.run else None
     return {
         "page_title": name,
         "d": detail,
-        "heatmap": heat,
-        "error_chart": error_chart,
-        "cutoff_chart": cutoff_chart,
+        "heatmap": charts.skippable(heat),
+        "error_chart": charts.skippable(error_chart),
+        "cutoff_chart": charts.skippable(cutoff_chart) if cutoff_chart else "",
         "grid": _grid(detail) if grid_inline else {},
         "grid_url": "" if grid_inline else _with(params, grid="all"),
+        "failed": [
+            {"f": f, "url": completion_url(f.paper_key, f.name, f.snippet_id, f.run_id, f.completion_idx)}
+            for f in selectors.failed_snippets(run_id=run_id, grid=detail.verdict_grid)
+        ]
+        if run_id
+        else [],
+        "runs_csv_url": f"{reverse('api-runs')}?{urlencode({'model': detail.model.key, 'format': 'csv'})}",
+        "results_csv_url": run_results_csv_url(run_id) if run_id else "",
+        "compare_url": f"{reverse('leaderboard:compare')}?{urlencode({'models': detail.model.key})}",
         "csv_url": _csv_url("papers", QueryDict()),
         "modes": [(m, CONTAMINATION_LABELS[m], detail.scores.get(m)) for m in CONTAMINATION_LABELS],
     }
@@ -327,7 +363,7 @@ def _paper_context(key: str, form: BoardFilterForm, params: QueryDict) -> dict:
     return {
         "page_title": f"{detail.key}: {detail.title}",
         "d": detail,
-        "heatmap": "" if lazy else _paper_heatmap(detail),
+        "heatmap": "" if lazy else charts.skippable(_paper_heatmap(detail)),
         "heatmap_url": _with(params, heatmap="all") if lazy else "",
         **_paper_tree_context(detail),
     }
@@ -404,6 +440,8 @@ def snippet_page(request: HttpRequest, key: str, name: str) -> HttpResponse:
             if detail.reference_code and a.code
             else None,
             "code_lines": code_diff.highlight_lines(a.code) if a.code and not detail.reference_code else None,
+            # ``?run=`` (a link to one model's completion) opens that run's completions
+            "target": request.GET.get("run") == str(a.run_id),
         }
         for a in sorted(
             detail.attempts, key=lambda a: (a.passed is not True, a.model.name.lower(), a.completion_idx)
@@ -470,6 +508,7 @@ def _errors_context(form: BoardFilterForm, params: QueryDict) -> dict:
         max_value=100,
         legend=False,
         digits=1,
+        swatches=charts.category_swatches(),
     )
     categories = [c.category for c in data.categories]
     with_failures = [m for m in data.per_model if m.total]
@@ -483,6 +522,7 @@ def _errors_context(form: BoardFilterForm, params: QueryDict) -> dict:
         title="Failures per model by category",
         x_label="Failed completions",
         row_hrefs=[_model_url(m.model.key) for m in with_failures],
+        swatches=charts.category_swatches(),
     )
     infra_total = sum(c.count for c in data.infrastructure)
     model_rows = [
@@ -498,8 +538,8 @@ def _errors_context(form: BoardFilterForm, params: QueryDict) -> dict:
         "model_rows": model_rows,
         "data": data,
         "categories": categories,
-        "share_chart": share_chart,
-        "per_model_chart": per_model_chart,
+        "share_chart": charts.skippable(share_chart),
+        "per_model_chart": charts.skippable(per_model_chart),
         "infra_total": infra_total,
         "model_total": sum(c.count for c in data.categories),
         "csv_url": _csv_url("errors", params),
@@ -554,8 +594,8 @@ def _contamination_context(form: BoardFilterForm, params: QueryDict) -> dict:
     )
     return {
         "data": data,
-        "timeline": timeline,
-        "before_after": before_after,
+        "timeline": charts.skippable(timeline),
+        "before_after": charts.skippable(before_after),
         "kept": sum(1 for p in data.papers if p.kept_by_global_rule),
         "csv_url": _csv_url("papers", params),
     }
@@ -593,6 +633,7 @@ def _ablation_context(form: BoardFilterForm, params: QueryDict) -> dict:
         title="Scaled Pass@1 with vs without the paper",
         x_label="Without paper (%)",
         y_label="With paper (%)",
+        swatches=developer_swatches(),
     )
     deltas = charts.bar_chart(
         [
@@ -608,6 +649,7 @@ def _ablation_context(form: BoardFilterForm, params: QueryDict) -> dict:
         chart_id="ablation-delta",
         title="Gain from the paper (with minus without, points)",
         x_label="Scaled Pass@1 difference (points)",
+        swatches=developer_swatches(),
     )
     snippet_chart = charts.grouped_bar_chart(
         [f"{s.paper_key}: {s.name}" for s in data.snippets[:40]],
@@ -623,9 +665,9 @@ def _ablation_context(form: BoardFilterForm, params: QueryDict) -> dict:
     )
     return {
         "data": data,
-        "scatter": scatter,
-        "deltas": deltas,
-        "snippet_chart": snippet_chart,
+        "scatter": charts.skippable(scatter),
+        "deltas": charts.skippable(deltas),
+        "snippet_chart": charts.skippable(snippet_chart),
         "snippet_rows": [
             {"s": s, "url": snippet_url(s.paper_key, s.name, s.snippet_id)} for s in data.snippets
         ],
@@ -633,13 +675,102 @@ def _ablation_context(form: BoardFilterForm, params: QueryDict) -> dict:
     }
 
 
+# --- finding out why: model search and comparison ----------------------------------------------------
+
+
+def model_search(request: HttpRequest) -> HttpResponse:
+    """Models by key, name or developer: the board's search box asks for the ``matches`` partial with
+    htmx; without JavaScript the same GET form lands on this page."""
+    query = request.GET.get("q", "")[:100]
+    found = selectors.model_search(query=query)
+    context = {
+        "q": query.strip(),
+        "found": [{"m": m, "url": _model_url(m.key)} for m in found],
+        "limit": selectors.SEARCH_LIMIT,
+    }
+    template = "leaderboard/model_search.html" + ("#matches" if caching.is_htmx(request) else "")
+    return render(request, template, context)
+
+
+#: the most models one comparison shows (each costs a model page's queries)
+COMPARE_LIMIT = 6
+
+
+def compare_page(request: HttpRequest) -> HttpResponse:
+    """``/compare/?models=A&models=B``: per-paper and per-snippet differences of two or more models."""
+    return cached_page(
+        request, page="compare", template="leaderboard/compare.html", title="Compare models",
+        build=lambda _form, query: _compare_context(query), params=("models",), filtered=False,
+    )  # fmt: skip
+
+
+def _compare_context(params: QueryDict) -> dict:
+    keys = [k.strip() for k in params.getlist("models") if k.strip()]
+    keys = list(dict.fromkeys(keys))
+    problems_found = []
+    if len(keys) > COMPARE_LIMIT:
+        problems_found.append(
+            f"models: at most {COMPARE_LIMIT} models at once; the first {COMPARE_LIMIT} are shown."
+        )
+        keys = keys[:COMPARE_LIMIT]
+    try:
+        data = selectors.model_compare(keys=keys) if len(keys) >= 2 else None
+    except LanguageModel.DoesNotExist as exc:
+        problems_found.append(f"models: {exc}.")
+        data = None
+    if len(keys) < 2:
+        problems_found.append("models: choose at least two models to compare.")
+    context: dict = {"keys": keys, "problems": problems_found, "data": data, "page_title": "Compare models"}
+    if data is None:
+        return context
+    names = [d.model.name for d in data.models]
+    context["page_title"] = "Compare " + " vs ".join(names)
+    context["paper_chart"] = charts.skippable(
+        charts.grouped_bar_chart(
+            [p.paper_key for p in data.papers],
+            [
+                charts.Series(d.model.name, [p.scores[i] for p in data.papers])
+                for i, d in enumerate(data.models)
+            ],
+            chart_id="compare-papers",
+            title="Scaled Pass@1 per paper",
+            x_label="Scaled Pass@1 (%)",
+            max_value=100,
+            hrefs=[reverse("leaderboard:paper", args=[p.paper_key]) for p in data.papers],
+        )
+    )
+    context["snippets"] = [
+        {
+            "s": sn,
+            "cells": [
+                {
+                    "c": c,
+                    "url": completion_url(sn.paper_key, sn.name, sid, c.run_id, c.completion_idx)
+                    if sid is not None and c.run_id is not None and c.completion_idx is not None
+                    else "",
+                }
+                for c, sid in zip(sn.cells, sn.snippet_ids, strict=True)
+            ],
+            "url": snippet_url(sn.paper_key, sn.name, next(i for i in sn.snippet_ids if i is not None)),
+        }
+        for sn in data.snippets
+    ]
+    context["models"] = [
+        {"d": d, "url": _model_url(d.model.key), "csv": run_results_csv_url(d.run.run_id) if d.run else ""}
+        for d in data.models
+    ]
+    return context
+
+
 __all__ = [
     "ablation_page",
     "board",
     "cached_page",
+    "compare_page",
     "contamination_page",
     "errors_page",
     "model_page",
+    "model_search",
     "paper_page",
     "snippet_page",
     "snippet_prompt",
