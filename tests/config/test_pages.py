@@ -8,7 +8,7 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.utils import timezone
 
-from tests.factories import WorkerHeartbeatFactory
+from tests.factories import MaintainerFactory, WorkerHeartbeatFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -27,10 +27,19 @@ def test_base_page_has_navigation_vendored_htmx_and_csrf_header(client):
     assert '<main id="main"' in html and 'lang="en"' in html
 
 
+#: pages behind sign-in: the review queue (maintainers), a new contribution's first step, the notifications
+SIGNED_IN_PAGES = ["/review/", "/contribute/new/", "/notifications/"]
+
+
 def test_no_page_links_to_an_external_cdn(client):
-    for url in ["/", "/papers/", "/contribute/", "/review/", "/runs/", "/status/"]:
+    for url in ["/", "/papers/", "/contribute/", "/runs/", "/status/", "/accounts/login/"]:
         html = client.get(url).content.decode()
         assert not re.search(r'<(script|link)[^>]+(src|href)="https?://', html), url
+    client.force_login(MaintainerFactory())
+    for url in SIGNED_IN_PAGES:
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert not re.search(r'<(script|link)[^>]+(src|href)="https?://', response.content.decode()), url
 
 
 def test_vendored_htmx_file_exists_and_is_htmx():
@@ -40,9 +49,24 @@ def test_vendored_htmx_file_exists_and_is_htmx():
         assert "htmx" in fh.read(4000)
 
 
-# /review/ is for maintainers (tests/contributions/test_review_pages.py: visitors sign in, contributors 403).
+# /review/ is for maintainers (tests/contributions/test_review_pages.py: contributors get 403).
 @pytest.mark.parametrize("url", ["/papers/", "/contribute/", "/runs/", "/status/"])
-def test_every_navigation_target_renders(client, url):
+def test_every_public_navigation_target_renders(client, url):
+    response = client.get(url)
+    assert response.status_code == 200
+    assert "<h1>" in response.content.decode()
+
+
+@pytest.mark.parametrize("url", [*SIGNED_IN_PAGES, "/contribute/1/step/2/", "/contribute/1/"])
+def test_pages_behind_sign_in_send_visitors_to_the_sign_in_page_and_back(client, url):
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"] == f"/accounts/login/?next={url}"
+
+
+@pytest.mark.parametrize("url", SIGNED_IN_PAGES)
+def test_navigation_targets_behind_sign_in_render_for_a_maintainer(client, url):
+    client.force_login(MaintainerFactory())
     response = client.get(url)
     assert response.status_code == 200
     assert "<h1>" in response.content.decode()
