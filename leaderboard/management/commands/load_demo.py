@@ -96,7 +96,9 @@ class Command(BaseCommand):
         accounts = options["accounts"] if options["accounts"] is not None else settings.DEBUG
         if accounts:
             users = self._load_accounts()
-            self._load_proposal(options["examples"], author=users["contributor"])
+            self._load_proposal(
+                options["examples"], author=users["contributor"], reviewer=users["maintainer"]
+            )
         else:
             self.stdout.write("demo accounts: skipped (DEBUG is off; --accounts creates them)")
 
@@ -110,7 +112,7 @@ class Command(BaseCommand):
             self.stdout.write(f"demo account ({role}): sign in as {email} with password {password}")
         return users
 
-    def _load_proposal(self, examples: Path, *, author: Any) -> None:
+    def _load_proposal(self, examples: Path, *, author: Any, reviewer: Any) -> None:
         """The demo contributor's proposal, submitted and validated (see the module docstring)."""
         proposal = Proposal.objects.filter(author=author, task_key=DEMO_PROPOSAL_KEY).order_by("pk").last()
         if proposal is None:
@@ -135,9 +137,10 @@ class Command(BaseCommand):
         else:
             took = "created before" if not created else "validated by a worker"
         label = Proposal.State(proposal.state).label.lower()
+        # Said last: the console email backend prints the workflow's notification emails above it.
         self.stdout.write(
             f"demo proposal: {proposal.task_key!r} by {author.email}, {label} ({took}): "
-            f"{proposal_url(proposal) or f'proposal {proposal.pk}'}"
+            f"{proposal_url(proposal) or f'proposal {proposal.pk}'} (review it signed in as {reviewer.email})"
         )
 
     @transaction.atomic
