@@ -26,7 +26,7 @@ CONTAMINATION_LABELS = {
     "global": "Original global rule",
     "per-model": "Per model (papers after its own cutoff)",
 }
-PAPER_CHOICES = {"with": "With paper", "without": "Without paper", "any": "Both"}
+PAPER_CHOICES = {"with": "With paper", "without": "Without paper", "any": "Both (each ranked on its own)"}
 WEIGHTS_CHOICES = {"open": "Open weights", "closed": "Closed"}
 VERIFICATION_CHOICES = {v.value: v.value.capitalize() for v in EvaluationRun.Verification}
 SORT_CHOICES = sorted([*SORT_KEYS, *(f"-{k}" for k in SORT_KEYS)])
@@ -51,13 +51,15 @@ assert set(CONTAMINATION_LABELS) == set(selectors.CONTAMINATION_MODES), "a conta
 
 def board_choices() -> dict[str, list[str]]:
     """The allowed values of every parameter: developers and templates of scored runs (any known prompt
-    template too), every release, and the fixed lists. Three queries."""
+    template too), every release or all of them (``ANY_RELEASE``), and the fixed lists;
+    ``release_default`` names the release an empty ``release`` stands for. Three queries."""
     found = selectors.filter_choices()
     return {
         "developer": found["developer"],
         "weights": list(WEIGHTS_CHOICES),
         "verification": list(VERIFICATION_CHOICES),
-        "release": found["release"],
+        "release": [*found["release"], selectors.ANY_RELEASE],
+        "release_default": found["release_default"],
         "template": list(dict.fromkeys([*problems.TEMPLATES, *found["template"]])),
         "paper": list(PAPER_CHOICES),
         "contamination": list(CONTAMINATION_LABELS),
@@ -117,7 +119,12 @@ class BoardParamField(forms.ChoiceField):
         except ValidationError as exc:
             default = DEFAULTS[self.param]
             fallback = dict(self.choices).get(default, default)
-            instead = "Showing all instead." if not default else f"Using the default ({fallback}) instead."
+            if self.param == "release":
+                instead = "Showing the default release instead."
+            elif not default:
+                instead = "Showing all instead."
+            else:
+                instead = f"Using the default ({fallback}) instead."
             raise ValidationError(f"{exc.messages[0]} {instead}", code="invalid_choice") from None
 
     def bound_data(self, data: Any, initial: Any) -> str:
@@ -127,9 +134,17 @@ class BoardParamField(forms.ChoiceField):
             return DEFAULTS[self.param]
 
 
-def _options(values: Iterable[str], labels: Mapping[str, str] | None = None, *, blank: bool) -> list:
+def _options(
+    values: Iterable[str], labels: Mapping[str, str] | None = None, *, blank: bool, blank_label: str = "Any"
+) -> list:
     options = [(v, (labels or {}).get(v, v)) for v in values]
-    return [("", "Any"), *options] if blank else options
+    return [("", blank_label), *options] if blank else options
+
+
+#: the empty choice of the parameters whose "no restriction" is not what an empty value means, or whose
+#: "Any" view groups rather than mixes (the ranking rule, docs/scoring.md#ranking)
+RELEASE_ANY_LABEL = "Any (each release ranked on its own)"
+TEMPLATE_ANY_LABEL = "Any (each template ranked on its own)"
 
 
 class BoardFilterForm(forms.Form):
@@ -155,8 +170,19 @@ class BoardFilterForm(forms.Form):
             "paper": PAPER_CHOICES,
             "contamination": CONTAMINATION_LABELS,
         }
+        default_release = (allowed.get("release_default") or [""])[0]
+        blank_labels = {
+            "release": f"Default ({default_release})" if default_release else "Any",
+            "template": TEMPLATE_ANY_LABEL,
+        }
+        labels["release"] = {selectors.ANY_RELEASE: RELEASE_ANY_LABEL}
         for name, field in self.fields.items():
-            field.choices = _options(allowed[name], labels.get(name), blank=not DEFAULTS[name])
+            field.choices = _options(
+                allowed[name],
+                labels.get(name),
+                blank=not DEFAULTS[name],
+                blank_label=blank_labels.get(name, "Any"),
+            )
 
     @property
     def values(self) -> dict[str, str]:

@@ -12,8 +12,14 @@ Contracts common to every selector:
 - ``LeaderboardFilters`` selects runs the same way for every selector that takes it.
 
 Which runs are "on the board": runs with scores whose status is finished (``include_unfinished`` adds
-runs still generating or testing, with their partial coverage), restricted by the filters, and of those
-only the latest run per (model, release, template, with/without paper).
+runs still generating or testing, with their partial coverage), restricted by the filters (the default
+release unless ``release`` names another or ``ANY_RELEASE``), and of those only the latest run per (model,
+release, template, with/without paper).
+
+The ranking rule (docs/scoring.md#ranking): runs are ranked only against runs of the same release, prompt
+template and paper setting (a *group*); a view over several groups lists them group by group. Runs below
+full coverage are listed after their group's ranked runs, without a rank. A rank comes with the range the
+bootstrap intervals allow and the runs it is statistically tied with.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from datetime import date, datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, Q, QuerySet, Subquery
 
 from contributions.models import Paper, Release, Snippet
 from evaluation import selectors as evaluation_selectors
@@ -39,13 +45,21 @@ from leaderboard.models import (
     RunSnippetScore,
     SnippetStat,
 )
-from leaderboard.services import combine_rates, cutoff_text, global_selection, model_cutoff
+from leaderboard.services import (
+    combine_rates,
+    model_cutoff,
+    release_cutoffs,
+    release_global_selections,
+)
 from researchcodebench import errors as error_catalogue
 from researchcodebench import scoring
 
 #: sort keys of ``LeaderboardFilters.sort`` (prefix ``-`` for descending); null values always sort last
 SORT_KEYS: dict[str, Callable[[Row], Any]] = {}
 CONTAMINATION_MODES = tuple(c.value for c in Contamination)
+#: ``LeaderboardFilters.release`` for the runs of every release (and of none), each release ranked apart;
+#: not a valid release name (a slug), so it never shadows one
+ANY_RELEASE = "*"
 
 
 @dataclass(frozen=True)
@@ -55,7 +69,9 @@ class LeaderboardFilters:
     - ``developer``: exact developer name, case-insensitive (e.g. "OpenAI").
     - ``open_weights``: True = open-weights models only, False = closed only.
     - ``verification``: an ``EvaluationRun.Verification`` value (published, uploaded, generated, rerun).
-    - ``release``: a release name; ``None`` = runs of every release (and runs without one).
+    - ``release``: a release name; ``None`` = the default release (``contributions.selectors.
+      release_default``; every run while there is no release); ``ANY_RELEASE`` = runs of every release
+      (and runs without one), grouped by release.
     - ``template``: prompt template of the run (e.g. "rcb-2025", "rcb-v2").
     - ``with_paper``: True (default: the paper is in the prompt, the headline setting), False (the
       ablation without paper), None (both).
@@ -140,8 +156,13 @@ class Score:
 @dataclass(frozen=True)
 class Row:
     """One line of the leaderboard (one run). ``rank`` is the competition rank by Scaled Pass@1 among the
-    rows shown (ties share a rank); None for a row without a score. ``selection`` lists the papers scored
-    (None = every paper). ``coverage_complete`` False means the rank rests on part of the benchmark."""
+    rows shown of the same group (release, template, paper setting; equal scores share a rank); None for a
+    row without a score and for an ``incomplete`` row (below full coverage: listed apart, never ranked).
+    ``rank_low``..``rank_high`` is the range of ranks the 95% bootstrap intervals allow (a row without an
+    interval counts as its point score): ``rank_low`` = 1 + the rows whose lower bound is above this row's
+    upper bound, ``rank_high`` = the rows whose upper bound reaches this row's lower bound. ``tied_with``
+    lists the model keys of the ranked rows of the group whose interval overlaps this row's
+    (statistically indistinguishable). ``selection`` lists the papers scored (None = every paper)."""
 
     rank: int | None
     run_id: int
@@ -158,6 +179,19 @@ class Row:
     contamination: str
     selection: tuple[str, ...] | None
     score: Score
+    rank_low: int | None = None
+    rank_high: int | None = None
+    tied_with: tuple[str, ...] = ()
+
+    @property
+    def group(self) -> tuple[str | None, str, bool]:
+        """What a rank is relative to: (release, template, with_paper)."""
+        return (self.release, self.template, self.with_paper)
+
+    @property
+    def incomplete(self) -> bool:
+        """Below full coverage of what it is scored on: listed apart with its coverage, never ranked."""
+        return 0 < self.score.expected_snippets and self.score.snippets < self.score.expected_snippets
 
     # Flat accessors: templates, serializers and CSV read these names.
     @property
@@ -251,8 +285,15 @@ def _run_filter(filters: LeaderboardFilters, prefix: str = "run__") -> Q:
         q &= Q(**{f"{prefix}model__open_weights": filters.open_weights})
     if filters.verification:
         q &= Q(**{f"{prefix}verification": filters.verification})
-    if filters.release:
+    if filters.release == ANY_RELEASE:
+        pass
+    elif filters.release:
         q &= Q(**{f"{prefix}release__name": filters.release})
+    else:
+        # The default release in the same query: the one marked default, else the newest; every run while
+        # there is no release at all.
+        default = Release.objects.order_by("-is_default", "-created_at", "-pk").values("pk")[:1]
+        q &= Q(**{f"{prefix}release_id": Subquery(default)}) | ~Exists(Release.objects.all())
     if filters.template:
         q &= Q(**{f"{prefix}template": filters.template})
     if filters.with_paper is not None:
@@ -307,20 +348,73 @@ def _row(score_row: RunScore, score: Score, mode: str, selection: Sequence[str] 
     )
 
 
-def _rank_and_sort(rows: list[Row], sort: str) -> list[Row]:
+def _group_order(score_rows: Iterable[RunScore]) -> dict[tuple, tuple]:
+    """Sort key of each group of rows: the default release first, then newer releases, runs of no release
+    last; within a release by template, with the paper before without."""
+    order = {}
+    for s in score_rows:
+        run = s.run
+        release = run.release if run.release_id else None
+        key = (release.name if release else None, run.template, run.with_paper)
+        order[key] = (
+            release is None,
+            not (release and release.is_default),
+            -(release.created_at.timestamp() if release else 0),
+            key[0] or "",
+            run.template,
+            not run.with_paper,
+        )
+    return order
+
+
+def _rank_and_sort(rows: list[Row], sort: str, group_order: dict[tuple, tuple]) -> list[Row]:
+    """Rank every group on its own, then list the groups in ``group_order``, each with its ranked (and
+    unscored) rows in ``sort`` order followed by its incomplete rows in the same order."""
+    groups: dict[tuple, list[Row]] = defaultdict(list)
+    for r in rows:
+        groups[r.group].append(r)
+    out: list[Row] = []
+    for key in sorted(groups, key=lambda k: group_order.get(k, (True, True, 0, "", "", True))):
+        ranked = _rank_group(groups[key])
+        out.extend(_sorted(ranked, sort, lambda r: not r.incomplete))
+        out.extend(_sorted(ranked, sort, lambda r: r.incomplete))
+    return out
+
+
+def _rank_group(rows: list[Row]) -> list[Row]:
+    """Competition ranks by Scaled Pass@1, rank ranges and ties from the bootstrap intervals, among the
+    scored rows at full coverage of one group."""
     ranked = sorted(
-        (r for r in rows if r.score.scaled_pass_at_1 is not None), key=lambda r: -r.score.scaled_pass_at_1
+        (r for r in rows if r.score.scaled_pass_at_1 is not None and not r.incomplete),
+        key=lambda r: -r.score.scaled_pass_at_1,
     )
-    ranks: dict[int, int] = {}
+    bounds = {r.run_id: r.score.ci95 or (r.score.scaled_pass_at_1, r.score.scaled_pass_at_1) for r in ranked}
+    done: dict[int, Row] = {}
     for pos, r in enumerate(ranked):
         prev = ranked[pos - 1] if pos else None
         same = prev is not None and prev.score.scaled_pass_at_1 == r.score.scaled_pass_at_1
-        ranks[r.run_id] = ranks[prev.run_id] if same else pos + 1
-    rows = [replace(r, rank=ranks.get(r.run_id)) for r in rows]
+        rank = done[prev.run_id].rank if same else pos + 1
+        lo, hi = bounds[r.run_id]
+        above = sum(1 for o in ranked if bounds[o.run_id][0] > hi)
+        reach = sum(1 for o in ranked if bounds[o.run_id][1] >= lo)
+        tied = tuple(
+            o.model.key
+            for o in ranked
+            if o.run_id != r.run_id and bounds[o.run_id][0] <= hi and bounds[o.run_id][1] >= lo
+        )
+        done[r.run_id] = replace(
+            r, rank=rank, rank_low=min(1 + above, rank), rank_high=max(reach, rank), tied_with=tied
+        )
+    return [done.get(r.run_id, r) for r in rows]
+
+
+def _sorted(rows: list[Row], sort: str, keep: Callable[[Row], bool]) -> list[Row]:
+    """The rows ``keep`` selects in ``sort`` order; rows without a value for the sort key last."""
     descending = sort.startswith("-")
     keyfunc = SORT_KEYS[sort.lstrip("-")]
-    present = [r for r in rows if keyfunc(r) is not None]
-    absent = [r for r in rows if keyfunc(r) is None]
+    chosen = [r for r in rows if keep(r)]
+    present = [r for r in chosen if keyfunc(r) is not None]
+    absent = [r for r in chosen if keyfunc(r) is None]
     # Stable tie-break: model key (as the core's ``score_published``), then run id, whatever the direction.
     present.sort(key=lambda r: (r.model.key, r.run_id))
     present.sort(key=keyfunc, reverse=descending)
@@ -349,38 +443,45 @@ def board_version() -> str:
 def leaderboard_rows(
     *, release: Release | None = None, filters: LeaderboardFilters | None = None
 ) -> list[Row]:
-    """The leaderboard rows for ``filters`` (``release`` overrides ``filters.release``), ranked and sorted.
+    """The leaderboard rows for ``filters`` (``release`` overrides ``filters.release``), ranked per group
+    and sorted (the ranking rule of the module docstring).
 
     Scores per contamination mode:
     - ``none`` and ``per-model``: the stored ``RunScore`` rows (bootstrap interval included);
-    - ``global``: the original rule applied to the cutoffs of the models the filters keep. When that
-      selection equals the stored one (the unfiltered board) the stored row is used; otherwise the score
-      is recombined exactly from per-paper sums, and ``ci95`` is None.
+    - ``global``: the original rule over the cutoffs of every model of the run's release, whatever the
+      other filters keep (``services.release_global_selections``). When that selection equals the stored
+      one (the usual case) the stored row is used; otherwise the score is recombined exactly from
+      per-paper sums, and ``ci95`` is None.
 
-    At most four queries whatever the number of rows.
+    At most five queries whatever the number of rows or releases.
     """
     filters = filters or LeaderboardFilters()
     if release is not None:
         filters = replace(filters, release=release.name)
     mode = filters.contamination
     score_rows = _board_scores(filters, mode)
-    rows: list[Row] = []
+    order = _group_order(score_rows)
     if mode != Contamination.GLOBAL:
         rows = [_row(s, _score_from_row(s), mode, s.selection) for s in score_rows]
-        return _rank_and_sort(rows, filters.sort)
-    dates = dict(Paper.objects.values_list("key", "first_commit_date"))
-    wanted = global_selection((cutoff_text(s.run.model) for s in score_rows), dates)
-    recombine = [s for s in score_rows if s.selection != wanted]
+        return _rank_and_sort(rows, filters.sort, order)
+    wanted = release_global_selections({s.run.release_id for s in score_rows})
+    recombine = [s for s in score_rows if s.selection != wanted[s.run.release_id]]
     per_paper: dict[int, list[RunPaperScore]] = defaultdict(list)
     if recombine:
-        for p in RunPaperScore.objects.filter(
-            run_id__in=[s.run_id for s in recombine], paper__key__in=wanted
+        for p in RunPaperScore.objects.filter(run_id__in=[s.run_id for s in recombine]).select_related(
+            "paper"
         ):
             per_paper[p.run_id].append(p)
+    rows = []
     for s in score_rows:
-        score = _score_from_row(s) if s.selection == wanted else score_from_papers(per_paper[s.run_id])
-        rows.append(_row(s, score, mode, wanted))
-    return _rank_and_sort(rows, filters.sort)
+        selection = wanted[s.run.release_id]
+        if s.selection == selection:
+            score = _score_from_row(s)
+        else:
+            kept = set(selection)
+            score = score_from_papers(p for p in per_paper[s.run_id] if p.paper.key in kept)
+        rows.append(_row(s, score, mode, selection))
+    return _rank_and_sort(rows, filters.sort, order)
 
 
 # --- model page ---------------------------------------------------------------------------------------
@@ -641,8 +742,11 @@ class PaperDetail:
 def paper_detail(*, key: str, filters: LeaderboardFilters | None = None) -> PaperDetail:
     """The paper page for ``key``: metadata, the snippet tree of each task's latest version with its
     difficulty, and the model x snippet matrix over the runs ``filters`` keep (the board's runs by
-    default). Raises ``Paper.DoesNotExist``. Four queries."""
+    default, but of every release when ``filters`` names none: a paper is in the releases that hold it,
+    not necessarily the default one). Raises ``Paper.DoesNotExist``. Four queries."""
     filters = filters or LeaderboardFilters()
+    if filters.release is None:
+        filters = replace(filters, release=ANY_RELEASE)
     paper = Paper.objects.get(key=key)
     snippets = list(
         Snippet.objects.filter(task_version__task__paper=paper)
@@ -921,14 +1025,15 @@ class ContaminationOverview:
 
 
 def contamination_overview(*, filters: LeaderboardFilters | None = None) -> ContaminationOverview:
-    """The contamination page over the runs ``filters`` keep (its ``contamination`` is ignored). Three
-    queries."""
+    """The contamination page over the runs ``filters`` keep (its ``contamination`` is ignored). The global
+    rule is that of the releases of those runs, over every model of the release whatever the other
+    filters (as ``leaderboard_rows``). Five queries."""
     filters = replace(filters or LeaderboardFilters(), contamination=Contamination.NONE.value)
     board = _board_scores(filters, Contamination.NONE)
     papers = list(Paper.objects.order_by("first_commit_date", "key"))
-    dates = {p.key: p.first_commit_date for p in papers}
-    cutoffs = [cutoff_text(s.run.model) for s in board]
-    kept = set(global_selection(cutoffs, dates))
+    releases = {s.run.release_id for s in board}
+    cutoffs = [c for cs in release_cutoffs(releases).values() for c in cs]
+    kept = {k for keys in release_global_selections(releases).values() for k in keys}
     per_run: dict[int, list[RunPaperScore]] = defaultdict(list)
     for p in RunPaperScore.objects.filter(run_id__in=[s.run_id for s in board]).select_related("paper"):
         per_run[p.run_id].append(p)
@@ -1154,19 +1259,26 @@ def release_names() -> list[str]:
 
 def filter_choices() -> dict[str, list[str]]:
     """Values the filter controls offer: developers, templates and releases present among scored runs
-    (two queries)."""
+    (two queries); ``release_default`` holds the name of the release the board shows by default (none
+    while there is no release)."""
     runs = EvaluationRun.objects.filter(scores__mode=Contamination.NONE)
     pairs = set(runs.values_list("model__developer", "template"))
+    # The default release's rule of ``_run_filter``: marked default, else the newest.
+    releases = list(
+        Release.objects.order_by("-is_default", "-created_at", "-pk").values_list("name", flat=True)
+    )
     return {
         "developer": sorted({d for d, _t in pairs if d}, key=str.lower),
         "template": sorted({t for _d, t in pairs if t}),
-        "release": release_names(),
+        "release": sorted(releases),
+        "release_default": releases[:1],
         "verification": [v.value for v in EvaluationRun.Verification],
         "contamination": list(CONTAMINATION_MODES),
     }
 
 
 __all__ = [
+    "ANY_RELEASE",
     "Ablation",
     "AblationPair",
     "Attempt",
@@ -1192,6 +1304,7 @@ __all__ = [
     "snippet_list",
     "snippet_stats_table",
 ]
+
 
 # --- finding out why: model search, comparison, failed snippets ----------------------------------------
 

@@ -144,19 +144,29 @@ class LeaderboardRowSerializer(
         extra_kwargs={"ci95": {"help_text": "null: not computed"}},
     ),
 ):
-    """One leaderboard row; ``rank`` is null for a row without a score."""
+    """One leaderboard row. Runs are ranked only against runs of the same release, template and paper
+    setting; ``rank`` is null for a row without a score and for an ``incomplete`` row (below full
+    coverage, listed after its group's ranked rows). ``rank_low``..``rank_high``: the ranks the 95%
+    bootstrap intervals allow; ``tied_with``: the models of the group statistically tied with this one."""
 
     model = ModelRefSerializer()
     coverage_complete = serializers.BooleanField(source="score.coverage_complete")
+    incomplete = serializers.BooleanField(help_text="below full coverage: listed apart, never ranked")
 
     class Meta:
         dataclass = selectors.Row
         ref_name = "LeaderboardRow"
+        extra_kwargs = {
+            "rank_low": {"help_text": "best rank the bootstrap intervals allow (null: not ranked)"},
+            "rank_high": {"help_text": "worst rank the bootstrap intervals allow (null: not ranked)"},
+            "tied_with": {"help_text": "keys of the models whose 95% interval overlaps this row's"},
+        }
         fields = (
             "rank", "model", "scaled_pass_at_1", "pass_at_1", "scaled_pass_at_1_std", "pass_at_1_std", "ci95",
             "line_rates", "task_rates", "coverage", "coverage_complete", "snippets", "expected_snippets",
             "lines", "papers", "verification", "cost_usd", "run_id", "release", "template", "with_paper",
-            "source", "status", "n_completions", "finished_at", "contamination", "selection",
+            "source", "status", "n_completions", "finished_at", "contamination", "selection", "rank_low",
+            "rank_high", "tied_with", "incomplete",
         )  # fmt: skip
 
 

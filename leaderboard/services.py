@@ -7,7 +7,7 @@ integer sums for subsets of papers (same integers, same float operations, same r
 Entry points:
 - ``leaderboard_refresh_run(*, run)``: rebuild every read model row of one run (idempotent).
 - ``leaderboard_refresh_global()``: rebuild the ``global`` contamination rows of every run when the set of
-  scored models moved the global cutoff (from ``RunSnippetScore``, no raw results).
+  scored models of its release moved that release's global cutoff (from ``RunSnippetScore``, no raw results).
 - ``leaderboard_request_refresh(*, run_id)``: the debounced trigger used by the signal handlers.
 - ``leaderboard_refresh_stale()``: re-aggregate runs whose result count moved since their last refresh
   (catches bulk inserts that send no signal).
@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
-from contributions.models import Paper, Snippet, TaskVersion
+from contributions.models import Paper, ReleaseEntry, Snippet, TaskVersion
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
 from leaderboard.models import (
     Contamination,
@@ -71,9 +71,13 @@ class SnippetInfo:
 
 def cutoff_text(model: LanguageModel) -> str | None:
     """The cutoff as the original compared it: the source's text when known, else the ISO date."""
-    if model.knowledge_cutoff_raw and model.knowledge_cutoff_raw.strip().lower() not in ("null", "none"):
-        return model.knowledge_cutoff_raw.strip()
-    return model.knowledge_cutoff.isoformat() if model.knowledge_cutoff else None
+    return _cutoff_text(model.knowledge_cutoff_raw, model.knowledge_cutoff)
+
+
+def _cutoff_text(raw: str, cutoff: date | None) -> str | None:
+    if raw and raw.strip().lower() not in ("null", "none"):
+        return raw.strip()
+    return cutoff.isoformat() if cutoff else None
 
 
 def model_cutoff(model: LanguageModel) -> date | None:
@@ -176,10 +180,49 @@ def _score_row(
     )
 
 
-def _scored_cutoffs() -> list[str | None]:
-    """Cutoff texts of every model with a scored run: the models the default board shows."""
-    models = LanguageModel.objects.filter(runs__scores__mode=Contamination.NONE).distinct()
-    return [cutoff_text(m) for m in models]
+def release_cutoffs(release_ids: Iterable[int | None]) -> dict[int | None, list[str | None]]:
+    """Cutoff texts of every model with a scored run of each release (``None``: of no release), whatever
+    its template, paper setting or status, by release id. One query."""
+    ids = set(release_ids)
+    named = [i for i in ids if i is not None]
+    runs = Q(release_id__in=named) | (Q(release_id__isnull=True) if None in ids else Q(pk__in=[]))
+    models: dict[int | None, dict[int, str | None]] = {i: {} for i in ids}
+    for release_id, model_id, raw, cutoff in (
+        EvaluationRun.objects.filter(runs, scores__mode=Contamination.NONE)
+        .values_list("release_id", "model_id", "model__knowledge_cutoff_raw", "model__knowledge_cutoff")
+        .distinct()
+    ):
+        models[release_id][model_id] = _cutoff_text(raw, cutoff)
+    return {release_id: list(by_model.values()) for release_id, by_model in models.items()}
+
+
+def release_global_selections(
+    release_ids: Iterable[int | None], *, extra_cutoffs: Iterable[str | None] = ()
+) -> dict[int | None, list[str]]:
+    """The papers the original global rule keeps on the board of each release (``None``: the runs of no
+    release), by release id. Three queries at most, whatever the number of releases.
+
+    The rule is one per release and never follows the board's other filters (docs/scoring.md#contamination):
+    the cutoffs are ``release_cutoffs`` (plus ``extra_cutoffs``, e.g. of a run being aggregated); the papers
+    are the release's own (every paper for runs of no release), so that a paper outside the release can
+    neither be kept nor move the cutoff.
+    """
+    ids = set(release_ids)
+    if not ids:
+        return {}
+    named = [i for i in ids if i is not None]
+    dates: dict[int | None, dict[str, date | None]] = defaultdict(dict)
+    for release_id, key, first in ReleaseEntry.objects.filter(release_id__in=named).values_list(
+        "release_id", "task_version__task__paper__key", "task_version__task__paper__first_commit_date"
+    ):
+        dates[release_id][key] = first
+    if None in ids:
+        dates[None] = paper_dates()
+    cutoffs = release_cutoffs(ids)
+    extra = list(extra_cutoffs)
+    return {
+        release_id: global_selection([*cutoffs[release_id], *extra], dates[release_id]) for release_id in ids
+    }
 
 
 @transaction.atomic
@@ -267,7 +310,9 @@ def leaderboard_refresh_run(*, run: EvaluationRun, defer_shared: bool = False) -
                 Contamination.GLOBAL,
                 results,
                 expected,
-                global_selection([*_scored_cutoffs(), cutoff_text(run.model)], dates),
+                release_global_selections([run.release_id], extra_cutoffs=[cutoff_text(run.model)])[
+                    run.release_id
+                ],
                 memo,
             ),
         ]
@@ -356,12 +401,27 @@ def combine_rates(num: Sequence[int], den: Sequence[int], present: Sequence[int]
 
 
 def leaderboard_refresh_global(*, cutoffs: Iterable[str | None] | None = None) -> int:
-    """Bring every run's ``global`` row to the paper set of the current global cutoff; return how many
-    rows were rebuilt. A row whose stored selection already matches is left alone (the usual case)."""
-    dates = paper_dates()
-    wanted = global_selection(_scored_cutoffs() if cutoffs is None else cutoffs, dates)
+    """Bring every run's ``global`` row to the paper set of its release's global cutoff; return how many
+    rows were rebuilt. A row whose stored selection already matches is left alone (the usual case).
+    ``cutoffs`` replaces the models' cutoffs of every release (a benchmark of the rule itself)."""
+    release_ids = set(
+        RunScore.objects.filter(mode=Contamination.GLOBAL).values_list("run__release_id", flat=True)
+    )
+    if cutoffs is None:
+        wanted = release_global_selections(release_ids)
+    else:
+        dates = paper_dates()
+        wanted = {release_id: global_selection(cutoffs, dates) for release_id in release_ids}
+    rebuilt = 0
+    for release_id in sorted(release_ids, key=lambda r: (r is None, r or 0)):
+        rebuilt += _refresh_global_rows(release_id, wanted[release_id])
+    return rebuilt
+
+
+def _refresh_global_rows(release_id: int | None, wanted: list[str]) -> int:
+    """Rebuild the ``global`` rows of the runs of one release whose selection is not ``wanted``."""
     stale = list(
-        RunScore.objects.filter(mode=Contamination.GLOBAL)
+        RunScore.objects.filter(mode=Contamination.GLOBAL, run__release_id=release_id)
         .exclude(selection=wanted)
         .select_related("run__model")
     )

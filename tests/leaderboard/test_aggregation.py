@@ -119,14 +119,20 @@ def test_snippet_stats_count_results_across_runs_split_by_paper_context():
 
 
 def test_a_new_model_with_a_later_cutoff_moves_every_runs_global_row():
-    _rel, snippets = make_benchmark(PAPERS)
+    rel, snippets = make_benchmark(PAPERS)
     early = make_run(
-        snippets, random_verdicts(2), model=LanguageModelFactory(knowledge_cutoff=dt.date(2024, 1, 1))
+        snippets,
+        random_verdicts(2),
+        model=LanguageModelFactory(knowledge_cutoff=dt.date(2024, 1, 1)),
+        release=rel,
     )
     leaderboard_refresh_run(run=early)
     assert RunScore.objects.get(run=early, mode="global").selection == ["a", "b", "c"]
     late = make_run(
-        snippets, random_verdicts(3), model=LanguageModelFactory(knowledge_cutoff=dt.date(2024, 12, 1))
+        snippets,
+        random_verdicts(3),
+        model=LanguageModelFactory(knowledge_cutoff=dt.date(2024, 12, 1)),
+        release=rel,
     )
     leaderboard_refresh_run(run=late)
     assert RunScore.objects.get(run=early, mode="global").selection == ["c"]
@@ -135,11 +141,11 @@ def test_a_new_model_with_a_later_cutoff_moves_every_runs_global_row():
 
 
 def test_original_text_comparison_bug_is_kept_for_the_global_rule():
-    _rel, snippets = make_benchmark(PAPERS)
+    rel, snippets = make_benchmark(PAPERS)
     # As text "2024-7" > "2024-10", so the global cutoff is July 2024 although October is later.
     for raw, date in (("2024-7", dt.date(2024, 7, 1)), ("2024-10", dt.date(2024, 10, 1))):
         model = LanguageModelFactory(knowledge_cutoff=date, knowledge_cutoff_raw=raw)
-        leaderboard_refresh_run(run=make_run(snippets, random_verdicts(4), model=model))
+        leaderboard_refresh_run(run=make_run(snippets, random_verdicts(4), model=model, release=rel))
     rows = leaderboard_rows(filters=LeaderboardFilters(contamination="global"))
     assert {r.selection for r in rows} == {("b", "c")}  # b (2024-11-05) is after July, would not be after Oct
 
