@@ -23,6 +23,7 @@ from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.utils.http import urlencode
 
+from contributions import selectors as contribution_selectors
 from contributions.models import Paper, Snippet
 from evaluation.models import EvaluationRun, LanguageModel
 from leaderboard import caching, charts, code_diff, page_selectors, selectors
@@ -180,7 +181,7 @@ def developer_swatches() -> dict[str, charts.Swatch]:
     return charts.group_swatches([*selectors.developer_names(), "Unknown"])
 
 
-def board_chart(rows: list[selectors.Row], *, title: str) -> str:
+def board_chart(rows: list[selectors.Row], *, title: str, chart_id: str = "board-chart") -> str:
     """The paper's main figure: Scaled Pass@1 per model, colour by developer, open weights outlined."""
     bars = [
         charts.Bar(
@@ -196,7 +197,7 @@ def board_chart(rows: list[selectors.Row], *, title: str) -> str:
     ]
     return charts.bar_chart(
         bars,
-        chart_id="board-chart",
+        chart_id=chart_id,
         title=title,
         x_label="Scaled Pass@1 (%)",
         desc="Line-weighted pass rate per model; bars coloured by developer.",
@@ -215,10 +216,12 @@ def _board_context(form: BoardFilterForm, params: QueryDict) -> dict:
     rows = selectors.leaderboard_rows(filters=form.filters)
     mode = form.filters.contamination
     title = "Scaled Pass@1 per model" + ("" if mode == "none" else f" ({CONTAMINATION_LABELS[mode].lower()})")
+    groups = _board_groups(rows, title=title)
     return {
         "rows": rows,
-        "incomplete": [r for r in rows if not r.coverage_complete],
-        "chart": charts.skippable(board_chart(rows, title=title)),
+        "groups": groups,
+        "incomplete": [r for r in rows if r.incomplete],
+        "chart": groups[0]["chart"] if groups else "",
         # The caption names error bars only when the chart draws them (filtered selections have none).
         "error_bars": any(r.score.ci95 for r in rows if r.scaled_pass_at_1 is not None),
         "columns": _columns(form, params),
@@ -228,6 +231,40 @@ def _board_context(form: BoardFilterForm, params: QueryDict) -> dict:
         "json_url": _csv_url("leaderboard", params, fmt="json"),
         "selection": rows[0].selection if rows and rows[0].selection is not None else None,
     }
+
+
+def _board_groups(rows: list[selectors.Row], *, title: str) -> list[dict]:
+    """The board's rows group by group (release, template, paper setting; the selector's order): each
+    group's label, its ranked rows (``ranked``, with a chart) and its incomplete rows (``apart``), and per
+    row the neighbours in rank order it is statistically tied with (``ties``: run id -> names)."""
+    by_group: dict[tuple, list[selectors.Row]] = {}
+    for r in rows:
+        by_group.setdefault(r.group, []).append(r)
+    out = []
+    for i, ((release, template, with_paper), members) in enumerate(by_group.items()):
+        ranked = [r for r in members if not r.incomplete]
+        setting = "with paper" if with_paper else "without paper"
+        label = f"Release {release or '(none)'}, template {template}, {setting}"
+        by_rank = sorted((r for r in ranked if r.rank is not None), key=lambda r: (r.rank, r.model.key))
+        ties: dict[int, list[str]] = {}
+        for above, below in zip(by_rank, by_rank[1:], strict=False):
+            if below.model.key in above.tied_with:
+                ties.setdefault(above.run_id, []).append(below.model.name)
+                ties.setdefault(below.run_id, []).append(above.model.name)
+        chart = board_chart(
+            ranked,
+            title=title if len(by_group) == 1 else f"{title}: {label}",
+            chart_id="board-chart" if i == 0 else f"board-chart-{i + 1}",
+        )
+        out.append(
+            {
+                "label": label,
+                "ranked": [{"r": r, "ties": ties.get(r.run_id, [])} for r in ranked],
+                "apart": [r for r in members if r.incomplete],
+                "chart": charts.skippable(chart) if ranked else "",
+            }
+        )
+    return out
 
 
 # --- model page --------------------------------------------------------------------------------------
@@ -365,6 +402,7 @@ def _paper_context(key: str, form: BoardFilterForm, params: QueryDict) -> dict:
         "d": detail,
         "heatmap": "" if lazy else charts.skippable(_paper_heatmap(detail)),
         "heatmap_url": _with(params, heatmap="all") if lazy else "",
+        "contributors": contribution_selectors.paper_contributors(paper_key=detail.key),
         **_paper_tree_context(detail),
     }
 
@@ -373,7 +411,8 @@ def _paper_tree_context(detail: selectors.PaperDetail) -> dict:
     return {
         "tree": _tree(detail.key, detail.snippets),
         "csv_url": _csv_url("snippets", QueryDict(), paper=detail.key),
-        "total_lines": sum(n.lines for n in detail.snippets if n.depth in (0, None) or n.parent_id is None),
+        # Every snippet's lines, as the scores weigh them and /papers/ counts them (one source of counts).
+        "total_lines": sum(n.lines for n in detail.snippets),
     }
 
 
