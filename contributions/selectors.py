@@ -41,6 +41,8 @@ class PaperRow:
     total_lines: int
     latest_version: TaskVersion | None
     versions: tuple[TaskVersion, ...] = ()
+    #: display names of the contributors of its tasks (``paper_contributors``)
+    contributors: tuple[str, ...] = ()
 
 
 def paper_list(*, release: Release | None = None) -> list[PaperRow]:
@@ -68,6 +70,7 @@ def paper_list(*, release: Release | None = None) -> list[PaperRow]:
     for version in versions:
         by_paper.setdefault(version.task.paper_id, []).append(version)
     papers = Paper.objects.all() if release is None else Paper.objects.filter(pk__in=list(by_paper))
+    credits = paper_contributors_by_key()
     rows = []
     for paper in papers.order_by("key"):
         chosen = by_paper.get(paper.pk, [])
@@ -79,6 +82,7 @@ def paper_list(*, release: Release | None = None) -> list[PaperRow]:
                 total_lines=sum(v.total_lines for v in chosen),
                 latest_version=max(chosen, key=lambda v: v.created_at, default=None),
                 versions=tuple(chosen),
+                contributors=tuple(credits.get(paper.key, ())),
             )
         )
     return rows
@@ -337,7 +341,10 @@ def user_display_name(user: Any) -> str:
     user name ("" for None)."""
     if user is None:
         return ""
-    profile = Profile.objects.filter(user=user).only("display_name").first()
+    try:
+        profile = user.profile  # select_related("profile") makes this free
+    except Profile.DoesNotExist:
+        profile = None
     if profile is not None and profile.display_name.strip():
         return profile.display_name.strip()
     full = (user.get_full_name() or "").strip()
@@ -390,35 +397,22 @@ def proposal_approvers(*, proposal: Proposal) -> list[Any]:
     return list(seen.values())
 
 
-def paper_contributors(*, paper: Paper) -> list[str]:
-    """The display names of the people whose approved contributions made the paper's task versions (the
-    operator's imports credit nobody), in the order they were published."""
-    proposals = (
-        Proposal.objects.filter(
-            state=Proposal.State.PUBLISHED,
-            published_version__task__paper=paper,
-            published_version__origin=TaskVersion.Origin.CONTRIBUTED,
-        )
-        .select_related("author")
-        .order_by("state_changed_at", "pk")
+def paper_contributors(*, paper_key: str) -> list[str]:
+    """The display names of the people whose approved contributions made the tasks of paper ``paper_key``
+    (the operator's imports credit nobody), in the order they were published."""
+    return paper_contributors_by_key(paper_key=paper_key).get(paper_key, [])
+
+
+def paper_contributors_by_key(*, paper_key: str | None = None) -> dict[str, list[str]]:
+    """``paper_contributors`` of every paper with a contribution (or only of ``paper_key``), keyed by paper
+    key. One query."""
+    proposals = Proposal.objects.filter(
+        state=Proposal.State.PUBLISHED, published_version__origin=TaskVersion.Origin.CONTRIBUTED
     )
-    names: list[str] = []
-    for proposal in proposals:
-        name = user_display_name(proposal.author)
-        if name not in names:
-            names.append(name)
-    return names
-
-
-def paper_contributors_by_key() -> dict[str, list[str]]:
-    """``paper_contributors`` of every paper with a contribution, keyed by paper key (one query for the
-    proposals, one per contributor's profile)."""
-    proposals = (
-        Proposal.objects.filter(
-            state=Proposal.State.PUBLISHED, published_version__origin=TaskVersion.Origin.CONTRIBUTED
-        )
-        .select_related("author", "published_version__task__paper")
-        .order_by("state_changed_at", "pk")
+    if paper_key is not None:
+        proposals = proposals.filter(published_version__task__paper__key=paper_key)
+    proposals = proposals.select_related("author__profile", "published_version__task__paper").order_by(
+        "state_changed_at", "pk"
     )
     out: dict[str, list[str]] = {}
     names: dict[int, str] = {}

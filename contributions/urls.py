@@ -5,6 +5,9 @@ from contributions import accounts, review_views, views
 app_name = "contributions"
 urlpatterns = [
     path("papers/", views.paper_list, name="paper_list"),
+    path("releases/", views.release_list, name="release_list"),
+    path("releases/new/", views.release_cut_view, name="release_cut"),
+    path("releases/<slug:name>/default/", views.release_default_view, name="release_default"),
     path("contribute/", views.contribute, name="contribute"),
     path("contribute/new/", views.contribute_meta, name="contribute_new"),
     path("contribute/<int:proposal_id>/step/1/", views.contribute_meta, name="contribute_meta"),

@@ -15,7 +15,7 @@ from pathlib import Path
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from contributions.errors import CatalogueError
 from contributions.models import Release, ReleaseEntry, TaskVersion
@@ -196,7 +196,16 @@ def release_cut(
     no_files = [str(v) for v in chosen if not v.has_files]
     if no_files:
         raise CatalogueError(f"metadata-only versions cannot be released: {', '.join(no_files)}")
-    release = Release.objects.create(name=name, title=title.strip()[:200], description=description.strip())
+    try:
+        with transaction.atomic():
+            release = Release.objects.create(
+                name=name, title=title.strip()[:200], description=description.strip()
+            )
+    except IntegrityError:
+        # Two maintainers cut a release of that name at once: the unique name let one through.
+        raise CatalogueError(
+            f"release name {name!r} is taken; releases never change: choose a new name"
+        ) from None
     for position, version in enumerate(chosen):
         release_entry_get_or_create(release=release, task_version=version, position=position)
     if make_default:
