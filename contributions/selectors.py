@@ -22,7 +22,6 @@ from contributions.models import (
     ProposalEvent,
     ProposalRevision,
     Release,
-    ReleaseEntry,
     Snippet,
     Task,
     TaskVersion,
@@ -49,7 +48,8 @@ def paper_list(*, release: Release | None = None) -> list[PaperRow]:
     """Every paper (by key) with task count, snippet count and total lines N.
 
     Sizes count the latest version of each task, or with ``release`` the release's versions (and only
-    the release's papers). ``latest_version`` is the newest of those versions.
+    the release's papers). ``latest_version`` is the newest of those versions. N sums the lines of every
+    snippet, as scoring weighs them, so a release's totals are the board's (``lines`` of a complete run).
     """
     if release is not None:
         version_ids = list(release.entries.values_list("task_version_id", flat=True))
@@ -60,10 +60,13 @@ def paper_list(*, release: Release | None = None) -> list[PaperRow]:
             for pk in Task.objects.annotate(newest=Subquery(newest)).values_list("newest", flat=True)
             if pk is not None
         ]
+    # Lines are the snippets' own, as scoring weighs them (every snippet, nested ones too): the one source
+    # of the board's counts. ``TaskVersion.total_lines`` is 0 for metadata-only versions (the published
+    # results' tasks), whose snippets still carry their line counts.
     versions = (
         TaskVersion.objects.filter(pk__in=version_ids)
         .select_related("task")
-        .annotate(snippet_count=Count("snippets"))
+        .annotate(snippet_count=Count("snippets"), snippet_lines=Coalesce(Sum("snippets__lines"), Value(0)))
         .order_by("task__key")
     )
     by_paper: dict[int, list[TaskVersion]] = {}
@@ -79,13 +82,56 @@ def paper_list(*, release: Release | None = None) -> list[PaperRow]:
                 paper=paper,
                 task_count=len(chosen),
                 snippet_count=sum(v.snippet_count for v in chosen),
-                total_lines=sum(v.total_lines for v in chosen),
+                total_lines=sum(v.snippet_lines for v in chosen),
                 latest_version=max(chosen, key=lambda v: v.created_at, default=None),
                 versions=tuple(chosen),
                 contributors=tuple(credits.get(paper.key, ())),
             )
         )
     return rows
+
+
+#: ``paper_catalogue``'s ``release_name`` for the latest version of every task, in a release or not
+ALL_VERSIONS = "*"
+
+
+@dataclass(frozen=True)
+class PaperCatalogue:
+    """The papers page: ``rows`` are the papers of ``release`` with the sizes of its versions (of the
+    latest version of every task when ``release`` is None), and the totals count only them, so that they
+    are the board's for that release; ``elsewhere`` lists the other papers (latest versions: newer
+    contributions not yet released, other releases' papers), outside the totals."""
+
+    release: Release | None
+    rows: list[PaperRow]
+    elsewhere: list[PaperRow]
+
+    @property
+    def snippets(self) -> int:
+        return sum(r.snippet_count for r in self.rows)
+
+    @property
+    def lines(self) -> int:
+        return sum(r.total_lines for r in self.rows)
+
+
+def paper_catalogue(*, release_name: str = "") -> PaperCatalogue:
+    """The papers of one release: ``""`` the default one (``release_default``; every task's latest
+    version while there is no release), ``ALL_VERSIONS`` the latest version of every task, else the
+    release of that name (``Release.DoesNotExist`` naming the known ones)."""
+    if release_name == ALL_VERSIONS:
+        release = None
+    elif release_name:
+        release = release_get(name=release_name)
+    else:
+        release = release_default()
+    if release is None:
+        return PaperCatalogue(release=None, rows=paper_list(), elsewhere=[])
+    rows = paper_list(release=release)
+    inside = {r.paper.pk for r in rows}
+    return PaperCatalogue(
+        release=release, rows=rows, elsewhere=[r for r in paper_list() if r.paper.pk not in inside]
+    )
 
 
 def release_list() -> QuerySet[Release]:
@@ -97,11 +143,12 @@ def release_list() -> QuerySet[Release]:
         .annotate(n=Count("pk"))
         .values("n")
     )
+    # The snippets' lines (as ``paper_list`` and the board count them), not ``TaskVersion.total_lines``.
     lines = (
-        ReleaseEntry.objects.filter(release=OuterRef("pk"))
+        Snippet.objects.filter(task_version__release_entries__release=OuterRef("pk"))
         .order_by()
-        .values("release")
-        .annotate(n=Sum("task_version__total_lines"))
+        .values("task_version__release_entries__release")
+        .annotate(n=Sum("lines"))
         .values("n")
     )
     return Release.objects.annotate(

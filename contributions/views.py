@@ -55,16 +55,20 @@ from researchcodebench.arxiv import arxiv_id
 
 
 def paper_list(request: HttpRequest) -> HttpResponse:
-    """Every paper with its tasks' size (latest versions), or an empty state before the first import."""
-    rows = selectors.paper_list()
-    totals = {
-        "snippets": sum(r.snippet_count for r in rows),
-        "lines": sum(r.total_lines for r in rows),
+    """The papers of one release (``?release=``, default: the board's) with their tasks' sizes counted as
+    the board counts them, then the other papers; an empty state before the first import."""
+    try:
+        catalogue = selectors.paper_catalogue(release_name=request.GET.get("release", "").strip()[:100])
+    except Release.DoesNotExist as exc:
+        raise Http404(f"release: {exc.args[0]}") from None
+    context = {
+        "catalogue": catalogue,
+        "rows": catalogue.rows,
+        "totals": {"snippets": catalogue.snippets, "lines": catalogue.lines},
+        "releases": list(selectors.release_list()),
+        "all_versions": selectors.ALL_VERSIONS,
     }
-    releases = list(selectors.release_list())
-    return render(
-        request, "contributions/paper_list.html", {"rows": rows, "totals": totals, "releases": releases}
-    )
+    return render(request, "contributions/paper_list.html", context)
 
 
 def review_queue(request: HttpRequest) -> HttpResponse:
