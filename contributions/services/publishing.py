@@ -26,7 +26,6 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from contributions.errors import CatalogueError
 from contributions.models import Paper, Proposal, ProposalEvent, TaskVersion
 from contributions.services.catalogue import task_version_import
 from contributions.services.proposals import (
@@ -93,7 +92,7 @@ def proposal_publish_approved(*, proposal_id: int, by_id: int | None) -> TaskVer
     by = get_user_model().objects.filter(pk=by_id).first() if by_id is not None else None
     try:
         return proposal_publish(proposal=proposal, by=by)
-    except (ProposalError, CatalogueError):
+    except Exception:  # the approval has committed: any failure (files, disk) is logged, never a 500 after it
         logger.exception("publishing approved proposal %s failed; it stays approved", proposal_id)
         return None
 
