@@ -98,6 +98,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not memory, so that worker subprocesses started by tests see the test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
+    # SQLite creates the file but not its folder: a fresh RCB_VAR_DIR must work on the first command.
+    if DATABASES["default"]["NAME"] not in ("", ":memory:"):
+        Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # The cache holds leaderboard reads and rendered page bodies, keyed by the board version (leaderboard/views.py).
