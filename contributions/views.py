@@ -71,10 +71,6 @@ def paper_list(request: HttpRequest) -> HttpResponse:
     return render(request, "contributions/paper_list.html", context)
 
 
-def review_queue(request: HttpRequest) -> HttpResponse:
-    return render(request, "contributions/review_queue.html", {})
-
-
 class ReleaseCutForm(forms.Form):
     """A new release: a slug name, a title, and which of the current task versions it holds (all by default)."""
 
