@@ -9,6 +9,7 @@ from contributions.roles import is_maintainer
 NAV = (
     ("leaderboard:board", "Leaderboard"),
     ("contributions:paper_list", "Papers"),
+    ("contributions:release_list", "Releases"),
     ("contributions:contribute", "Contribute"),
     ("contributions:review_queue", "Review"),
     ("evaluation:run_list", "Runs"),
