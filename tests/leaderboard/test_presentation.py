@@ -137,6 +137,18 @@ def test_board_fragment_carries_the_filter_form_in_the_state_it_shows(client, bo
     assert re.search(r'<option value="Bolt" selected>', form)
 
 
+def test_paper_fragment_carries_the_filter_form_in_the_state_it_shows(client, board):
+    response = client.get("/papers/p1/", {"developer": "Bolt"}, headers={"HX-Request": "true"})
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="results"')
+    form = re.search(r'<form class="filters" id="lb-filters".*?</form>', html, re.S).group(0)
+    assert re.search(r'<option value="Bolt" selected>', form)
+    assert 'action="/papers/p1/"' in form
+    page = get(client, "/papers/p1/")
+    assert page.count('id="lb-filters"') == 1
+    assert page.index('<div id="results"') < page.index('id="lb-filters"')
+
+
 # --- in Chromium --------------------------------------------------------------------------------------------
 
 
@@ -210,3 +222,33 @@ def test_back_after_an_htmx_filter_change_restores_the_form_with_the_table(live_
     page.wait_for_url("**developer=Acme*")
     assert "weights=closed" not in page.url
     page.wait_for_function("document.querySelectorAll('#board-table tbody tr').length === 1")
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_back_on_the_paper_page_restores_the_form_with_the_models(live_server, board, browser):
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.goto(f"{live_server.url}/papers/p1/")
+    assert page.locator("#paper-models tbody tr").count() == 3
+    page.select_option("#f-developer", "Bolt")
+    page.wait_for_url("**developer=Bolt*")
+    page.wait_for_function("document.querySelectorAll('#paper-models tbody tr').length === 1")
+    page.select_option("#f-weights", "closed")
+    page.wait_for_url("**weights=closed*")
+
+    page.go_back()
+    page.wait_for_function("!location.search.includes('weights=closed')")
+    page.wait_for_function("document.querySelector('#f-weights').value === ''")
+    assert page.locator("#f-developer").input_value() == "Bolt"
+    assert page.locator("#paper-models tbody tr").count() == 1
+
+    page.go_back()
+    page.wait_for_function("!location.search.includes('developer=Bolt')")
+    page.wait_for_function("document.querySelector('#f-developer').value === ''")
+    assert page.locator("#paper-models tbody tr").count() == 3
+
+    page.select_option("#f-developer", "Acme")
+    page.wait_for_url("**developer=Acme*")
+    assert "weights=closed" not in page.url
+    page.wait_for_function("document.querySelectorAll('#paper-models tbody tr').length === 1")
