@@ -579,6 +579,54 @@ def _validated_revision(revision: ProposalRevision) -> ProposalRevision:
     return revision
 
 
+def _running_revision(revision: ProposalRevision) -> ProposalRevision:
+    """``revision`` locked, checked to be under validation with its validation running."""
+    revision = _validated_revision(revision)
+    if revision.validation_status != VStatus.RUNNING:
+        raise ProposalError(f"{revision}: its validation is not running (it is {revision.validation_status})")
+    return revision
+
+
+def _validation_move(
+    revision: ProposalRevision,
+    *,
+    allowed: tuple[str, ...],
+    to: str,
+    reason: str,
+    action: str,
+    **validation: Any,
+) -> ProposalEvent:
+    """A transition the validation job makes (no actor) for ``revision``, then its ``validation`` fields."""
+    event = _transition(
+        proposal=revision.proposal,
+        allowed=allowed,
+        to=to,
+        actor=None,
+        reason=reason,
+        revision=revision,
+        action=action,
+    )
+    ProposalRevision.objects.filter(pk=revision.pk).update(**validation)
+    return event
+
+
+def _validation_end(
+    revision: ProposalRevision, *, to: str, reason: str, action: str, status: str, report: dict[str, Any]
+) -> ProposalEvent:
+    """validating -> ``to`` with the final ``status`` and ``report``; the watchdog stops watching it."""
+    return _validation_move(
+        revision,
+        allowed=(State.VALIDATING,),
+        to=to,
+        reason=reason,
+        action=action,
+        validation_status=status,
+        validation_report=report,
+        validation_finished_at=timezone.now(),
+        validation_deadline=None,
+    )
+
+
 @transaction.atomic
 def proposal_validation_start(*, revision: ProposalRevision) -> ProposalRevision:
     """submitted -> validating: the validation job has begun; sets the deadline the watchdog enforces.
@@ -590,16 +638,12 @@ def proposal_validation_start(*, revision: ProposalRevision) -> ProposalRevision
     now = timezone.now()
     limit = settings.RCB_VALIDATION_LIMIT_S
     attempt = revision.validation_attempts + 1
-    _transition(
-        proposal=revision.proposal,
+    _validation_move(
+        revision,
         allowed=(State.SUBMITTED,),
         to=State.VALIDATING,
-        actor=None,
         reason=f"validating revision {revision.number} (attempt {attempt})",
-        revision=revision,
         action="start validating",
-    )
-    ProposalRevision.objects.filter(pk=revision.pk).update(
         validation_status=VStatus.RUNNING,
         validation_started_at=now,
         validation_finished_at=None,
@@ -672,9 +716,7 @@ def proposal_validation_finish(*, revision: ProposalRevision, report: Any) -> Pr
     ``report`` is a ``researchcodebench.validation.ValidationReport`` or its ``to_dict()``.
     """
     data = _report_dict(report)
-    revision = _validated_revision(revision)
-    if revision.validation_status != VStatus.RUNNING:
-        raise ProposalError(f"{revision}: its validation is not running (it is {revision.validation_status})")
+    revision = _running_revision(revision)
     errors = report_errors(data)
     overridable = report_overridable(data)
     blocking = [f for f in errors if not (f.get("check") in OVERRIDABLE_CHECKS and f.get("snippet"))]
@@ -693,22 +735,14 @@ def proposal_validation_finish(*, revision: ProposalRevision, report: Any) -> Pr
         shown = "; ".join(_finding_line(f) for f in blocking[:5])
         more = f"; and {len(blocking) - 5} more" if len(blocking) > 5 else ""
         reason = f"validation found {len(blocking)} error(s): {shown}{more}"
-    event = _transition(
-        proposal=revision.proposal,
-        allowed=(State.VALIDATING,),
+    return _validation_end(
+        revision,
         to=to,
-        actor=None,
         reason=reason,
-        revision=revision,
         action="finish validating",
+        status=VStatus.PASSED if data["ok"] else VStatus.FAILED,
+        report=data,
     )
-    ProposalRevision.objects.filter(pk=revision.pk).update(
-        validation_status=VStatus.PASSED if data["ok"] else VStatus.FAILED,
-        validation_report=data,
-        validation_finished_at=timezone.now(),
-        validation_deadline=None,
-    )
-    return event
 
 
 @transaction.atomic
@@ -719,42 +753,29 @@ def proposal_validation_fail(*, revision: ProposalRevision, reason: str, retry: 
     job is queued again. Otherwise validating -> changes requested with "validation could not run:
     <reason>"; the author may submit the same revision again.
     """
-    revision = _validated_revision(revision)
-    if revision.validation_status != VStatus.RUNNING:
-        raise ProposalError(f"{revision}: its validation is not running (it is {revision.validation_status})")
+    revision = _running_revision(revision)
     reason = (reason or "unknown error").strip()[:MAX_REASON]
     attempts = revision.validation_attempts
     if retry and attempts < settings.RCB_VALIDATION_ATTEMPTS:
-        event = _transition(
-            proposal=revision.proposal,
+        event = _validation_move(
+            revision,
             allowed=(State.VALIDATING,),
             to=State.SUBMITTED,
-            actor=None,
             reason=f"validation attempt {attempts} could not run, trying again: {reason}",
-            revision=revision,
             action="retry validating",
-        )
-        ProposalRevision.objects.filter(pk=revision.pk).update(
-            validation_status=VStatus.PENDING, validation_deadline=None
+            validation_status=VStatus.PENDING,
+            validation_deadline=None,
         )
         _queue_validation(revision)
         return event
-    event = _transition(
-        proposal=revision.proposal,
-        allowed=(State.VALIDATING,),
+    return _validation_end(
+        revision,
         to=State.CHANGES_REQUESTED,
-        actor=None,
         reason=f"validation could not run: {reason}",
-        revision=revision,
         action="fail validating",
+        status=VStatus.ERROR,
+        report={"ok": False, "error": reason, "findings": []},
     )
-    ProposalRevision.objects.filter(pk=revision.pk).update(
-        validation_status=VStatus.ERROR,
-        validation_report={"ok": False, "error": reason, "findings": []},
-        validation_finished_at=timezone.now(),
-        validation_deadline=None,
-    )
-    return event
 
 
 def proposal_validation_watchdog(*, now: Any = None) -> dict[str, list[int]]:
@@ -834,6 +855,13 @@ def _clean_overrides(overrides: Mapping[str, Any] | None, *, report: Mapping[str
             )
         cleaned[name] = text
     return cleaned
+
+
+# Decisions that move the proposal at once, with the word their refusal uses.
+_REVIEW_MOVES: dict[str, tuple[str, str]] = {
+    Review.Decision.REQUEST_CHANGES: (State.CHANGES_REQUESTED, "request changes to"),
+    Review.Decision.REJECT: (State.REJECTED, "reject"),
+}
 
 
 @transaction.atomic
@@ -940,25 +968,16 @@ def proposal_review(
             transaction.on_commit(
                 lambda: publishing.proposal_publish_approved(proposal_id=proposal.pk, by_id=reviewer.pk)
             )
-    elif decision == Review.Decision.REQUEST_CHANGES:
+    elif decision in _REVIEW_MOVES:
+        to, action = _REVIEW_MOVES[decision]
         _transition(
             proposal=proposal,
             allowed=(State.READY_FOR_REVIEW,),
-            to=State.CHANGES_REQUESTED,
+            to=to,
             actor=reviewer,
             reason=text,
             revision=revision,
-            action="request changes to",
-        )
-    elif decision == Review.Decision.REJECT:
-        _transition(
-            proposal=proposal,
-            allowed=(State.READY_FOR_REVIEW,),
-            to=State.REJECTED,
-            actor=reviewer,
-            reason=text,
-            revision=revision,
-            action="reject",
+            action=action,
         )
     return review
 
