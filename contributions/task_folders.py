@@ -25,7 +25,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 import yaml
@@ -116,14 +116,17 @@ def _require_files(task_version: TaskVersion) -> None:
         raise TaskFolderError(f"{task_version} is metadata-only: the portal has no files for it")
 
 
-def task_version_folder(*, task_version: TaskVersion) -> Path:
-    """The folder holding ``task_version``'s files, created on first use; raises ``TaskFolderError``."""
-    _require_files(task_version)
-    base = task_folders_root() / task_version.content_hash
-    folder = base / task_version.task.key
+def _folder_once(
+    *, content_hash: str, key: str, owner: str, files: Callable[[], Mapping[str, bytes]]
+) -> Path:
+    """``workspaces/<content_hash>/<key>/`` holding ``files()`` read-only, written by the first caller.
+
+    ``files`` is called only by the caller that writes the folder, so the others never read the blobs.
+    """
+    base = task_folders_root() / content_hash
+    folder = base / key
     if folder.is_dir():
         return folder
-    owner = str(task_version)
     base.mkdir(parents=True, exist_ok=True)
     with open(base / ".lock", "a+b") as lock:
         # Serialises materialising one hash across threads and processes; the rename below keeps a
@@ -131,15 +134,26 @@ def task_version_folder(*, task_version: TaskVersion) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if folder.is_dir():
             return folder
-        files = version_file_bytes(task_version=task_version)
+        contents = files()
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=base))
         try:
-            files_write(files=files, folder=staging, owner=owner, read_only=True)
+            files_write(files=contents, folder=staging, owner=owner, read_only=True)
             os.rename(staging, folder)
         finally:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def task_version_folder(*, task_version: TaskVersion) -> Path:
+    """The folder holding ``task_version``'s files, created on first use; raises ``TaskFolderError``."""
+    _require_files(task_version)
+    return _folder_once(
+        content_hash=task_version.content_hash,
+        key=task_version.task.key,
+        owner=str(task_version),
+        files=lambda: version_file_bytes(task_version=task_version),
+    )
 
 
 def task_version_task(*, task_version: TaskVersion) -> rcb_pset.Task:
@@ -232,23 +246,7 @@ def files_folder(*, files: Mapping[str, bytes], key: str, content_hash: str) -> 
     safe_relpath(key, owner=f"folder {key!r}")
     if "/" in key or not content_hash.isalnum():
         raise TaskFolderError(f"folder {key!r}/{content_hash!r}: key and hash must be single path segments")
-    base = task_folders_root() / content_hash
-    folder = base / key
-    if folder.is_dir():
-        return folder
-    base.mkdir(parents=True, exist_ok=True)
-    with open(base / ".lock", "a+b") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if folder.is_dir():
-            return folder
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=base))
-        try:
-            files_write(files=files, folder=staging, owner=key, read_only=True)
-            os.rename(staging, folder)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
-    return folder
+    return _folder_once(content_hash=content_hash, key=key, owner=key, files=lambda: files)
 
 
 def revision_task(*, revision: ProposalRevision) -> rcb_pset.Task:
