@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 
-from contributions.roles import is_maintainer
+from contributions.roles import can_maintain
 
 NAV = (
     ("leaderboard:board", "Leaderboard"),
@@ -22,7 +22,7 @@ def site(request: HttpRequest) -> dict:
     user = getattr(request, "user", None)
     return {
         "nav_items": NAV,
-        # What staff_required admits (maintainers or staff), for showing maintainer actions. A callable, so
-        # that the permission query runs only on pages that ask.
-        "user_is_maintainer": lambda: bool(user is not None and (user.is_staff or is_maintainer(user))),
+        # contributions.roles.can_maintain (maintainers or staff), for showing maintainer actions. A callable,
+        # so that the permission query runs only on pages that ask.
+        "user_is_maintainer": lambda: can_maintain(user),
     }

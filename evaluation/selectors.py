@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from contributions.models import Snippet
+from contributions.roles import can_maintain
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult, WorkerHeartbeat
 from researchcodebench import scoring
 from researchcodebench.scoring import SnippetResult
@@ -75,11 +76,12 @@ def run_get(*, run_id: int) -> EvaluationRun:
 def run_requester_for_viewer(
     *, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser | None
 ) -> str | None:
-    """The requester's user name as ``viewer`` may see it: only the requester themselves and staff see
-    who asked for a run (runs are public, the people behind them are not); None for everyone else."""
+    """The requester's user name as ``viewer`` may see it: only the requester themselves and maintainers
+    (``can_maintain``) see who asked for a run (runs are public, the people behind them are not); None for
+    everyone else."""
     if run.requester_id is None or viewer is None or not viewer.is_authenticated:
         return None
-    if viewer.is_staff or viewer.pk == run.requester_id:
+    if viewer.pk == run.requester_id or can_maintain(viewer):
         return run.requester.get_username()
     return None
 
@@ -435,10 +437,6 @@ _TAMPERING_PREFIX = "harness tampering: "
 _FINDING_AT = re.compile(r"(?:^|; )([^\s:;]+):(\d+): ")
 
 
-def _is_staff(viewer: AbstractBaseUser | AnonymousUser | None) -> bool:
-    return bool(viewer is not None and viewer.is_authenticated and viewer.is_staff)
-
-
 @dataclass(frozen=True)
 class TamperingFinding:
     """One construct a tampering verdict names; ``file``/``line`` empty for the harness's runtime checks,
@@ -507,11 +505,12 @@ def run_tampering_list(*, run: EvaluationRun) -> list[TamperingHit]:
 def run_progress_for_viewer(
     *, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser | None, now: datetime | None = None
 ) -> RunProgress:
-    """``run_progress`` as ``viewer`` may see it: for everyone but staff, the reason of a harness-tampering
-    verdict in the error list is replaced by ``TAMPERING_REDACTED`` (the outcome counts stay). A tampering
-    verdict is an accusation a maintainer should look at before the construct and line are public."""
+    """``run_progress`` as ``viewer`` may see it: for everyone but maintainers (``can_maintain``), the reason
+    of a harness-tampering verdict in the error list is replaced by ``TAMPERING_REDACTED`` (the outcome
+    counts stay). A tampering verdict is an accusation a maintainer should look at before the construct and
+    line are public."""
     progress = run_progress(run=run, now=now)
-    if _is_staff(viewer) or not progress.errors:
+    if not progress.errors or can_maintain(viewer):
         return progress
     tampering = set(
         TestResult.objects.filter(
@@ -528,7 +527,7 @@ def run_progress_for_viewer(
 
 @dataclass(frozen=True)
 class RejudgeRow:
-    """One re-judged (or waiting) pass of a run. ``by`` is None unless the viewer is staff."""
+    """One re-judged (or waiting) pass of a run. ``by`` is None unless the viewer is a maintainer."""
 
     completion_id: int
     paper_key: str
@@ -586,8 +585,8 @@ def run_rejudge_summary(
 ) -> RejudgeSummary:
     """Every re-judge asked for on ``run`` (waiting, agreed, changed, inconclusive), in task, snippet and
     index order. Public: which verdicts were re-judged, when, and with what outcome; the maintainer who
-    asked (``by``) only for staff. Two queries."""
-    staff = _is_staff(viewer)
+    asked (``by``) only for maintainers (``can_maintain``). Two queries, plus the viewer's permissions."""
+    maintainer = can_maintain(viewer)
     results = TestResult.objects.filter(completion__run=run)
     open_passes = (
         results.filter(outcome=TestResult.Outcome.PASSED).exclude(rejudge_agreed=True).count()
@@ -619,11 +618,11 @@ def run_rejudge_summary(
                 category=r.rejudge_category,
                 reason=(
                     TAMPERING_REDACTED
-                    if r.rejudge_category == TAMPERING_CATEGORY and not staff
+                    if r.rejudge_category == TAMPERING_CATEGORY and not maintainer
                     else r.rejudge_reason
                 ),
                 agreed=r.rejudge_agreed,
-                by=(r.rejudged_by.get_username() if r.rejudged_by else "—") if staff else None,
+                by=(r.rejudged_by.get_username() if r.rejudged_by else "—") if maintainer else None,
             )
             for r in rows
         ],

@@ -77,7 +77,7 @@ class RunSerializer(serializers.ModelSerializer):
     model = RunModelSerializer()
     release = serializers.CharField(source="release.name", allow_null=True, default=None)
     requester = serializers.SerializerMethodField(
-        help_text="who asked for the run: shown only to them and to staff, null for everyone else"
+        help_text="who asked for the run: shown only to them and to maintainers, null for everyone else"
     )
 
     class Meta:

@@ -24,7 +24,7 @@ from django.utils.text import capfirst
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import UserRateThrottle
 
-from contributions.roles import is_maintainer
+from contributions.roles import can_maintain
 from evaluation import selectors
 from evaluation.board_links import run_board_place
 from evaluation.forms import LanguageModelForm, PredictionsUploadForm, RunFilterForm, RunStartForm
@@ -38,13 +38,13 @@ RUNS_PER_PAGE = 50
 
 
 def staff_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Maintainers only: anonymous users go to the sign-in page (``LOGIN_URL``); signed-in users who are
-    neither maintainers (``contributions.roles.is_maintainer``: the "maintainers" group) nor staff get 403."""
+    """Maintainers only: anonymous users go to the sign-in page (``LOGIN_URL``); signed-in users who may not
+    maintain (``contributions.roles.can_maintain``: the "maintainers" group or staff) get 403."""
 
     @wraps(view)
     @login_required
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not (request.user.is_staff or is_maintainer(request.user)):
+        if not can_maintain(request.user):
             raise PermissionDenied("Maintainers only.")
         return view(request, *args, **kwargs)
 
@@ -81,7 +81,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "requester": selectors.run_requester_for_viewer(run=run, viewer=request.user),
         # The construct and line of a tampering hit are for maintainers; everyone sees how many.
         "tampering_count": selectors.run_tampering_count(run=run),
-        "tampering": selectors.run_tampering_list(run=run) if request.user.is_staff else None,
+        "tampering": selectors.run_tampering_list(run=run) if can_maintain(request.user) else None,
         "rejudge": selectors.run_rejudge_summary(run=run, viewer=request.user),
         "board": run_board_place(run),
         "score": selectors.run_score(run=run),

@@ -20,6 +20,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 from django.db import transaction
 
+from contributions.roles import can_maintain
 from evaluation.models import LanguageModel
 from researchcodebench.predictions import shown
 
@@ -77,7 +78,7 @@ def language_model_upload_check(
         )
     if user is None or not user.is_authenticated:
         raise UploadNotAllowed("sign in to upload predictions")
-    if user.is_staff or model.uploaders.filter(pk=user.pk).exists():
+    if can_maintain(user) or model.uploaders.filter(pk=user.pk).exists():
         return
     if model.management == LanguageModel.Management.SELF_REPORTED and model.owner_id == user.pk:
         return

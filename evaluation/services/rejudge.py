@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from django.db import transaction
 from django.utils import timezone
 
+from contributions.roles import can_maintain
 from evaluation.models import Completion, EvaluationRun, TestResult
 from evaluation.services.runs import _lock_run, _result_fields, _run_refresh, completion_verdict
 from researchcodebench import errors
@@ -76,9 +77,9 @@ def run_rejudge_passes(*, run: EvaluationRun, by: AbstractBaseUser) -> int:
 
     Passes still waiting for a re-judge, and those whose re-judge was inconclusive, are asked for again
     (a lost message is recovered this way). Raises ``RejudgeError`` when ``by`` is not a maintainer
-    (staff), the run is not an uploaded run, or it is not final yet (its passes are still coming).
+    (``contributions.roles.can_maintain``), the run is not an uploaded run, or it is not final yet (its passes are still coming).
     """
-    if not getattr(by, "is_staff", False):
+    if not can_maintain(by):
         raise RejudgeError("only maintainers may re-judge a run's passes")
     run = _lock_run(run.pk)
     if run.source != EvaluationRun.Source.UPLOADED:
