@@ -10,6 +10,7 @@ fragment it gets back carries no trigger once it is final, so polling stops by i
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -88,6 +89,10 @@ class CommentForm(forms.Form):
     )
     file = forms.CharField(label="File", required=False, max_length=500)
     line = forms.IntegerField(label="Line", required=False, min_value=1)
+
+    def add_service_error(self, error: ProposalError) -> None:
+        """Put a service's refusal on the field it names, else on the form."""
+        self.add_error(error.field if error.field in self.fields else None, str(error))
 
 
 class WithdrawForm(forms.Form):
@@ -170,6 +175,18 @@ def _approve_blocked(*, proposal: Proposal, viewer: Any, report: dict[str, Any])
     return ""
 
 
+def _review_form(proposal: Proposal, *, viewer: Any, data: Any = None) -> ReviewForm:
+    """The review form for the revision under review: an override field per snippet its report says the
+    test does not check, and approve refused with the reason when ``viewer`` cannot approve now."""
+    revision = latest_submitted_revision(proposal)
+    report = dict(revision.validation_report or {}) if revision is not None else {}
+    return ReviewForm(
+        data,
+        overridable=sorted(report_overridable(report)),
+        approve_blocked=_approve_blocked(proposal=proposal, viewer=viewer, report=report),
+    )
+
+
 # ------------------------------------------------------------------------------------------ proposal page
 
 
@@ -244,12 +261,8 @@ def _page_context(
     }
     maintainer = is_maintainer(viewer)
     can_review = maintainer and viewer.pk != proposal.author_id and not proposal.is_final
-    review_report = dict(under_review.validation_report or {}) if under_review is not None else {}
     if can_review and review_form is None:
-        review_form = ReviewForm(
-            overridable=sorted(report_overridable(review_report)),
-            approve_blocked=_approve_blocked(proposal=proposal, viewer=viewer, report=review_report),
-        )
+        review_form = _review_form(proposal, viewer=viewer)
     prefill = {}
     if request.GET.get("file"):
         prefill["file"] = request.GET["file"][:500]
@@ -327,29 +340,48 @@ def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
     return render(request, "contributions/proposal_detail.html", _page_context(request, proposal))
 
 
+def _form_post(
+    request: HttpRequest,
+    proposal: Proposal,
+    *,
+    form: CommentForm | ReviewForm,
+    act: Callable[[], tuple[str, str]],
+) -> HttpResponse:
+    """A form posted on the proposal page: when ``form`` is valid, ``act()`` calls the service and returns
+    the success message and the page anchor to land on. Invalid input or the service's refusal
+    (on the form) answers the page with the form's errors and status 400."""
+    if form.is_valid():
+        try:
+            message, anchor = act()
+        except ProposalError as exc:
+            form.add_service_error(exc)
+        else:
+            messages.success(request, message)
+            url = reverse("contributions:proposal_detail", kwargs={"proposal_id": proposal.pk})
+            return redirect(f"{url}#{anchor}" if anchor else url)
+    proposal.refresh_from_db()
+    forms_shown = {"review_form": form} if isinstance(form, ReviewForm) else {"comment_form": form}
+    context = _page_context(request, proposal, **forms_shown)
+    return render(request, "contributions/proposal_detail.html", context, status=400)
+
+
 @login_required
 @require_POST
 def proposal_comment(request: HttpRequest, proposal_id: int) -> HttpResponse:
     proposal = _proposal_or_404(request, proposal_id)
     form = CommentForm(request.POST)
-    if form.is_valid():
-        try:
-            comment = comment_add(
-                proposal=proposal,
-                author=request.user,
-                body=form.cleaned_data["body"],
-                file=form.cleaned_data["file"] or "",
-                line=form.cleaned_data["line"],
-            )
-        except ProposalError as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, str(exc))
-        else:
-            messages.success(request, "Your comment was added.")
-            url = reverse("contributions:proposal_detail", kwargs={"proposal_id": proposal.pk})
-            target = f"comment-{comment.pk}"
-            return redirect(f"{url}#{target}")
-    context = _page_context(request, proposal, comment_form=form)
-    return render(request, "contributions/proposal_detail.html", context, status=400)
+
+    def act() -> tuple[str, str]:
+        comment = comment_add(
+            proposal=proposal,
+            author=request.user,
+            body=form.cleaned_data["body"],
+            file=form.cleaned_data["file"] or "",
+            line=form.cleaned_data["line"],
+        )
+        return "Your comment was added.", f"comment-{comment.pk}"
+
+    return _form_post(request, proposal, form=form, act=act)
 
 
 @login_required
@@ -358,31 +390,20 @@ def proposal_review_submit(request: HttpRequest, proposal_id: int) -> HttpRespon
     proposal = _proposal_or_404(request, proposal_id)
     if not is_maintainer(request.user):
         return HttpResponse("Only maintainers review proposals.", status=403)
-    revision = latest_submitted_revision(proposal)
-    report = dict(revision.validation_report or {}) if revision is not None else {}
-    form = ReviewForm(
-        request.POST,
-        overridable=sorted(report_overridable(report)),
-        approve_blocked=_approve_blocked(proposal=proposal, viewer=request.user, report=report),
-    )
-    if form.is_valid():
-        try:
-            review = proposal_review(
-                proposal=proposal,
-                reviewer=request.user,
-                decision=form.cleaned_data["decision"],
-                rubric=form.rubric(),
-                body=form.cleaned_data["body"],
-                overrides=form.overrides(),
-            )
-        except ProposalError as exc:
-            form.add_service_error(exc)
-        else:
-            messages.success(request, f"Your review ({review.get_decision_display().lower()}) was recorded.")
-            return redirect("contributions:proposal_detail", proposal_id=proposal.pk)
-    proposal.refresh_from_db()
-    context = _page_context(request, proposal, review_form=form)
-    return render(request, "contributions/proposal_detail.html", context, status=400)
+    form = _review_form(proposal, viewer=request.user, data=request.POST)
+
+    def act() -> tuple[str, str]:
+        review = proposal_review(
+            proposal=proposal,
+            reviewer=request.user,
+            decision=form.cleaned_data["decision"],
+            rubric=form.rubric(),
+            body=form.cleaned_data["body"],
+            overrides=form.overrides(),
+        )
+        return f"Your review ({review.get_decision_display().lower()}) was recorded.", ""
+
+    return _form_post(request, proposal, form=form, act=act)
 
 
 @login_required
