@@ -46,6 +46,17 @@ COMMIT_RE = re.compile(r"^[0-9a-fA-F]{7,40}$")
 ISO_DATE = ["%Y-%m-%d"]
 
 
+class CommitField(forms.CharField):
+    """A git commit: 7 to 40 hexadecimal digits, lower-cased ("" when left empty and not required)."""
+
+    def clean(self, value: Any) -> str:
+        # After CharField's own checks, so an over-long value gets only its length error.
+        value = super().clean(value)
+        if value and not COMMIT_RE.match(value):
+            raise forms.ValidationError("A commit is 7 to 40 hexadecimal digits.")
+        return value.lower()
+
+
 def _date_field(label: str, help_text: str = "") -> forms.DateField:
     return forms.DateField(
         label=label,
@@ -89,7 +100,7 @@ class PaperMetaForm(forms.Form):
         validators=[URLValidator(schemes=["https"], message="Enter an https:// URL of the code repository.")],
         help_text="https:// URL of the paper's official code",
     )
-    code_commit = forms.CharField(
+    code_commit = CommitField(
         label="Commit the code was taken from",
         max_length=40,
         required=False,
@@ -109,12 +120,6 @@ class PaperMetaForm(forms.Form):
                 "Not an arXiv id or arxiv.org URL (e.g. 2502.10927 or https://arxiv.org/abs/2502.10927)."
             )
         return arxiv_id(value)
-
-    def clean_code_commit(self) -> str:
-        value = self.cleaned_data["code_commit"].strip()
-        if value and not COMMIT_RE.match(value):
-            raise forms.ValidationError("A commit is 7 to 40 hexadecimal digits.")
-        return value.lower()
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -208,15 +213,9 @@ class CodeForm(forms.Form):
         required=False,
         help_text="https:// URL of a public repository whose root is the task folder",
     )
-    git_commit = forms.CharField(
+    git_commit = CommitField(
         label="Commit", max_length=64, required=False, help_text="The commit to take (7 to 40 hex digits)"
     )
-
-    def clean_git_commit(self) -> str:
-        value = self.cleaned_data["git_commit"].strip()
-        if value and not COMMIT_RE.match(value):
-            raise forms.ValidationError("A commit is 7 to 40 hexadecimal digits.")
-        return value.lower()
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
