@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import Aggregate, Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -134,27 +134,25 @@ def paper_catalogue(*, release_name: str = "") -> PaperCatalogue:
     )
 
 
+def _release_snippets(aggregate: Aggregate) -> Coalesce:
+    """``aggregate`` over the snippets of the outer query's release (0 for none)."""
+    per_release = (
+        Snippet.objects.filter(task_version__release_entries__release=OuterRef("pk"))
+        .order_by()
+        .values("task_version__release_entries__release")
+        .annotate(n=aggregate)
+        .values("n")
+    )
+    return Coalesce(Subquery(per_release, output_field=IntegerField()), Value(0))
+
+
 def release_list() -> QuerySet[Release]:
     """Releases, newest first, annotated with ``task_count``, ``snippet_count`` and ``total_lines``."""
-    snippets = (
-        Snippet.objects.filter(task_version__release_entries__release=OuterRef("pk"))
-        .order_by()
-        .values("task_version__release_entries__release")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    # The snippets' lines (as ``paper_list`` and the board count them), not ``TaskVersion.total_lines``.
-    lines = (
-        Snippet.objects.filter(task_version__release_entries__release=OuterRef("pk"))
-        .order_by()
-        .values("task_version__release_entries__release")
-        .annotate(n=Sum("lines"))
-        .values("n")
-    )
     return Release.objects.annotate(
         task_count=Count("entries", distinct=True),
-        snippet_count=Coalesce(Subquery(snippets, output_field=IntegerField()), Value(0)),
-        total_lines=Coalesce(Subquery(lines, output_field=IntegerField()), Value(0)),
+        snippet_count=_release_snippets(Count("pk")),
+        # The snippets' lines (as ``paper_list`` and the board count them), not ``TaskVersion.total_lines``.
+        total_lines=_release_snippets(Sum("lines")),
     ).order_by("-created_at", "name")
 
 
