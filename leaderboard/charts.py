@@ -163,6 +163,15 @@ def category_swatches() -> dict[str, Swatch]:
     return palette_swatches([error_catalogue.LABELS[slug] for slug in ordered])
 
 
+def series_swatches(count: int) -> list[Swatch]:
+    """The swatches of ``count`` series in order (grouped bars, the interactive views): two series get
+    orange and blue, the most distinct pair; more take the palette in order, hatched past its length."""
+    return [
+        Swatch(OKABE_ITO[(i * 4) % len(OKABE_ITO)] if count == 2 else OKABE_ITO[i % 8], i // 8)
+        for i in range(count)
+    ]
+
+
 def _swatches(groups: Sequence[str], fixed: Mapping[str, Swatch] | None) -> dict[str, Swatch]:
     """``fixed`` for the groups it knows, groups it lacks appended after them (still distinct)."""
     if fixed is None:
@@ -468,10 +477,7 @@ def grouped_bar_chart(
     for s in series:
         if len(s.values) != len(categories):
             raise ValueError(f"series {s.name!r} has {len(s.values)} values for {len(categories)} categories")
-    colours = [
-        Swatch(OKABE_ITO[(i * 4) % len(OKABE_ITO)] if len(series) == 2 else OKABE_ITO[i % 8], i // 8)
-        for i in range(len(series))
-    ]
+    colours = series_swatches(len(series))
     values = [v for s in series for v in s.values if v is not None]
     hi = max_value if max_value is not None else _nice_max(max(values, default=0.0))
     lo = -_nice_max(-min(values)) if values and min(values) < 0 else 0.0

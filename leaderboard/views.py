@@ -26,7 +26,7 @@ from django.utils.http import urlencode
 from contributions import selectors as contribution_selectors
 from contributions.models import Paper, Snippet
 from evaluation.models import EvaluationRun, LanguageModel
-from leaderboard import caching, charts, code_diff, page_selectors, selectors
+from leaderboard import caching, charts, code_diff, page_selectors, selectors, vega
 from leaderboard.forms import CONTAMINATION_LABELS, FILTER_PARAMS, BoardFilterForm
 from researchcodebench import problems
 
@@ -230,7 +230,21 @@ def _board_context(form: BoardFilterForm, params: QueryDict) -> dict:
         "csv_url": _csv_url("leaderboard", params),
         "json_url": _csv_url("leaderboard", params, fmt="json"),
         "selection": rows[0].selection if rows and rows[0].selection is not None else None,
+        "scatter_specs": _board_scatter_specs(rows),
     }
+
+
+def _board_scatter_specs(rows: list[selectors.Row]) -> list[dict]:
+    """The board's interactive views (Vega-Lite): score against the date of the result and, where runs
+    have a cost, against the cost; each as ``{"id", "spec"}`` (the id names the spec's json_script)."""
+    swatches = developer_swatches()
+    hrefs = {r.model.key: _model_url(r.model.key) for r in rows}
+    out = []
+    for x, title in (("date", "Scaled Pass@1 by date of the result"), ("cost", "Scaled Pass@1 by cost")):
+        spec = vega.board_scatter_spec(rows, x=x, swatches=swatches, model_hrefs=hrefs, title=title)
+        if spec is not None:
+            out.append({"id": f"board-scatter-{x}-spec", "spec": spec})
+    return out
 
 
 def _board_groups(rows: list[selectors.Row], *, title: str) -> list[dict]:
@@ -401,6 +415,7 @@ def _paper_context(key: str, form: BoardFilterForm, params: QueryDict) -> dict:
         "page_title": f"{detail.key}: {detail.title}",
         "d": detail,
         "heatmap": "" if lazy else charts.skippable(_paper_heatmap(detail)),
+        "heatmap_spec": None if lazy or not detail.matrix else _paper_heatmap_spec(detail),
         "heatmap_url": _with(params, heatmap="all") if lazy else "",
         "contributors": contribution_selectors.paper_contributors(paper_key=detail.key),
         **_paper_tree_context(detail),
@@ -418,25 +433,25 @@ def _paper_tree_context(detail: selectors.PaperDetail) -> dict:
 
 def _paper_heatmap(detail: selectors.PaperDetail) -> str:
     """The paper's model x snippet heatmap: per cell the share of the model's completions that passed."""
-    multi_task = len(detail.tasks) > 1
-    col_labels = [f"{n.task_key}/{n.name}" if multi_task else n.name for n in detail.snippets]
-    values = []
-    for m in detail.matrix:
-        row = []
-        for n in detail.snippets:
-            text = m.verdicts.get(n.id, "")
-            tested = [c for c in text if c in "PF"]
-            row.append(100 * tested.count("P") / len(tested) if tested else None)
-        values.append(row)
+    values = [[vega.cell_pass_rate(m.verdicts.get(n.id, "")) for n in detail.snippets] for m in detail.matrix]
     return charts.heatmap(
-        [m.model.name for m in detail.matrix],
-        col_labels,
+        vega.paper_row_labels(detail),
+        vega.paper_col_labels(detail),
         values,
         chart_id="paper-heatmap",
         title=f"{detail.key}: pass rate per model and snippet",
         value_label="Pass rate (%)",
         row_hrefs=[_model_url(m.model.key) for m in detail.matrix],
         col_hrefs=[snippet_url(detail.key, n.name, n.id) for n in detail.snippets],
+    )
+
+
+def _paper_heatmap_spec(detail: selectors.PaperDetail) -> dict:
+    """The heatmap's interactive view (Vega-Lite): the same cells, re-sortable and highlightable."""
+    return vega.paper_heatmap_spec(
+        detail,
+        snippet_hrefs=[snippet_url(detail.key, n.name, n.id) for n in detail.snippets],
+        title=f"{detail.key}: pass rate per model and snippet",
     )
 
 
@@ -778,6 +793,7 @@ def _compare_context(params: QueryDict) -> dict:
             hrefs=[reverse("leaderboard:paper", args=[p.paper_key]) for p in data.papers],
         )
     )
+    context["paper_spec"] = vega.compare_papers_spec(data, title="Scaled Pass@1 per paper")
     context["snippets"] = [
         {
             "s": sn,

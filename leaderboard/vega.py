@@ -1,0 +1,375 @@
+"""Vega-Lite specs for the interactive views: plain dicts built from the same selector outputs as the SVG
+charts (``leaderboard.charts``), with the same colours.
+
+The server-side SVG stays the accessible baseline of every page; these specs add what only interaction
+gives (re-sorting, highlighting, a scatter to explore). A page embeds a spec as data
+(``{{ spec|json_script:"id" }}``, never inline script) and ``static/js/charts.js`` draws it with the
+vendored Vega-Lite (``static/vendor/vega/``), using Vega's expression interpreter so that no
+``'unsafe-eval'`` is needed. Contracts shared by every spec:
+
+- ``$schema`` names the vendored Vega-Lite version (``SCHEMA``); data are inline ``values`` (nothing is
+  fetched), each record carrying the selector's numbers unchanged (percentages, ``None`` for "no data");
+- controls are Vega parameters bound to HTML inputs (a ``<select>`` each), so they work from the keyboard;
+  parameter names are fixed identifiers, and every value that comes from the database (model, paper and
+  snippet names) is data or an option value, never part of an expression;
+- colours come from ``leaderboard.charts``: the viridis stops of ``scale_colour`` for pass rates, the
+  swatch of each developer (``group_swatches`` of every developer) and the series colours of
+  ``series_swatches``; hatches (beyond eight groups) are not drawn here, tooltips and legends name the
+  group instead.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from leaderboard import charts, selectors
+
+#: the schema of the vendored Vega-Lite (static/vendor/vega/README.md); vega-embed checks it against the
+#: library's version
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.5.0.json"
+
+#: pass rates 0..100 map onto the SVG heatmap's viridis stops, linearly in RGB between them, as
+#: ``charts.scale_colour`` does
+RATE_STOPS: tuple[float, ...] = (0.0, 25.0, 50.0, 75.0, 100.0)
+
+Spec = dict[str, Any]
+
+#: the SVG charts' type: system sans-serif, never smaller than their 12 px body text on axes and legends
+CONFIG: Spec = {
+    "font": "system-ui, sans-serif",
+    "axis": {"labelFontSize": charts.FONT, "titleFontSize": charts.FONT, "labelColor": charts.TEXT},
+    "legend": {"labelFontSize": charts.FONT, "titleFontSize": charts.FONT},
+    "title": {"fontSize": 15, "anchor": "start"},
+}
+
+
+def cell_pass_rate(verdicts: str) -> float | None:
+    """The share (%) of a model's tested completions of a snippet that passed (``verdicts``: one letter
+    per completion, P passed, F failed, anything else untested); None when none was tested. The SVG
+    heatmap and the interactive one both colour a cell by this."""
+    tested = [c for c in verdicts if c in "PF"]
+    return 100 * tested.count("P") / len(tested) if tested else None
+
+
+def paper_row_labels(detail: selectors.PaperDetail) -> list[str]:
+    """One label per matrix row (run): the model name, with the paper setting and then the run id added
+    only where names would repeat (a model's runs with and without the paper), so rows stay distinct."""
+    names = Counter(m.model.name for m in detail.matrix)
+    labels = [
+        f"{m.model.name} ({'with' if m.with_paper else 'without'} paper)"
+        if names[m.model.name] > 1
+        else m.model.name
+        for m in detail.matrix
+    ]
+    again = Counter(labels)
+    return [
+        f"{label} #{m.run_id}" if again[label] > 1 else label
+        for label, m in zip(labels, detail.matrix, strict=True)
+    ]
+
+
+def paper_col_labels(detail: selectors.PaperDetail) -> list[str]:
+    """One label per snippet column: its name, prefixed by its task when the paper has several tasks."""
+    multi_task = len(detail.tasks) > 1
+    return [f"{n.task_key}/{n.name}" if multi_task else n.name for n in detail.snippets]
+
+
+def _select(name: str, label: str, options: Sequence[str], labels: Sequence[str]) -> Spec:
+    return {
+        "name": name,
+        "value": options[0],
+        "bind": {"input": "select", "name": label, "options": list(options), "labels": list(labels)},
+    }
+
+
+def paper_heatmap_spec(
+    detail: selectors.PaperDetail,
+    *,
+    snippet_hrefs: Sequence[str],
+    title: str,
+) -> Spec:
+    """The paper's model x snippet heatmap (cell: ``cell_pass_rate`` of the run's verdicts), with its
+    snippets re-sortable by document order, difficulty (the snippet's solve rate over every scored run,
+    lowest first) or line count (longest first), and one model or snippet highlighted. Rows keep the
+    selector's order (best paper score first). ``snippet_hrefs``: each column's link, in column order."""
+    rows, cols = paper_row_labels(detail), paper_col_labels(detail)
+    values = []
+    for i, (m, row) in enumerate(zip(detail.matrix, rows, strict=True)):
+        for j, (n, col) in enumerate(zip(detail.snippets, cols, strict=True)):
+            values.append(
+                {
+                    "model": row,
+                    "model_key": m.model.key,
+                    "row": i,
+                    "snippet": col,
+                    "snippet_id": n.id,
+                    "order": j,
+                    "lines": n.lines,
+                    "solve_rate": n.solve_rate,
+                    "rate": cell_pass_rate(m.verdicts.get(n.id, "")),
+                    "verdicts": m.verdicts.get(n.id, ""),
+                    "href": snippet_hrefs[j],
+                }
+            )
+    # One number per snippet for the chosen order, the document order breaking ties; an unknown solve
+    # rate sorts after every known one. ``sort_by`` is a bound parameter, so the expression is fixed text.
+    rank = (
+        "sort_by === 'lines' ? -datum.lines * 100000 + datum.order"
+        " : sort_by === 'difficulty' ? (datum.solve_rate === null ? 101 : datum.solve_rate) * 100000 + datum.order"
+        " : datum.order"
+    )
+    highlighted = (
+        "(highlight_model === '' || datum.model === highlight_model)"
+        " && (highlight_snippet === '' || datum.snippet === highlight_snippet)"
+    )
+    tooltip = [
+        {"field": "model", "title": "Model"},
+        {"field": "snippet", "title": "Snippet"},
+        {"field": "rate", "title": "Pass rate (%)", "format": ".0f"},
+        {"field": "lines", "title": "Lines"},
+        {"field": "solve_rate", "title": "Solve rate, every run (%)", "format": ".1f"},
+    ]
+    return {
+        "$schema": SCHEMA,
+        "config": CONFIG,
+        "description": f"{title}. Interactive: sort the snippets, highlight a model or a snippet.",
+        "title": title,
+        "params": [
+            _select(
+                "sort_by",
+                "Sort snippets by ",
+                ["document", "difficulty", "lines"],
+                ["document order", "difficulty (hardest first)", "line count (longest first)"],
+            ),
+            _select("highlight_model", "Highlight model ", ["", *rows], ["(none)", *rows]),
+            _select("highlight_snippet", "Highlight snippet ", ["", *cols], ["(none)", *cols]),
+        ],
+        "data": {"values": values},
+        "transform": [{"calculate": rank, "as": "snippet_rank"}],
+        "width": {"step": 24},
+        "height": {"step": 20},
+        "encoding": {
+            "x": {
+                "field": "snippet",
+                "type": "nominal",
+                "sort": {"field": "snippet_rank", "op": "min"},
+                "axis": {"title": None, "labelAngle": -45, "labelLimit": 220},
+            },
+            "y": {
+                "field": "model",
+                "type": "nominal",
+                "sort": {"field": "row", "op": "min"},
+                "axis": {"title": None, "labelLimit": 260},
+            },
+            "opacity": {"condition": {"test": highlighted, "value": 1}, "value": 0.2},
+            "tooltip": tooltip,
+            "href": {"field": "href"},
+        },
+        "layer": [
+            # Every cell first in the "no data" grey, then the tested ones in colour over it: a null rate
+            # would otherwise be dropped from the colour scale and leave a hole.
+            {"mark": {"type": "rect", "stroke": "#ffffff", "fill": charts.MISSING}},
+            {
+                "transform": [{"filter": "datum.rate !== null"}],
+                "mark": {"type": "rect", "stroke": "#ffffff"},
+                "encoding": {
+                    "color": {
+                        "field": "rate",
+                        "type": "quantitative",
+                        "title": "Pass rate (%)",
+                        "scale": {
+                            "domain": list(RATE_STOPS),
+                            "range": [charts.scale_colour(s / 100) for s in RATE_STOPS],
+                            "interpolate": "rgb",
+                        },
+                    }
+                },
+            },
+        ],
+    }
+
+
+def compare_papers_spec(data: selectors.ModelComparison, *, title: str) -> Spec:
+    """Per-paper Scaled Pass@1 of the compared models as grouped bars (one colour per model, in the
+    comparison's order, as the SVG draws them), papers re-sortable by key, by spread (largest first) or by
+    one model's score (highest first), and one model highlighted."""
+    names = [d.model.name for d in data.models]
+    colours = [sw.colour for sw in charts.series_swatches(len(names))]
+    values = [
+        {
+            "paper": p.paper_key,
+            "paper_title": p.paper_title,
+            "model": names[i],
+            "model_index": i,
+            "score": score,
+            "spread": p.spread,
+        }
+        for p in data.papers
+        for i, score in enumerate(p.scores)
+    ]
+    model_options = [f"model-{i}" for i in range(len(names))]
+    rank = (
+        "sort_papers === 'spread' ? (datum.spread === null ? 1 : -datum.spread)"
+        " : sort_papers === 'paper' ? 0"
+        " : (datum.paper_sort_score === null ? 1 : -datum.paper_sort_score)"
+    )
+    return {
+        "$schema": SCHEMA,
+        "config": CONFIG,
+        "description": f"{title}. Interactive: sort the papers, highlight a model.",
+        "title": title,
+        "params": [
+            _select(
+                "sort_papers",
+                "Sort papers by ",
+                ["paper", "spread", *model_options],
+                ["paper key", "spread (largest first)", *(f"score of {n}" for n in names)],
+            ),
+            _select("highlight", "Highlight model ", ["", *names], ["(none)", *names]),
+        ],
+        "data": {"values": values},
+        "transform": [
+            # The chosen model's score on each paper, copied to every bar of the paper, orders the papers.
+            {
+                "calculate": "'model-' + datum.model_index === sort_papers ? datum.score : null",
+                "as": "sort_score",
+            },
+            {
+                "joinaggregate": [{"op": "max", "field": "sort_score", "as": "paper_sort_score"}],
+                "groupby": ["paper"],
+            },
+            {"calculate": rank, "as": "paper_rank"},
+        ],
+        "mark": {"type": "bar"},
+        "width": 560,
+        "height": {"step": 14},
+        "encoding": {
+            "y": {
+                "field": "paper",
+                "type": "nominal",
+                "sort": {"field": "paper_rank", "op": "min"},
+                "axis": {"title": None, "labelLimit": 260},
+            },
+            "yOffset": {"field": "model", "type": "nominal", "sort": names},
+            "x": {
+                "field": "score",
+                "type": "quantitative",
+                "title": "Scaled Pass@1 (%)",
+                "scale": {"domain": [0, 100]},
+            },
+            "color": {
+                "field": "model",
+                "type": "nominal",
+                "title": "Model",
+                "scale": {"domain": names, "range": colours},
+            },
+            "opacity": {
+                "condition": {"test": "highlight === '' || datum.model === highlight", "value": 1},
+                "value": 0.25,
+            },
+            "tooltip": [
+                {"field": "paper", "title": "Paper"},
+                {"field": "model", "title": "Model"},
+                {"field": "score", "title": "Scaled Pass@1 (%)", "format": ".2f"},
+                {"field": "spread", "title": "Spread (points)", "format": ".2f"},
+            ],
+        },
+    }
+
+
+def board_scatter_spec(
+    rows: Sequence[selectors.Row],
+    *,
+    x: str,
+    swatches: Mapping[str, charts.Swatch],
+    model_hrefs: Mapping[str, str],
+    title: str,
+) -> Spec | None:
+    """Scaled Pass@1 of the board's ranked runs against the date the result was produced (``x="date"``,
+    ``Row.finished_at``) or their cost (``x="cost"``, ``Row.cost_usd``), coloured by developer with the
+    board chart's fixed ``swatches``, one shape per group (release, template, paper setting) when there
+    are several, with a developer highlighted. Runs without a score or without the x value are left out;
+    None when none is left. ``model_hrefs``: model key -> its page."""
+    if x not in ("date", "cost"):
+        raise ValueError(f"x must be 'date' or 'cost', got {x!r}")
+    values = []
+    for r in rows:
+        if r.incomplete or r.scaled_pass_at_1 is None:
+            continue
+        if (x == "date" and r.finished_at is None) or (x == "cost" and r.cost_usd is None):
+            continue
+        release, template, with_paper = r.group
+        values.append(
+            {
+                "model": r.model.name,
+                "developer": r.model.developer or "Unknown",
+                "group": f"{release or '(none)'}, {template}, {'with' if with_paper else 'without'} paper",
+                "score": r.scaled_pass_at_1,
+                "date": _iso(r.finished_at) if r.finished_at else None,
+                "cost": r.cost_usd,
+                "href": model_hrefs.get(r.model.key, ""),
+            }
+        )
+    if not values:
+        return None
+    developers = sorted({v["developer"] for v in values}, key=str.casefold)
+    colours = [
+        (swatches[d] if d in swatches else charts.group_swatches(developers)[d]).colour for d in developers
+    ]
+    x_encoding = (
+        {
+            "field": "date",
+            "type": "temporal",
+            "title": "Date of the result",
+            "scale": {"nice": "day"},
+            "axis": {"format": "%Y-%m-%d", "labelOverlap": True},
+        }
+        if x == "date"
+        else {"field": "cost", "type": "quantitative", "title": "Cost (USD)"}
+    )
+    encoding: Spec = {
+        "x": x_encoding,
+        "y": {"field": "score", "type": "quantitative", "title": "Scaled Pass@1 (%)"},
+        "color": {
+            "field": "developer",
+            "type": "nominal",
+            "title": "Developer",
+            "scale": {"domain": developers, "range": colours},
+        },
+        "opacity": {
+            "condition": {"test": "highlight === '' || datum.developer === highlight", "value": 1},
+            "value": 0.2,
+        },
+        "tooltip": [
+            {"field": "model", "title": "Model"},
+            {"field": "developer", "title": "Developer"},
+            {"field": "score", "title": "Scaled Pass@1 (%)", "format": ".2f"},
+            {"field": "date", "type": "temporal", "title": "Date", "format": "%Y-%m-%d"}
+            if x == "date"
+            else {"field": "cost", "title": "Cost (USD)", "format": ".4f"},
+            {"field": "group", "title": "Release, template, paper"},
+        ],
+        "href": {"field": "href"},
+    }
+    if len({v["group"] for v in values}) > 1:
+        encoding["shape"] = {"field": "group", "type": "nominal", "title": "Release, template, paper"}
+    return {
+        "$schema": SCHEMA,
+        "config": CONFIG,
+        "description": f"{title}. Interactive: highlight a developer; points link to model pages.",
+        "title": title,
+        "params": [_select("highlight", "Highlight developer ", ["", *developers], ["(none)", *developers])],
+        "data": {"values": values},
+        "mark": {"type": "point", "filled": True, "size": 80, "stroke": charts.TEXT, "strokeWidth": 0.6},
+        "width": 560,
+        "height": 360,
+        "encoding": encoding,
+    }
+
+
+def _iso(value: _dt.datetime | _dt.date) -> str:
+    """A date as Vega parses it unambiguously (ISO 8601; a datetime keeps its offset)."""
+    return value.isoformat()
