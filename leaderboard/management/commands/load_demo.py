@@ -15,8 +15,11 @@
    its report is a real one. An existing demo proposal is left as it is (approved, withdrawn...), except
    one whose validation did not run, which is validated again.
 
-No demo model is generated for: the demo serves no language model (no fake LLM endpoint), so the models it
-shows are the published results' and a maintainer adds a portal-run model on the models page.
+6. with the accounts: the demo model (``DEMO_MODEL_KEY``), maintainer-managed and active, served by the
+   demo's fake LLM (``manage.py serve_fake_llm``, which scripts/demo.sh starts) at ``--fake-llm-url``, its
+   key read from ``RCB_LLM_KEY_DEMO`` (the demo script exports a dummy one). The demo maintainer starts an
+   evaluation of it from the web and sees its score on the board of the example release. Repeating points
+   it at ``--fake-llm-url`` again and changes nothing else.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ from contributions.services import (
 from contributions.services.accounts import account_create_verified
 from contributions.services.notifications import proposal_url
 from contributions.services.proposals import latest_submitted_revision
+from evaluation.management.commands.serve_fake_llm import DEFAULT_PORT as FAKE_LLM_PORT
+from evaluation.models import LanguageModel
+from evaluation.services.language_models import language_model_create, language_model_update
 from evaluation.services.published import PublishedSourceError, published_import, published_verify
 from evaluation.services.validation import revision_validate
 from leaderboard.services import leaderboard_refresh_after_bulk_write
@@ -60,6 +66,9 @@ DEMO_ACCOUNTS = (
 #: the example task the demo proposal copies, and the key it is proposed under
 DEMO_PROPOSAL_SOURCE = "label-smoothing"
 DEMO_PROPOSAL_KEY = "demo-label-smoothing"
+#: the model the demo's fake LLM serves (evaluation/management/commands/serve_fake_llm.py)
+DEMO_MODEL_KEY = "demo-fake-llm"
+DEMO_MODEL_KEY_ENV = "RCB_LLM_KEY_DEMO"
 
 
 class Command(BaseCommand):
@@ -86,6 +95,11 @@ class Command(BaseCommand):
             default=None,
             help="create the demo accounts (default: only with DEBUG on; their passwords are public)",
         )
+        parser.add_argument(
+            "--fake-llm-url",
+            default=f"http://127.0.0.1:{FAKE_LLM_PORT}/v1",
+            help="the endpoint of the demo's fake LLM (manage.py serve_fake_llm), for the demo model",
+        )
 
     def handle(self, *args, **options) -> None:
         self._load_examples(options["examples"])
@@ -96,6 +110,7 @@ class Command(BaseCommand):
         accounts = options["accounts"] if options["accounts"] is not None else settings.DEBUG
         if accounts:
             users = self._load_accounts()
+            self._load_demo_model(options["fake_llm_url"])
             self._load_proposal(
                 options["examples"], author=users["contributor"], reviewer=users["maintainer"]
             )
@@ -111,6 +126,35 @@ class Command(BaseCommand):
             )
             self.stdout.write(f"demo account ({role}): sign in as {email} with password {password}")
         return users
+
+    def _load_demo_model(self, url: str) -> None:
+        """The model served by the demo's fake LLM (module docstring, 6)."""
+        model = LanguageModel.objects.filter(key=DEMO_MODEL_KEY).first()
+        if model is None:
+            model = language_model_create(
+                key=DEMO_MODEL_KEY,
+                name="Demo model (fake LLM)",
+                developer="ResearchCodeBench demo",
+                provider=LanguageModel.Provider.OTHER,
+                provider_model_id="demo-fake",
+                base_url=url,
+                api_key_env=DEMO_MODEL_KEY_ENV,
+                input_cost_per_mtok=0,
+                output_cost_per_mtok=0,
+                management=LanguageModel.Management.MAINTAINER,
+                active=True,
+            )
+            state = "created"
+        elif model.base_url != url:
+            model = language_model_update(model=model, base_url=url)
+            state = "pointed at the fake LLM again"
+        else:
+            state = "already there"
+        self.stdout.write(
+            f"demo model: {model.key!r} {state}, served by the fake LLM at {model.base_url} "
+            f"(manage.py serve_fake_llm; key from {model.api_key_env}); start an evaluation at "
+            f"/runs/new/?model={model.key}"
+        )
 
     def _load_proposal(self, examples: Path, *, author: Any, reviewer: Any) -> None:
         """The demo contributor's proposal, submitted and validated (see the module docstring)."""
