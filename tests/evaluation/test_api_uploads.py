@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle
@@ -14,27 +11,14 @@ from evaluation.models import Completion, EvaluationRun, LanguageModel
 from tests.factories import (
     LanguageModelFactory,
     UserFactory,
-    api_token_for,
     full_predictions,
     jsonl,
-    make_release,
 )
+from tests.factories.builders import ADVERSARIAL_LINES, token_api
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_throttle_cache")]
 
 URL = "/api/v1/runs/upload/"
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttle_cache():
-    cache.clear()
-    yield
-    cache.clear()
-
-
-@pytest.fixture
-def release():
-    return make_release()
 
 
 @pytest.fixture
@@ -44,9 +28,7 @@ def submitter():
 
 @pytest.fixture
 def api(submitter) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {api_token_for(submitter)}")
-    return client
+    return token_api(submitter)
 
 
 def payload(data: bytes, **fields) -> dict:
@@ -132,43 +114,14 @@ def test_upload_rejects_a_file_over_the_limit(api, submitter, release, settings)
     assert response.json()["errors"] == ["the file is too large (2 MB); the limit is 1 MB"]
 
 
-#: lines that crashed the upload (HTTP 500) or were accepted whole before, and the error each gives now
-ADVERSARIAL = {
-    "deeply nested JSON": (
-        b'{"task": "alpha", "snippet": "a2", "code": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-        "line 2: not valid JSON here (nested too deeply)",
-    ),
-    "5000-digit completion_idx": (
-        b'{"task": "alpha", "snippet": "a2", "completion_idx": ' + b"9" * 5000 + b', "code": "x"}',
-        "line 2: field 'completion_idx' must be an integer from 0 to 99, got a 5000-digit number",
-    ),
-    "lone surrogate in code": (
-        b'{"task": "alpha", "snippet": "a2", "code": "x = \\ud800"}',
-        "line 2: field 'code' holds a lone surrogate '\\ud800' at character 5 (not valid Unicode)",
-    ),
-    "NUL in code": (
-        b'{"task": "alpha", "snippet": "a2", "code": "x = \\u0000"}',
-        "line 2: field 'code' holds a NUL character at character 5",
-    ),
-    "1 MB task name": (
-        json.dumps({"task": "T" * 1024 * 1024, "snippet": "a2", "code": "x"}).encode(),
-        "line 2: field 'task' is too long (1048576 characters; at most 500): 'TTTTT",
-    ),
-    "5 MB of code on one line": (
-        json.dumps({"task": "alpha", "snippet": "a2", "code": "x" * 5 * 1024 * 1024}).encode(),
-        "line 2: the line is too long (5.0 MB); the limit is 1.6 MB",
-    ),
-}
-
-
-@pytest.mark.parametrize("case", ADVERSARIAL)
+@pytest.mark.parametrize("case", ADVERSARIAL_LINES)
 def test_adversarial_lines_get_400_with_one_bounded_error_and_nothing_is_stored(api, release, case):
-    line, message = ADVERSARIAL[case]
+    line, message = ADVERSARIAL_LINES[case]
     data = jsonl({"task": "alpha", "snippet": "a1", "code": "x"}) + line + b"\n"
     response = api.post(URL, payload(data, model="fresh", model_name="Fresh"), format="multipart")
     assert response.status_code == 400
     (error,) = response.json()["errors"]
-    assert error.startswith(message) and len(response.content) < 1000
+    assert error.startswith(f"line 2: {message}") and len(response.content) < 1000
     assert not EvaluationRun.objects.exists() and not LanguageModel.objects.exists()
 
 

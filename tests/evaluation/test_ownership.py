@@ -13,10 +13,8 @@ import re
 
 import pytest
 from django.apps import apps
-from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
-from rest_framework.test import APIClient
 
 from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services.published import published_import
@@ -27,30 +25,17 @@ from tests.factories import (
     LanguageModelFactory,
     StaffUserFactory,
     UserFactory,
-    api_token_for,
     full_predictions,
     make_benchmark,
-    make_release,
     make_run,
 )
+from tests.factories.builders import token_api
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_throttle_cache")]
 
 PUBLISHED = LanguageModel.Management.PUBLISHED
 MAINTAINER = LanguageModel.Management.MAINTAINER
 SELF_REPORTED = LanguageModel.Management.SELF_REPORTED
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttle_cache():
-    cache.clear()
-    yield
-    cache.clear()
-
-
-@pytest.fixture
-def release():
-    return make_release()
 
 
 @pytest.fixture
@@ -74,8 +59,7 @@ def post_form(client, user, **fields):
 
 def post_api(user, **fields):
     """The upload API with ``user``'s token."""
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_for(user)}")
+    api = token_api(user)
     payload = {"release": "r1", "file": SimpleUploadedFile("p.jsonl", full_predictions()), **fields}
     return api.post("/api/v1/runs/upload/", payload, format="multipart")
 

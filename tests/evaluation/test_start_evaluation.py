@@ -15,7 +15,6 @@ import pytest
 from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
-from rest_framework.test import APIClient
 
 from evaluation.models import EvaluationRun
 from evaluation.services.estimates import CHARS_PER_TOKEN, OUTPUT_FACTOR
@@ -27,11 +26,11 @@ from tests.factories import (
     LanguageModelFactory,
     MaintainerFactory,
     UserFactory,
-    api_token_for,
     fake_llm_model,
     full_predictions,
     make_release,
 )
+from tests.factories.builders import token_api
 
 START_URL = "/runs/new/"
 TASK = "rmsnorm"
@@ -287,13 +286,18 @@ def upload_form(model_key: str, **fields: str) -> dict:
     }
 
 
-def test_upload_form_asks_for_the_paper_setting_and_the_run_page_names_its_board(db, client):
+def submitter():
+    """Release r1 and a member who owns the self-reported model m1."""
     make_release()
     user = UserFactory()
-    model = LanguageModelFactory(key="m1", self_reported=True, owner=user)
-    client.force_login(user)
+    LanguageModelFactory(key="m1", self_reported=True, owner=user)
+    return user
 
-    response = client.post("/runs/upload/", upload_form(model.key, template="rcb-2025", with_paper="without"))
+
+def test_upload_form_asks_for_the_paper_setting_and_the_run_page_names_its_board(db, client):
+    client.force_login(submitter())
+
+    response = client.post("/runs/upload/", upload_form("m1", template="rcb-2025", with_paper="without"))
 
     run = EvaluationRun.objects.get()
     assert response.status_code == 302 and response.url == f"/runs/{run.pk}/"
@@ -304,11 +308,8 @@ def test_upload_form_asks_for_the_paper_setting_and_the_run_page_names_its_board
 
 
 def test_upload_form_without_template_and_paper_setting_takes_the_release_defaults(db, client):
-    make_release()
-    user = UserFactory()
-    model = LanguageModelFactory(key="m1", self_reported=True, owner=user)
-    client.force_login(user)
-    form = upload_form(model.key)
+    client.force_login(submitter())
+    form = upload_form("m1")
     del form["with_paper"], form["template"]
     response = client.post("/runs/upload/", form)
     assert response.status_code == 302
@@ -334,11 +335,7 @@ def test_upload_form_preselects_the_release_defaults(db, client):
 
 def test_api_upload_without_a_paper_setting_is_ranked_with_the_paper_by_default(db):
     # Before: every upload was recorded "without paper" and vanished from the default board.
-    make_release()
-    user = UserFactory()
-    LanguageModelFactory(key="m1", self_reported=True, owner=user)
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_for(user)}")
+    api = token_api(submitter())
 
     response = api.post(
         "/api/v1/runs/upload/",
@@ -355,11 +352,7 @@ def test_api_upload_without_a_paper_setting_is_ranked_with_the_paper_by_default(
 
 
 def test_api_upload_stores_the_declared_template_and_paper_setting(db):
-    make_release()
-    user = UserFactory()
-    LanguageModelFactory(key="m1", self_reported=True, owner=user)
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_for(user)}")
+    api = token_api(submitter())
 
     response = api.post(
         "/api/v1/runs/upload/",

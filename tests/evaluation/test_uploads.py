@@ -3,10 +3,7 @@ web form in front of it (adversarial files never crash it, errors are bounded, p
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.throttling import SimpleRateThrottle
@@ -20,52 +17,12 @@ from evaluation.services.uploads import (
     predictions_upload,
     upload_limits,
 )
-from tests.factories import LanguageModelFactory, UserFactory, full_predictions, jsonl, make_release
+from tests.factories import LanguageModelFactory, UserFactory, full_predictions, jsonl
+from tests.factories.builders import ADVERSARIAL_LINES, token_api
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_throttle_cache")]
 
 OK = {"task": "alpha", "snippet": "a1", "completion_idx": 0, "code": "return 1"}
-
-#: lines that crashed the upload (HTTP 500) or were accepted whole before, and the error each must give now
-#: (as the second line of a file)
-ADVERSARIAL = {
-    "deeply nested JSON": (
-        b'{"task": "alpha", "snippet": "a2", "code": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-        "not valid JSON here (nested too deeply)",
-    ),
-    "5000-digit completion_idx": (
-        b'{"task": "alpha", "snippet": "a2", "completion_idx": ' + b"9" * 5000 + b', "code": "x"}',
-        "field 'completion_idx' must be an integer from 0 to 99, got a 5000-digit number",
-    ),
-    "lone surrogate in code": (
-        b'{"task": "alpha", "snippet": "a2", "code": "x = \\ud800"}',
-        "field 'code' holds a lone surrogate '\\ud800' at character 5 (not valid Unicode)",
-    ),
-    "NUL in code": (
-        b'{"task": "alpha", "snippet": "a2", "code": "x = \\u0000"}',
-        "field 'code' holds a NUL character at character 5",
-    ),
-    "1 MB task name": (
-        json.dumps({"task": "T" * 1024 * 1024, "snippet": "a2", "code": "x"}).encode(),
-        "field 'task' is too long (1048576 characters; at most 500): 'TTTTT",
-    ),
-    "5 MB of code on one line": (
-        json.dumps({"task": "alpha", "snippet": "a2", "code": "x" * 5 * 1024 * 1024}).encode(),
-        "the line is too long (5.0 MB); the limit is 1.6 MB",
-    ),
-}
-
-
-@pytest.fixture(autouse=True)
-def fresh_throttle_cache():
-    cache.clear()
-    yield
-    cache.clear()
-
-
-@pytest.fixture
-def release():
-    return make_release()
 
 
 def errors_of(data: bytes, release) -> list[str]:
@@ -269,9 +226,9 @@ def test_new_model_key_and_name_are_checked_together_with_the_file(release, new_
     assert LanguageModel.objects.count() == 1 and not EvaluationRun.objects.exists()
 
 
-@pytest.mark.parametrize("case", ADVERSARIAL)
+@pytest.mark.parametrize("case", ADVERSARIAL_LINES)
 def test_adversarial_lines_are_line_errors_and_nothing_is_stored(release, case):
-    line, message = ADVERSARIAL[case]
+    line, message = ADVERSARIAL_LINES[case]
     with pytest.raises(PredictionsInvalid) as info:
         upload(release, jsonl(OK) + line + b"\n", new_model=NewModel(key="new", name="New"))
     (error,) = info.value.errors
@@ -300,9 +257,9 @@ def post_form(client, data: bytes, **fields):
     return client.post("/runs/upload/", {**form, **fields, "file": SimpleUploadedFile("p.jsonl", data)})
 
 
-@pytest.mark.parametrize("case", ADVERSARIAL)
+@pytest.mark.parametrize("case", ADVERSARIAL_LINES)
 def test_form_answers_400_with_a_bounded_line_error_and_stores_nothing(client, member, release, case):
-    line, message = ADVERSARIAL[case]
+    line, message = ADVERSARIAL_LINES[case]
     response = post_form(client, jsonl(OK) + line + b"\n")
     assert response.status_code == 400
     html = response.content.decode()
@@ -353,15 +310,10 @@ def test_form_posts_are_throttled_with_429_and_a_message(client, member, release
 
 
 def test_form_and_api_share_one_upload_budget_per_user(client, member, release, monkeypatch):
-    from rest_framework.test import APIClient
-
-    from tests.factories import api_token_for
-
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"uploads": "2/hour"})
     LanguageModelFactory(key="m1", self_reported=True, owner=member)
     assert post_form(client, jsonl(OK), model="m1").status_code == 302
-    api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_for(member)}")
+    api = token_api(member)
     payload = {"model": "m1", "release": "r1", "file": SimpleUploadedFile("p.jsonl", jsonl(OK))}
     assert api.post("/api/v1/runs/upload/", payload, format="multipart").status_code == 201
     assert post_form(client, jsonl(OK), model="m1").status_code == 429

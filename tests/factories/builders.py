@@ -1,22 +1,39 @@
 """Higher-level builders made of the factories: small benchmarks, runs with verdicts, the upload tests'
-release and its predictions file, and a model served by the fake LLM server."""
+release, predictions files (good and adversarial) and API client, a model served by the fake LLM server,
+and proposals moved through the real workflow services."""
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
+from typing import Any
 
-from contributions.models import Release, Snippet
+from rest_framework.test import APIClient
+
+from contributions.models import Proposal, ProposalRevision, Release, Snippet
+from contributions.services import (
+    proposal_create,
+    proposal_review,
+    proposal_submit,
+    proposal_validation_finish,
+    proposal_validation_start,
+    revision_create,
+)
+from contributions.services.proposals import RUBRIC_KEYS
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
 from researchcodebench import scoring
+from researchcodebench.validation import Finding, ValidationReport
 from tests.factories.contributions import (
+    EXAMPLE_MANIFEST,
     PaperFactory,
     ReleaseEntryFactory,
     ReleaseFactory,
     SnippetFactory,
     TaskVersionFactory,
+    example_upload,
 )
 from tests.factories.evaluation import (
     CompletionFactory,
@@ -24,6 +41,7 @@ from tests.factories.evaluation import (
     LanguageModelFactory,
     TestResultFactory,
 )
+from tests.factories.users import UserFactory, api_token_for
 
 # --- benchmarks and runs described by verdict strings (scores, leaderboard) --------------------------
 
@@ -180,6 +198,43 @@ def full_predictions() -> bytes:
     )
 
 
+#: Lines that once crashed an upload or were accepted whole, each with the start of the error it must give
+#: as the second line of a predictions file (after "line 2: ").
+ADVERSARIAL_LINES: dict[str, tuple[bytes, str]] = {
+    "deeply nested JSON": (
+        b'{"task": "alpha", "snippet": "a2", "code": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "not valid JSON here (nested too deeply)",
+    ),
+    "5000-digit completion_idx": (
+        b'{"task": "alpha", "snippet": "a2", "completion_idx": ' + b"9" * 5000 + b', "code": "x"}',
+        "field 'completion_idx' must be an integer from 0 to 99, got a 5000-digit number",
+    ),
+    "lone surrogate in code": (
+        b'{"task": "alpha", "snippet": "a2", "code": "x = \\ud800"}',
+        "field 'code' holds a lone surrogate '\\ud800' at character 5 (not valid Unicode)",
+    ),
+    "NUL in code": (
+        b'{"task": "alpha", "snippet": "a2", "code": "x = \\u0000"}',
+        "field 'code' holds a NUL character at character 5",
+    ),
+    "1 MB task name": (
+        json.dumps({"task": "T" * 1024 * 1024, "snippet": "a2", "code": "x"}).encode(),
+        "field 'task' is too long (1048576 characters; at most 500): 'TTTTT",
+    ),
+    "5 MB of code on one line": (
+        json.dumps({"task": "alpha", "snippet": "a2", "code": "x" * 5 * 1024 * 1024}).encode(),
+        "the line is too long (5.0 MB); the limit is 1.6 MB",
+    ),
+}
+
+
+def token_api(user: Any) -> APIClient:
+    """An API client that authenticates as ``user`` with a new API token."""
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_for(user)}")
+    return api
+
+
 # --- the generation engine's model ----------------------------------------------------------------------
 
 
@@ -197,3 +252,95 @@ def fake_llm_model(base_url: str, *, key: str = "fake-model", max_concurrency: i
         output_cost_per_mtok=Decimal("8.0"),
         max_concurrency=max_concurrency,
     )
+
+
+# --- proposals moved through the workflow services --------------------------------------------------------
+
+#: the paper of the example task (``example_upload``), as a proposal's metadata
+EXAMPLE_META = {
+    "title": "Root Mean Square Layer Normalization",
+    "arxiv_abs": "https://arxiv.org/abs/1910.07467v1",
+    "venue": "NeurIPS",
+}
+_proposal_keys = itertools.count()
+
+
+def validation_report(*findings: Finding, snippets: list | None = None) -> ValidationReport:
+    """A report of the validation battery with ``findings``: green unless one of them is an error."""
+    return ValidationReport(
+        ok=not any(f.is_error for f in findings),
+        findings=list(findings),
+        reference_durations_s=[0.1] * 5,
+        timeout_s=3.0,
+        snippets=snippets or [],
+        duration_s=1.0,
+        environment="test",
+    )
+
+
+def proposal_draft(
+    author: Any = None, *, task_key: str | None = None, meta: Mapping[str, Any] | None = None
+) -> Proposal:
+    """A draft by ``author`` (a new user by default) under a fresh task key, about the example task's paper
+    (``meta`` overriding its keys)."""
+    return proposal_create(
+        author=author or UserFactory(),
+        task_key=task_key or f"proposal-{next(_proposal_keys)}",
+        meta={**EXAMPLE_META, **(meta or {})},
+    )
+
+
+def proposal_upload(proposal: Proposal, **replace: bytes) -> ProposalRevision:
+    """A new revision of ``proposal`` by its author: the example task's files (``replace`` replacing or
+    adding files by path) with the example's declarations."""
+    return revision_create(
+        proposal=proposal,
+        by=proposal.author,
+        intake_result=example_upload(**replace),
+        manifest=EXAMPLE_MANIFEST,
+    )
+
+
+def proposal_submitted(
+    author: Any = None,
+    *,
+    task_key: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+    **replace: bytes,
+) -> Proposal:
+    """A new proposal (``proposal_draft``) with the example upload (``replace`` as in ``proposal_upload``),
+    submitted and waiting for validation."""
+    proposal = proposal_draft(author, task_key=task_key, meta=meta)
+    proposal_upload(proposal, **replace)
+    proposal_submit(proposal=proposal, by=proposal.author)
+    proposal.refresh_from_db()
+    return proposal
+
+
+def proposal_validated(
+    result: ValidationReport | None = None,
+    author: Any = None,
+    *,
+    task_key: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+    **replace: bytes,
+) -> Proposal:
+    """A new submitted proposal (``proposal_submitted``) whose validation finished with ``result``: green
+    by default, so the proposal is ready for review."""
+    proposal = proposal_submitted(author, task_key=task_key, meta=meta, **replace)
+    revision = proposal.revisions.get()
+    proposal_validation_start(revision=revision)
+    proposal_validation_finish(revision=revision, report=result or validation_report())
+    proposal.refresh_from_db()
+    return proposal
+
+
+def proposal_approved(proposal: Proposal, *, reviewer: Any, capture: Callable[..., Any]) -> Proposal:
+    """``reviewer`` approves ``proposal`` with every rubric item checked; ``capture`` (pytest-django's
+    ``django_capture_on_commit_callbacks``) runs what the approval schedules on commit: publishing."""
+    with capture(execute=True):
+        proposal_review(
+            proposal=proposal, reviewer=reviewer, decision="approve", rubric=dict.fromkeys(RUBRIC_KEYS, True)
+        )
+    proposal.refresh_from_db()
+    return proposal
