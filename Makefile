@@ -1,7 +1,7 @@
 # The two commands of the README. Everything else is a helper for them.
 .PHONY: demo test lint bench-eval bench-leaderboard clean
 
-demo:  ## set up, migrate, load demo data, serve http://127.0.0.1:8000/ with one worker (Ctrl-C stops)
+demo:  ## set up, migrate, load demo data, serve http://127.0.0.1:8000/ with one worker and a fake LLM (Ctrl-C stops)
 	scripts/demo.sh
 
 test:  ## set up with dev tools and run the whole suite
