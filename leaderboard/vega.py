@@ -96,30 +96,24 @@ def paper_heatmap_spec(
     lowest first) or line count (longest first), and one model or snippet highlighted. Rows keep the
     selector's order (best paper score first). ``snippet_hrefs``: each column's link, in column order."""
     rows, cols = paper_row_labels(detail), paper_col_labels(detail)
-    values = []
-    for i, (m, row) in enumerate(zip(detail.matrix, rows, strict=True)):
-        for j, (n, col) in enumerate(zip(detail.snippets, cols, strict=True)):
-            values.append(
-                {
-                    "model": row,
-                    "model_key": m.model.key,
-                    "row": i,
-                    "snippet": col,
-                    "snippet_id": n.id,
-                    "order": j,
-                    "lines": n.lines,
-                    "solve_rate": n.solve_rate,
-                    "rate": cell_pass_rate(m.verdicts.get(n.id, "")),
-                    "verdicts": m.verdicts.get(n.id, ""),
-                    "href": snippet_hrefs[j],
-                }
-            )
+    # The cells carry indexes and rates only; model and snippet fields join in by lookup, so the page
+    # carries each URL and name once rather than once per cell (a paper has up to thousands of cells).
+    cells = [
+        {"row": i, "col": j, "rate": cell_pass_rate(m.verdicts.get(n.id, ""))}
+        for i, m in enumerate(detail.matrix)
+        for j, n in enumerate(detail.snippets)
+    ]
+    models = [{"row": i, "model": row} for i, row in enumerate(rows)]
+    snippets = [
+        {"col": j, "snippet": col, "lines": n.lines, "solve_rate": n.solve_rate, "href": snippet_hrefs[j]}
+        for j, (n, col) in enumerate(zip(detail.snippets, cols, strict=True))
+    ]
     # One number per snippet for the chosen order, the document order breaking ties; an unknown solve
     # rate sorts after every known one. ``sort_by`` is a bound parameter, so the expression is fixed text.
     rank = (
-        "sort_by === 'lines' ? -datum.lines * 100000 + datum.order"
-        " : sort_by === 'difficulty' ? (datum.solve_rate === null ? 101 : datum.solve_rate) * 100000 + datum.order"
-        " : datum.order"
+        "sort_by === 'lines' ? -datum.lines * 100000 + datum.col"
+        " : sort_by === 'difficulty' ? (datum.solve_rate === null ? 101 : datum.solve_rate) * 100000 + datum.col"
+        " : datum.col"
     )
     highlighted = (
         "(highlight_model === '' || datum.model === highlight_model)"
@@ -147,8 +141,19 @@ def paper_heatmap_spec(
             _select("highlight_model", "Highlight model ", ["", *rows], ["(none)", *rows]),
             _select("highlight_snippet", "Highlight snippet ", ["", *cols], ["(none)", *cols]),
         ],
-        "data": {"values": values},
-        "transform": [{"calculate": rank, "as": "snippet_rank"}],
+        "data": {"values": cells},
+        "transform": [
+            {"lookup": "row", "from": {"data": {"values": models}, "key": "row", "fields": ["model"]}},
+            {
+                "lookup": "col",
+                "from": {
+                    "data": {"values": snippets},
+                    "key": "col",
+                    "fields": ["snippet", "lines", "solve_rate", "href"],
+                },
+            },
+            {"calculate": rank, "as": "snippet_rank"},
+        ],
         "width": {"step": 24},
         "height": {"step": 20},
         "encoding": {

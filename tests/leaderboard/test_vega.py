@@ -64,6 +64,17 @@ def embedded_spec(html: str, spec_id: str) -> dict:
     return json.loads(match.group(1))
 
 
+def heatmap_cells(spec: dict) -> list[dict]:
+    """The heatmap's cells with the fields its lookup transforms join in (as Vega does before drawing)."""
+    cells = [dict(c) for c in spec["data"]["values"]]
+    for step in spec["transform"]:
+        if "lookup" in step:
+            table = {r[step["from"]["key"]]: r for r in step["from"]["data"]["values"]}
+            for c in cells:
+                c.update({f: table[c[step["lookup"]]][f] for f in step["from"]["fields"]})
+    return cells
+
+
 def svg(html: str, chart_id: str) -> str:
     match = re.search(rf'<svg [^>]*id="{chart_id}".*?</svg>', html, re.S)
     assert match, chart_id
@@ -112,9 +123,7 @@ def test_paper_heatmap_spec_cells_equal_the_selector_output_and_the_svg(client, 
         for m in detail.matrix
         for n in detail.snippets
     }
-    got = {
-        (v["model"], v["snippet"]): (v["rate"], v["lines"], v["solve_rate"]) for v in spec["data"]["values"]
-    }
+    got = {(v["model"], v["snippet"]): (v["rate"], v["lines"], v["solve_rate"]) for v in heatmap_cells(spec)}
     assert got == expected
     # The numbers the fixture implies, so a wrong selector cannot agree with itself.
     assert {k: v[0] for k, v in got.items()} == {
@@ -122,6 +131,11 @@ def test_paper_heatmap_spec_cells_equal_the_selector_output_and_the_svg(client, 
         ("Beta Two", "s0"): 0.0, ("Beta Two", "s1"): 0.0, ("Beta Two", "s2"): 100.0,
     }  # fmt: skip
     assert {k[1]: v[2] for k, v in got.items()} == {"s0": 50.0, "s1": 0.0, "s2": 100.0}
+    # Each snippet's link once in the page's spec (cells join it in), not once per cell.
+    assert {c["href"] for c in heatmap_cells(spec)} == {
+        f"{reverse('leaderboard:snippet', args=['heat', n.name])}?id={n.id}" for n in detail.snippets
+    }
+    assert json.dumps(spec).count('"href": "/') == len(detail.snippets)
 
     # Same colour scale as the SVG: its viridis stops, interpolated in RGB; the SVG's cells use them.
     scale = spec["layer"][1]["encoding"]["color"]["scale"]
@@ -140,7 +154,7 @@ def test_paper_heatmap_spec_follows_the_filters_like_the_svg(client, paper_board
     spec = embedded_spec(html, "paper-heatmap-spec")
     filtered = selectors.paper_detail(key="heat", filters=selectors.LeaderboardFilters(open_weights=False))
     assert [m.model.name for m in filtered.matrix] == ["Beta Two"]
-    assert {v["model"] for v in spec["data"]["values"]} == {"Beta Two"}
+    assert {v["model"] for v in heatmap_cells(spec)} == {"Beta Two"}
     assert "Alpha One" not in svg(html, "paper-heatmap")
 
 
@@ -162,7 +176,7 @@ def test_a_models_runs_with_and_without_the_paper_get_distinct_rows_in_both_char
             run=make_run(snippets, {"heat": "P"}, release=rel, model=model, with_paper=with_paper)
         )
     html = page(client, reverse("leaderboard:paper", args=["heat"]), paper="any")
-    rows = {v["model"] for v in embedded_spec(html, "paper-heatmap-spec")["data"]["values"]}
+    rows = {v["model"] for v in heatmap_cells(embedded_spec(html, "paper-heatmap-spec"))}
     assert rows == {"Gamma (with paper)", "Gamma (without paper)"}
     assert "Gamma (with paper)" in svg(html, "paper-heatmap")
 
@@ -240,7 +254,7 @@ def test_names_with_markup_stay_data_in_the_embedded_spec(client):
     html = page(client, reverse("leaderboard:paper", args=["heat"]))
     assert "<script>alert(1)" not in html
     spec = embedded_spec(html, "paper-heatmap-spec")
-    assert spec["data"]["values"][0]["model"] == "</script><script>alert(1)</script>"
+    assert heatmap_cells(spec)[0]["model"] == "</script><script>alert(1)</script>"
 
 
 # --- the pages -----------------------------------------------------------------------------------------
