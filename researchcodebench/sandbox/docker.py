@@ -1,8 +1,12 @@
 """The Docker sandbox: one short-lived, locked-down container per test run (the production backend).
 
-Each run creates a container from the evaluation environment's image (``RunSpec.image``, else the
-backend's ``image``, which the portal and the CLI take from ``RCB_DOCKER_IMAGE``, else ``DEFAULT_IMAGE``)
-with:
+Each run creates a container from the evaluation environment's image (``DockerSandbox.image_for``):
+``RunSpec.image`` when the caller names one; else, for a task with its own locked environment
+(``researchcodebench.envs``: its interpreter lives at ``<environments>/<lock hash>/bin/python``), the image
+built from that lock, ``researchcodebench-eval:<lock hash[:16]>-<variant>`` (``image_name``; variant ``cpu``,
+or the backend's CUDA variant for a run that needs a GPU; ``manage.py build_eval_images`` builds them from
+docker/eval.Dockerfile); else the backend's ``image``, which the portal and the CLI take from
+``RCB_DOCKER_IMAGE``, else ``DEFAULT_IMAGE``. Each container runs with:
 
 * no network at all (``network_mode="none"``: not even loopback to the host),
 * a read-only root filesystem, a size-capped ``noexec`` tmpfs at ``/tmp``,
@@ -40,6 +44,7 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
+import re
 import shutil
 import tempfile
 import time
@@ -52,6 +57,15 @@ log = logging.getLogger(__name__)
 
 #: Image used when neither the spec nor the backend names one; built from docker/eval.Dockerfile.
 DEFAULT_IMAGE = "researchcodebench-eval:py3.11-torch2.13.0-cpu"
+#: Repository of the evaluation images; the image of a locked environment is tagged ``<hash[:16]>-<variant>``.
+IMAGE_REPOSITORY = "researchcodebench-eval"
+#: The torch build of an image without a GPU.
+CPU_VARIANT = "cpu"
+#: The CUDA build of torch in the images of runs that need a GPU (a variant of download.pytorch.org/whl).
+DEFAULT_CUDA_VARIANT = "cu128"
+_VARIANT = re.compile(r"^(cpu|cu1[0-9]{2,3})$")
+#: A locked environment's interpreter: ``<environments>/<64 hex lock hash>/bin/python[3[.N]]`` (envs.py).
+_LOCKED_PYTHON = re.compile(r"(?:^|/)([0-9a-f]{64})/bin/python(?:3(?:\.[0-9]+)?)?$")
 #: Label carrying the run id; every container this backend creates has it.
 LABEL_RUN = "org.researchcodebench.run"
 #: Label carrying the Unix time (seconds) after which a container of this backend is certainly stale.
@@ -93,7 +107,37 @@ def _sdk() -> Any:
 
 
 def _docker_image_hint(image: str) -> str:
+    if locked_image_hash(image) is not None:
+        return "build it with `python manage.py build_eval_images` (docs/sandbox.md)"
     return f"build it with `docker build -f docker/eval.Dockerfile -t {image} .` in the repository root"
+
+
+def check_variant(variant: str) -> str:
+    """``variant`` when it names a torch build we make images of (``cpu``, ``cu126``, ``cu128``, ...)."""
+    if not _VARIANT.match(variant):
+        raise ValueError(f"torch variant must be 'cpu' or a CUDA variant such as 'cu128', got {variant!r}")
+    return variant
+
+
+def image_name(lock_hash: str, *, variant: str) -> str:
+    """The evaluation image of the environment locked as ``lock_hash`` with torch build ``variant``."""
+    if not re.fullmatch(r"[0-9a-f]{64}", lock_hash):
+        raise ValueError(f"{lock_hash!r} is not a lock hash (64 lower-case hex digits)")
+    return f"{IMAGE_REPOSITORY}:{lock_hash[:16]}-{check_variant(variant)}"
+
+
+def locked_image_hash(image: str) -> str | None:
+    """The 16-digit lock hash prefix an image name of ``image_name`` carries, else None."""
+    match = re.fullmatch(rf"{re.escape(IMAGE_REPOSITORY)}:([0-9a-f]{{16}})-(cpu|cu1[0-9]{{2,3}})", image)
+    return match.group(1) if match else None
+
+
+def lock_hash_of_python(python: str | None) -> str | None:
+    """The lock hash of a locked environment's interpreter path (see the module docstring), else None."""
+    if not python:
+        return None
+    match = _LOCKED_PYTHON.search(python.replace(os.sep, "/"))
+    return match.group(1) if match else None
 
 
 class DockerSandbox:
@@ -106,7 +150,7 @@ class DockerSandbox:
     runs as; ``tmp_size_mb`` the size of ``/tmp``; ``log_max_kb`` the cap of each of the (at most two)
     log files the engine keeps per container; ``engine_timeout_s`` bounds every other engine call;
     ``image_python`` replaces ``argv[0]`` when it is the host interpreter ``RunSpec.python`` (that path
-    does not exist in the image).
+    does not exist in the image); ``cuda_variant`` is the torch build of the images of runs that need a GPU.
 
     ``run`` never raises for the child's behaviour nor for engine failures: those become
     ``RunResult(infra_error=...)``.
@@ -126,6 +170,7 @@ class DockerSandbox:
         log_max_kb: int = 1024,
         engine_timeout_s: float = 60.0,
         image_python: str = "python",
+        cuda_variant: str = DEFAULT_CUDA_VARIANT,
     ) -> None:
         if cpus is not None and cpus <= 0:
             raise ValueError(f"DockerSandbox: cpus must be > 0, got {cpus!r}")
@@ -140,6 +185,9 @@ class DockerSandbox:
         self.log_max_kb = log_max_kb
         self.engine_timeout_s = engine_timeout_s
         self.image_python = image_python
+        if cuda_variant == CPU_VARIANT:
+            raise ValueError("DockerSandbox: cuda_variant must be a CUDA build such as 'cu128', not 'cpu'")
+        self.cuda_variant = check_variant(cuda_variant)
 
     # -- engine access -------------------------------------------------------------------------------
 
@@ -179,6 +227,15 @@ class DockerSandbox:
         except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as exc:
             raise SandboxUnavailable(f"docker sandbox: cannot inspect image {image!r}: {exc}") from exc
 
+    def image_for(self, spec: RunSpec) -> str:
+        """The image ``spec`` runs in (the order is in the module docstring)."""
+        if spec.image:
+            return spec.image
+        lock_hash = lock_hash_of_python(spec.python)
+        if lock_hash is not None:
+            return image_name(lock_hash, variant=self.cuda_variant if spec.needs_gpu else CPU_VARIANT)
+        return self.image
+
     # -- one run ---------------------------------------------------------------------------------------
 
     def run(self, spec: RunSpec) -> RunResult:
@@ -216,6 +273,14 @@ class DockerSandbox:
             return RunResult(
                 exit_code=None, duration_s=time.monotonic() - started, infra_error=f"docker sandbox: {exc}"
             )
+        except docker.errors.ImageNotFound as exc:
+            image = self.image_for(spec)
+            return RunResult(
+                exit_code=None,
+                duration_s=time.monotonic() - started,
+                infra_error=f"docker sandbox: evaluation image {image!r} not found on the engine; "
+                f"{_docker_image_hint(image)} ({exc})",
+            )
         except engine_errors as exc:
             return RunResult(
                 exit_code=None,
@@ -237,7 +302,7 @@ class DockerSandbox:
         run_id = uuid.uuid4().hex
         deadline = time.time() + limits.timeout_s + _STALE_GRACE_S
         kwargs: dict[str, Any] = {
-            "image": spec.image or self.image,
+            "image": self.image_for(spec),
             "command": self._command(spec),
             "name": f"rcb-{run_id[:16]}",
             "labels": {LABEL_RUN: run_id, LABEL_DEADLINE: str(int(deadline))},

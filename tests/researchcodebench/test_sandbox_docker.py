@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from researchcodebench.sandbox.base import (
     WarmCapableSandbox,
 )
 from researchcodebench.sandbox.docker import (
+    DEFAULT_CUDA_VARIANT,
     DEFAULT_IMAGE,
     LABEL_DEADLINE,
     LABEL_RUN,
@@ -33,6 +33,8 @@ from researchcodebench.sandbox.docker import (
     STDIN_PATH,
     TASK_COPY_FAILED,
     DockerSandbox,
+    image_name,
+    lock_hash_of_python,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -331,6 +333,85 @@ def test_gpu_is_requested_only_for_runs_that_need_it(workdir: Path) -> None:
     assert request["Capabilities"] == [["gpu"]]
 
 
+LOCK_HASH = "0123456789abcdef" + "f" * 48
+
+
+def locked_spec(workdir: Path, **overrides: Any) -> RunSpec:
+    """A run of a task with its own environment: the runner gives it that environment's interpreter."""
+    python = f"/var/lib/rcb/envs/{LOCK_HASH}/bin/python"
+    return make_spec(workdir, python=python, argv=(python, "-I", "paper2code_test.py"), **overrides)
+
+
+def test_a_locked_environment_runs_in_the_cpu_image_of_its_lock_hash(workdir: Path) -> None:
+    _, engine = run_with(Script(), locked_spec(workdir))
+    kw = engine.create_kwargs()
+    assert (
+        kw["image"] == "researchcodebench-eval:0123456789abcdef-cpu" == image_name(LOCK_HASH, variant="cpu")
+    )
+    assert kw["command"][4:] == ["python", "-I", "paper2code_test.py"]
+    assert "device_requests" not in kw
+
+
+def test_a_gpu_run_of_a_locked_environment_gets_the_cuda_image_and_every_gpu(workdir: Path) -> None:
+    from docker.models.containers import _create_container_args
+
+    _, engine = run_with(Script(), locked_spec(workdir, needs_gpu=True))
+    kw = engine.create_kwargs()
+    assert kw["image"] == f"researchcodebench-eval:0123456789abcdef-{DEFAULT_CUDA_VARIANT}"
+    host = _create_container_args({**kw, "version": "1.45"})["host_config"]
+    assert host["DeviceRequests"] == [
+        {"Driver": "", "Count": -1, "DeviceIDs": [], "Capabilities": [["gpu"]], "Options": {}}
+    ]
+    _, engine = run_with(Script(), locked_spec(workdir, needs_gpu=True), cuda_variant="cu126")
+    assert engine.create_kwargs()["image"] == "researchcodebench-eval:0123456789abcdef-cu126"
+
+
+def test_an_image_the_spec_names_wins_and_an_unlocked_interpreter_uses_the_backend_image(
+    workdir: Path,
+) -> None:
+    _, engine = run_with(Script(), locked_spec(workdir, image="rcb-eval:pinned"))
+    assert engine.create_kwargs()["image"] == "rcb-eval:pinned"
+    host_python = "/work/main/.venv-eval/bin/python"
+    _, engine = run_with(Script(), make_spec(workdir, python=host_python), image="rcb-eval:default")
+    assert engine.create_kwargs()["image"] == "rcb-eval:default"
+
+
+def test_a_missing_locked_image_is_an_infra_error_saying_how_to_build_it(workdir: Path) -> None:
+    script = Script(create_error=docker.errors.ImageNotFound("No such image"))
+    result, _ = run_with(script, locked_spec(workdir))
+    assert result.infra_error is not None
+    assert "'researchcodebench-eval:0123456789abcdef-cpu' not found" in result.infra_error
+    assert "manage.py build_eval_images" in result.infra_error
+
+
+@pytest.mark.parametrize(
+    ("lock_hash", "variant", "message"),
+    [
+        ("abc", "cpu", "not a lock hash"),
+        (LOCK_HASH.upper(), "cpu", "not a lock hash"),
+        (LOCK_HASH, "gpu", "torch variant"),
+        (LOCK_HASH, "cu12; rm -rf /", "torch variant"),
+    ],
+)
+def test_image_names_refuse_what_is_not_a_lock_hash_or_a_torch_variant(lock_hash, variant, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        image_name(lock_hash, variant=variant)
+
+
+def test_the_sandbox_refuses_a_cuda_variant_that_is_not_one() -> None:
+    for bad in ("cpu", "cuda", ""):
+        with pytest.raises(ValueError):
+            DockerSandbox(fake_client(FakeEngine()), cuda_variant=bad)
+
+
+def test_lock_hashes_are_read_only_from_an_environments_interpreter_path() -> None:
+    assert lock_hash_of_python(f"/envs/{LOCK_HASH}/bin/python3.11") == LOCK_HASH
+    assert lock_hash_of_python(f"{LOCK_HASH}/bin/python") == LOCK_HASH
+    assert lock_hash_of_python(f"/envs/{LOCK_HASH}/lib/python") is None
+    assert lock_hash_of_python(f"/envs/{LOCK_HASH}x/bin/python") is None
+    assert lock_hash_of_python(None) is None
+
+
 def test_host_interpreter_in_argv_is_replaced_by_the_image_interpreter(workdir: Path) -> None:
     host_python = "/work/main/.venv-eval/bin/python"
     spec = make_spec(workdir, python=host_python, argv=(host_python, "-X", "utf8", "paper2code_test.py"))
@@ -587,16 +668,55 @@ def dockerfile_instructions() -> list[tuple[str, str]]:
     return result
 
 
-def test_eval_image_pins_torch_2_13_0_like_requirements_bench() -> None:
+def dockerfile_args() -> dict[str, str]:
+    return dict(rest.partition("=")[::2] for kw, rest in dockerfile_instructions() if kw == "ARG")
+
+
+def test_eval_image_base_is_the_locks_python_and_defaults_to_3_11() -> None:
     instructions = dockerfile_instructions()
-    assert instructions[0] == ("FROM", "python:3.11-slim")
-    pip_words = [w for kw, rest in instructions if kw == "RUN" for w in shlex.split(rest)]
-    torch_pins = [w for w in pip_words if w.startswith("torch")]
-    assert torch_pins == ["torch==2.13.0"]
-    requirements = (REPO / "requirements-bench.txt").read_text().splitlines()
-    assert "torch==2.13.0" in requirements
-    assert any(kw == "COPY" and "requirements-bench.txt" in rest for kw, rest in instructions)
-    assert "-r" in pip_words
+    assert instructions[0] == ("ARG", "PYTHON_VERSION=3.11")
+    assert ("FROM", "python:${PYTHON_VERSION}-slim") in instructions
+
+
+def test_eval_image_installs_a_lock_with_uv_sync_requiring_hashes_and_checks_its_hash() -> None:
+    args = dockerfile_args()
+    assert args["TORCH_VARIANT"] == "cpu" and "LOCK_HASH" in args
+    assert args["UV_VERSION"] == next(
+        line.split("==")[1]
+        for line in (REPO / "requirements.txt").read_text().splitlines()
+        if line.startswith("uv==")
+    )
+    run = " ".join(rest for kw, rest in dockerfile_instructions() if kw == "RUN")
+    assert "uv pip sync" in run and "--require-hashes" in run
+    assert "sha256sum -c -" in run and "/opt/rcb/environment.lock" in run
+    copies = [rest for kw, rest in dockerfile_instructions() if kw == "COPY"]
+    assert "requirements-bench.txt environment.lock* /opt/rcb/" in copies
+
+
+def test_eval_image_without_a_lock_pins_torch_2_13_0_like_requirements_bench() -> None:
+    run = " ".join(rest for kw, rest in dockerfile_instructions() if kw == "RUN")
+    assert "torch==2.13.0;" in run and "-r /opt/rcb/requirements-bench.txt" in run
+    assert "torch==2.13.0" in (REPO / "requirements-bench.txt").read_text().splitlines()
+
+
+def test_cuda_variant_replaces_only_the_locks_torch_block(tmp_path: Path) -> None:
+    # The awk program the image runs, run here on a lock in uv's format: torch's line and its indented
+    # hash/annotation lines go, every other package stays with its hashes.
+    run = " ".join(rest for kw, rest in dockerfile_instructions() if kw == "RUN")
+    program = re.search(r"awk '([^']+)'", run).group(1)
+    lock = (
+        "# researchcodebench environment lock: python 3.11, platform x86_64-manylinux_2_28\n"
+        "numpy==2.4.6 \\\n    --hash=sha256:aa\n    # via -r requirements.in\n"
+        "torch==2.13.0+cpu \\\n    --hash=sha256:bb \\\n    --hash=sha256:cc\n    # via -r requirements.in\n"
+        "typing-extensions==4.15.0 \\\n    --hash=sha256:dd\n"
+    )
+    (tmp_path / "environment.lock").write_text(lock)
+    out = subprocess.run(
+        ["awk", program, str(tmp_path / "environment.lock")], capture_output=True, text=True, check=True
+    ).stdout
+    assert "torch" not in out and "sha256:bb" not in out
+    assert "numpy==2.4.6" in out and "sha256:aa" in out and "typing-extensions==4.15.0" in out
+    assert "sha256:dd" in out
 
 
 def test_compose_runs_every_worker_as_an_unprivileged_user() -> None:
