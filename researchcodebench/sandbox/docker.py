@@ -66,6 +66,9 @@ DEFAULT_CUDA_VARIANT = "cu128"
 _VARIANT = re.compile(r"^(cpu|cu1[0-9]{2,3})$")
 #: A locked environment's interpreter: ``<environments>/<64 hex lock hash>/bin/python[3[.N]]`` (envs.py).
 _LOCKED_PYTHON = re.compile(r"(?:^|/)([0-9a-f]{64})/bin/python(?:3(?:\.[0-9]+)?)?$")
+#: Labels of an evaluation image built from a lock: its lock hash and its torch build.
+LABEL_LOCK_HASH = "org.researchcodebench.lock-hash"
+LABEL_TORCH_VARIANT = "org.researchcodebench.torch-variant"
 #: Label carrying the run id; every container this backend creates has it.
 LABEL_RUN = "org.researchcodebench.run"
 #: Label carrying the Unix time (seconds) after which a container of this backend is certainly stale.
@@ -138,6 +141,71 @@ def lock_hash_of_python(python: str | None) -> str | None:
         return None
     match = _LOCKED_PYTHON.search(python.replace(os.sep, "/"))
     return match.group(1) if match else None
+
+
+class ImageBuildError(RuntimeError):
+    """An evaluation image could not be built; ``log_tail`` holds the end of the engine's build log."""
+
+    def __init__(self, image: str, reason: str, log_tail: str = "") -> None:
+        self.image = image
+        self.reason = reason
+        self.log_tail = log_tail
+        super().__init__(f"building {image} failed: {reason}")
+
+
+#: Files of the image recipe, copied from the repository into each build context.
+_RECIPE = {
+    "eval.Dockerfile": ("docker", "eval.Dockerfile"),
+    "requirements-bench.txt": ("requirements-bench.txt",),
+}
+
+
+def eval_image_build_args(lock_text: str, *, variant: str) -> dict[str, str]:
+    """The build arguments of the image of ``lock_text`` (an environment lock, ``envs.Lock``)."""
+    from ..envs import Lock
+
+    lock = Lock.from_text(lock_text)
+    return {"LOCK_HASH": lock.hash, "TORCH_VARIANT": check_variant(variant), "PYTHON_VERSION": lock.python}
+
+
+def build_eval_image(client: Any, *, lock_text: str, variant: str) -> tuple[str, float]:
+    """Build the evaluation image of ``lock_text`` with torch build ``variant`` through ``client``
+    (``images.build``); returns its name and the seconds the build took.
+
+    The build context is a private folder holding only the recipe (docker/eval.Dockerfile,
+    requirements-bench.txt) and the lock as ``environment.lock``, so nothing else of the host reaches the
+    engine. Raises ``ImageBuildError`` with the build log's tail when the engine refuses or the build fails,
+    and ``envs.EnvironmentBuildError`` when ``lock_text`` is not an environment lock.
+    """
+    docker = _sdk()
+    import requests
+
+    from ..environments import repo_root
+
+    args = eval_image_build_args(lock_text, variant=variant)
+    image = image_name(args["LOCK_HASH"], variant=variant)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rcb-image-") as context:
+        for name, parts in _RECIPE.items():
+            shutil.copyfile(repo_root().joinpath(*parts), os.path.join(context, name))
+        with open(os.path.join(context, "environment.lock"), "w", encoding="utf-8") as fh:
+            fh.write(lock_text)
+        try:
+            client.images.build(
+                path=context,
+                dockerfile="eval.Dockerfile",
+                tag=image,
+                buildargs=args,
+                labels={LABEL_LOCK_HASH: args["LOCK_HASH"], LABEL_TORCH_VARIANT: variant},
+                rm=True,
+                forcerm=True,
+            )
+        except docker.errors.BuildError as exc:
+            lines = [str(chunk.get("stream") or chunk.get("error") or "") for chunk in exc.build_log or ()]
+            raise ImageBuildError(image, str(exc.msg), "".join(lines)[-4000:]) from exc
+        except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as exc:
+            raise ImageBuildError(image, f"{type(exc).__name__}: {exc}") from exc
+    return image, time.monotonic() - started
 
 
 class DockerSandbox:

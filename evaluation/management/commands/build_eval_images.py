@@ -1,0 +1,145 @@
+"""`python manage.py build_eval_images [--dry-run] [--cuda-variant cu128] [--base-url URL]`: build the
+docker sandbox's evaluation image of every task version's environment lock that the engine lacks
+(docs/sandbox.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from contributions.models import TaskVersion
+from researchcodebench.envs import EnvironmentBuildError, Lock
+from researchcodebench.sandbox.base import SandboxUnavailable
+from researchcodebench.sandbox.docker import (
+    CPU_VARIANT,
+    DEFAULT_CUDA_VARIANT,
+    ImageBuildError,
+    build_eval_image,
+    check_variant,
+    image_name,
+)
+
+
+@dataclass
+class WantedImage:
+    """One image to have: a lock, a torch build, and the task versions that run in it."""
+
+    name: str
+    lock_text: str
+    variant: str
+    versions: list[str] = field(default_factory=list)
+
+
+def wanted_images(*, cuda_variant: str) -> tuple[list[WantedImage], list[str]]:
+    """The images the catalogue's locks need (a CPU image per lock, plus a CUDA one where a task version
+    of that lock needs a GPU), and a problem line per version whose stored lock is unusable."""
+    wanted: dict[str, WantedImage] = {}
+    problems: list[str] = []
+    versions = (
+        TaskVersion.objects.exclude(environment_lock="")
+        .select_related("task")
+        .order_by("environment_hash", "task__key", "number")
+    )
+    for version in versions:
+        label = f"{version.task.key} v{version.number}"
+        try:
+            lock = Lock.from_text(version.environment_lock)
+        except EnvironmentBuildError as exc:
+            problems.append(f"{label}: {exc}")
+            continue
+        if lock.hash != version.environment_hash:
+            problems.append(
+                f"{label}: the stored lock does not match its hash {version.environment_hash[:16]}"
+            )
+            continue
+        for variant in (CPU_VARIANT, cuda_variant) if version.needs_gpu else (CPU_VARIANT,):
+            name = image_name(lock.hash, variant=variant)
+            wanted.setdefault(name, WantedImage(name, lock.text, variant)).versions.append(label)
+    return sorted(wanted.values(), key=lambda w: w.name), problems
+
+
+def engine_client(base_url: str | None) -> Any:
+    """A client of the engine at ``base_url`` (else the one DOCKER_HOST names); ``CommandError`` if
+    unreachable."""
+    try:
+        import docker
+    except ImportError:
+        docker = None
+    if docker is None or not hasattr(docker, "DockerClient"):
+        raise CommandError("the docker SDK is not installed (pip install docker==7.1.0)")
+    try:
+        client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
+        client.ping()
+    except Exception as exc:  # any failure here means the same thing: no engine to build on
+        where = base_url or "the engine DOCKER_HOST names (default unix:///var/run/docker.sock)"
+        raise CommandError(f"cannot reach a Docker engine at {where}: {exc}") from exc
+    return client
+
+
+class Command(BaseCommand):
+    help = (
+        "Build the evaluation image (docker/eval.Dockerfile) of every task version's environment lock that "
+        "the Docker engine lacks: researchcodebench-eval:<lock hash[:16]>-cpu, and -<cuda variant> for locks "
+        "of task versions that need a GPU. --dry-run lists what would be built."
+    )
+    # Tests hand in a client standing in for the engine.
+    stealth_options = ("client",)
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dry-run", action="store_true", help="print what would be built, build nothing")
+        parser.add_argument(
+            "--cuda-variant",
+            default=DEFAULT_CUDA_VARIANT,
+            help=f"torch CUDA build of the GPU images (default {DEFAULT_CUDA_VARIANT}; the docker sandbox's "
+            "cuda_variant must match)",
+        )
+        parser.add_argument("--base-url", default=None, help="the engine's URL (default: DOCKER_HOST)")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        import docker
+
+        try:
+            cuda_variant = check_variant(options["cuda_variant"])
+        except ValueError as exc:
+            raise CommandError(f"--cuda-variant: {exc}") from exc
+        if cuda_variant == CPU_VARIANT:
+            raise CommandError("--cuda-variant: name a CUDA build such as cu128, not cpu")
+        wanted, problems = wanted_images(cuda_variant=cuda_variant)
+        for problem in problems:
+            self.stderr.write(f"skipped {problem}")
+        client = options.get("client") or engine_client(options["base_url"])
+        missing: list[WantedImage] = []
+        for image in wanted:
+            try:
+                client.images.get(image.name)
+            except docker.errors.ImageNotFound:
+                missing.append(image)
+                continue
+            except docker.errors.DockerException as exc:
+                raise CommandError(f"cannot inspect {image.name}: {exc}") from exc
+            self.stdout.write(f"present {image.name}")
+        failed: list[str] = []
+        for image in missing:
+            tasks = ", ".join(image.versions)
+            if options["dry_run"]:
+                self.stdout.write(f"would build {image.name} (torch {image.variant}) for {tasks}")
+                continue
+            self.stdout.write(f"building {image.name} (torch {image.variant}) for {tasks}")
+            try:
+                name, seconds = build_eval_image(client, lock_text=image.lock_text, variant=image.variant)
+            except (ImageBuildError, SandboxUnavailable) as exc:
+                failed.append(image.name)
+                self.stderr.write(f"{exc}\n{getattr(exc, 'log_tail', '')}".rstrip())
+                continue
+            self.stdout.write(f"built {name} in {seconds:.0f} s")
+        verb = "to build" if options["dry_run"] else "built"
+        self.stdout.write(
+            f"{len(wanted)} image(s) wanted, {len(wanted) - len(missing)} present, "
+            f"{len(missing) - len(failed)} {verb}"
+        )
+        if failed or problems:
+            raise CommandError(
+                f"{len(failed)} image(s) failed to build, {len(problems)} task version(s) skipped (see above)"
+            )
