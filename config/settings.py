@@ -317,6 +317,16 @@ RCB_DOCKER_IMAGE = env_str("RCB_DOCKER_IMAGE")
 #: folder (writes past it fail with ENOSPC, never on the host's disk) and its CPU quota in cores
 RCB_TASK_DIR_MB = env_int("RCB_TASK_DIR_MB", 1024, minimum=1)
 RCB_CPU_QUOTA = env_float("RCB_CPU_QUOTA", 1.0, minimum=0.01)
+#: per-task environments (docs/environments.md): where workers build them (uv cache inside), the package
+#: sources uv resolves and installs from (it does not read pip.conf; the index URL replaces PyPI when set),
+#: pruning by age and disk budget, and the memory the warm interpreters of all environments may hold together
+RCB_ENV_DIR = Path(env_str("RCB_ENV_DIR", str(VAR_DIR / "envs")))
+RCB_ENV_INDEX_URL = env_str("RCB_ENV_INDEX_URL")
+RCB_ENV_EXTRA_INDEX_URLS = env_list("RCB_ENV_EXTRA_INDEX_URLS", [])
+RCB_ENV_FIND_LINKS = env_list("RCB_ENV_FIND_LINKS", [])
+RCB_ENV_MAX_AGE_DAYS = env_float("RCB_ENV_MAX_AGE_DAYS", 30.0, minimum=0)
+RCB_ENV_MAX_GB = env_float("RCB_ENV_MAX_GB", 20.0, minimum=0)
+RCB_WARM_MEMORY_MB = env_int("RCB_WARM_MEMORY_MB", 4096, minimum=1)
 #: the development-only ``none`` sandbox runs untrusted code on the host, so it is refused unless this is on
 RCB_ALLOW_UNSANDBOXED = env_bool("RCB_ALLOW_UNSANDBOXED", default=False)
 #: routes bench/leaderboard_load.py's do-nothing baseline view (``/api/v1/bench/trivial/``)

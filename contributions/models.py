@@ -88,6 +88,13 @@ class TaskVersion(models.Model):
     paper_file = models.CharField(max_length=255, blank=True)
     needs_gpu = models.BooleanField(default=False)
     total_lines = models.PositiveIntegerField(default=0)
+    #: what the task needs beyond the shared base (its requirements file, task.yaml, or the inferred imports
+    #: confirmed at import), resolved into ``environment_lock`` (docs/environments.md); set once
+    environment_requirements = models.JSONField(default=list, blank=True)
+    #: the uv lock (exact versions and hashes) the task's tests run in; "" = the worker's default interpreter
+    environment_lock = models.TextField(blank=True)
+    #: sha256 of ``environment_lock``: names the built environment
+    environment_hash = models.CharField(max_length=64, blank=True, db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
 

@@ -1,19 +1,34 @@
-"""The runner of a worker process.
+"""The runner of a worker process, and the environments its tasks run in.
 
 ``shared_runner`` is the one core ``Runner`` of a worker process (warm interpreters, calibrated timeouts,
 verdict cache), built from ``settings.RCB_SANDBOX`` and ``settings.RCB_EVAL_PYTHON``. The task folders it
 runs in are the catalogue's: ``contributions.task_folders.task_version_task``.
+
+``task_version_environment`` gives a task version's own environment (docs/environments.md): its stored lock
+built or reused under ``settings.RCB_ENV_DIR``, or, for a version with requirements but no lock, those
+requirements locked now; None for a version with neither (the runner's default interpreter).
+``runner_assign_environment`` hands it (or why it cannot be built) to a runner before a task runs there.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
+from researchcodebench import envs
+from researchcodebench.environments import Environment, EvalEnvironmentError, resolve_environment
+from researchcodebench.pset import Task
 from researchcodebench.runner import Runner, VerdictCache, make_sandbox
 from researchcodebench.sandbox.base import Limits
+
+if TYPE_CHECKING:
+    from contributions.models import TaskVersion
+
+log = logging.getLogger(__name__)
 
 _runner: Runner | None = None
 _lock = threading.Lock()
@@ -37,7 +52,9 @@ def shared_runner() -> Runner:
                 limits=Limits(task_dir_mb=settings.RCB_TASK_DIR_MB, cpu_quota=settings.RCB_CPU_QUOTA),
                 cache=cache,
                 workers=1,
+                warm_memory_budget_mb=settings.RCB_WARM_MEMORY_MB,
             )
+            environments_prune()
         return _runner
 
 
@@ -59,3 +76,75 @@ def cold_runner() -> Runner:
         calibrate=False,
         workers=1,
     )
+
+
+def env_sources() -> envs.Sources:
+    """The package sources of environments (the catalogue's: ``contributions.services.environment_sources``)."""
+    from contributions.services import environment_sources
+
+    return environment_sources()
+
+
+_locks: dict[tuple[str, ...], envs.Lock] = {}
+
+
+def requirements_lock(requirements: list[str] | tuple[str, ...]) -> envs.Lock:
+    """The lock of ``requirements`` (resolved once per process); raises ``EnvironmentBuildError``."""
+    key = tuple(sorted(requirements))
+    if key not in _locks:
+        try:
+            _locks[key] = envs.lock_requirements(
+                key, sources=env_sources(), cache_root=str(settings.RCB_ENV_DIR)
+            )
+        except envs.RequirementsError as exc:
+            raise envs.EnvironmentBuildError(package=None, reason=str(exc)) from exc
+    return _locks[key]
+
+
+def lock_environment(lock: envs.Lock) -> tuple[Environment, envs.BuiltEnvironment]:
+    """The environment of ``lock``, built on this host when missing; raises ``EnvironmentBuildError``."""
+    built = envs.build_environment(lock, cache_root=settings.RCB_ENV_DIR, sources=env_sources())
+    try:
+        return resolve_environment(built.python), built
+    except EvalEnvironmentError as exc:
+        raise envs.EnvironmentBuildError(package=None, reason=str(exc), log_path=built.log_path) from exc
+
+
+def task_version_environment(*, task_version: TaskVersion) -> Environment | None:
+    """The environment ``task_version``'s tests run in (see the module docstring); raises
+    ``EnvironmentBuildError`` naming the package when it cannot be resolved or built."""
+    if task_version.environment_lock:
+        lock = envs.Lock.from_text(task_version.environment_lock)
+    elif task_version.environment_requirements:
+        lock = requirements_lock(list(task_version.environment_requirements))
+    else:
+        return None
+    return lock_environment(lock)[0]
+
+
+def runner_assign_environment(*, runner: Runner, task: Task, task_version: TaskVersion) -> None:
+    """Make ``runner`` run ``task`` in the version's environment; one that cannot be built makes its runs
+    infrastructure verdicts naming the package (never the model's)."""
+    try:
+        environment = task_version_environment(task_version=task_version)
+    except envs.EnvironmentBuildError as exc:
+        log.warning("%s: %s", task_version, exc)
+        runner.assign_environment(task, exc)
+        return
+    if environment is not None:
+        runner.assign_environment(task, environment)
+
+
+def environments_prune() -> list[str]:
+    """Remove environments unused for ``RCB_ENV_MAX_AGE_DAYS`` and beyond ``RCB_ENV_MAX_GB`` (their own
+    bytes), least recently used first; returns the removed lock hashes. Failures are logged, never raised:
+    pruning is housekeeping."""
+    try:
+        return envs.prune_environments(
+            settings.RCB_ENV_DIR,
+            max_age_days=settings.RCB_ENV_MAX_AGE_DAYS,
+            max_bytes=int(settings.RCB_ENV_MAX_GB * 1024**3),
+        )
+    except OSError:
+        log.exception("could not prune the environments in %s", settings.RCB_ENV_DIR)
+        return []

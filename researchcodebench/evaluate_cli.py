@@ -2,7 +2,7 @@
 
     evaluate PSET [--tasks ID ...] (--predictions FILE.jsonl | --oracle | --blank)
              [--template rcb-2025|rcb-v2] [--workers N] [--sandbox local|docker|none]
-             [--python PATH] [--no-cache] [--json]
+             [--python PATH | --env auto] [--no-cache] [--json]
 
 Predictions: one JSON object per line, ``{"task", "snippet", "completion_idx", "code"}`` (code re-indented
 to the snippet) or ``{"task", "snippet", "completion_idx", "response"}`` (a raw model reply, extracted with
@@ -12,7 +12,11 @@ to the snippet) or ``{"task", "snippet", "completion_idx", "response"}`` (a raw 
 Environment (read here, at the command line: the library itself takes these as arguments):
 ``RCB_EVAL_PYTHON`` (the default of ``--python``), ``RCB_CACHE_DIR`` (the verdict cache, default
 ``~/.cache/researchcodebench``), ``RCB_DOCKER_IMAGE`` (the docker sandbox's image) and
-``RCB_ALLOW_UNSANDBOXED=1`` (required by ``--sandbox none``).
+``RCB_ALLOW_UNSANDBOXED=1`` (required by ``--sandbox none``). With ``--env auto`` each task runs in its own
+environment (docs/environments.md), built or reused under ``RCB_ENV_DIR`` (default: ``envs`` in the verdict
+cache folder) from the package sources ``RCB_ENV_INDEX_URL`` (replaces PyPI), ``RCB_ENV_EXTRA_INDEX_URLS``
+and ``RCB_ENV_FIND_LINKS`` (space- or comma-separated); a task whose environment cannot be built gets an
+infrastructure verdict naming the package.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ import json
 import math
 import os
 import sys
+import time
 from collections import Counter
 from typing import Any, TextIO
 
 from .environments import EvalEnvironmentError, resolve_environment
+from .envs import EnvironmentBuildError, RequirementsError, Sources, task_environment
 from .predictions import (
     PredictionError,
     PredictionLimits,
@@ -36,7 +42,7 @@ from .predictions import (
 )
 from .problems import DEFAULT_TEMPLATE, TEMPLATES, blank_body
 from .pset import PsetError, Task, read_pset
-from .runner import EvalItem, Runner, Verdict, VerdictCache, make_sandbox
+from .runner import EvalItem, Runner, Verdict, VerdictCache, default_cache_dir, make_sandbox
 from .sandbox.base import SandboxUnavailable
 from .sandbox.unsandboxed import ALLOW_VARIABLE
 from .scoring import SnippetResult, line_rates, task_rates
@@ -72,8 +78,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--template", choices=TEMPLATES, default=DEFAULT_TEMPLATE, help="answer extraction rules")
     p.add_argument("--workers", type=int, default=2, help="parallel runs (default 2)")
     p.add_argument("--sandbox", choices=("local", "docker", "none"), default="local", help="sandbox backend")
-    p.add_argument(
+    interpreter = p.add_mutually_exclusive_group()
+    interpreter.add_argument(
         "--python", metavar="PATH", help="evaluation interpreter (default: RCB_EVAL_PYTHON / .venv-eval)"
+    )
+    interpreter.add_argument(
+        "--env",
+        choices=("auto",),
+        help="auto: run each task in its own environment, built (uv) or reused from RCB_ENV_DIR",
     )
     p.add_argument("--no-cache", action="store_true", help="ignore and do not fill the verdict cache")
     p.add_argument("--json", action="store_true", help="print verdicts and scores as JSON")
@@ -178,6 +190,57 @@ def _verdict_row(item: EvalItem, verdict: Verdict) -> dict[str, Any]:
     return row
 
 
+def _split(value: str | None) -> tuple[str, ...]:
+    return tuple(part for part in (value or "").replace(",", " ").split() if part)
+
+
+def env_sources_from_environ() -> Sources:
+    """The package sources of ``--env auto`` (see the module docstring)."""
+    return Sources(
+        find_links=_split(os.environ.get("RCB_ENV_FIND_LINKS")),
+        index_url=os.environ.get("RCB_ENV_INDEX_URL") or None,
+        extra_index_urls=_split(os.environ.get("RCB_ENV_EXTRA_INDEX_URLS")),
+    )
+
+
+def assign_task_environments(runner: Runner, tasks: list[Task], *, stream: TextIO) -> dict[str, Any]:
+    """Build or reuse each task's environment and assign it to the runner; a task whose environment cannot
+    be built is assigned the error (its runs become infrastructure verdicts). Returns, per task id, the
+    lock hash, whether it was built and the seconds locking and building took, or the error."""
+    cache_root = os.environ.get("RCB_ENV_DIR") or os.path.join(
+        os.environ.get("RCB_CACHE_DIR") or default_cache_dir(), "envs"
+    )
+    sources = env_sources_from_environ()
+    report: dict[str, Any] = {}
+    for task in tasks:
+        started = time.monotonic()
+        try:
+            lock, built = task_environment(
+                task.root,
+                cache_root=cache_root,
+                sources=sources,
+                manifest_requirements=task.manifest.requirements,
+            )
+            runner.assign_environment(task, resolve_environment(built.python))
+        except (EnvironmentBuildError, RequirementsError, EvalEnvironmentError) as exc:
+            error = (
+                exc
+                if isinstance(exc, EnvironmentBuildError)
+                else EnvironmentBuildError(package=None, reason=str(exc))
+            )
+            runner.assign_environment(task, error)
+            report[task.id] = {"error": str(error), "package": error.package}
+            stream.write(f"environment of {task.id}: {error}\n")
+            continue
+        seconds = time.monotonic() - started
+        report[task.id] = {"hash": lock.hash, "built": built.built, "seconds": round(seconds, 2)}
+        stream.write(
+            f"environment of {task.id}: {lock.hash[:12]} {'built' if built.built else 'reused'}; "
+            f"locked and ready in {seconds:.2f}s\n"
+        )
+    return report
+
+
 def run_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``evaluate`` (see the module docstring)."""
     try:
@@ -221,11 +284,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
         )
     except (SandboxUnavailable, EvalEnvironmentError) as exc:
         raise _cli_error(str(exc)) from exc
+    environments = assign_task_environments(runner, selected, stream=sys.stderr) if args.env else None
     progress = _progress(sys.stderr) if sys.stderr.isatty() else None
     with runner:
         verdicts = runner.evaluate_batch(items, progress=progress)
     scores = summarise(items, verdicts)
-    scores["environment"] = environment.id
+    scores["environment"] = "auto" if environments is not None else environment.id
+    if environments is not None:
+        scores["environments"] = environments
     scores["template"] = args.template
     if args.json:
         rows = [_verdict_row(i, v) for i, v in zip(items, verdicts, strict=True)]
@@ -245,6 +311,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
     lr, tr = scores["line_rate"]["mean"], scores["task_rate"]["mean"]
     print(
         f"\n{scores['passed']}/{scores['evaluated']} passed; line rate {lr}, task rate {tr}; "
-        f"coverage {scores['coverage']}; environment {environment.id}"
+        f"coverage {scores['coverage']}; environment {scores['environment']}"
     )
+    if environments is not None:
+        built = sum(1 for e in environments.values() if e.get("built"))
+        failed = sum(1 for e in environments.values() if "error" in e)
+        print(f"environments: {built} built, {len(environments) - built - failed} reused, {failed} failed")
     return 0

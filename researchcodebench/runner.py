@@ -39,6 +39,7 @@ from typing import Any
 from . import errors, screen
 from .annotations import Snippet
 from .environments import Environment, resolve_environment
+from .envs import EnvironmentBuildError
 from .problems import fill_in
 from .pset import Task, content_hash, task_files
 from .sandbox.base import (
@@ -473,6 +474,19 @@ def watched_libraries(facts: TaskFacts) -> list[str]:
     return [name for name in WATCHED_LIBRARIES if name in facts.task_imports]
 
 
+def environment_failure_verdict(error: EnvironmentBuildError) -> Verdict:
+    """The verdict of every run of a task whose environment cannot be built: an infrastructure failure
+    naming the package (never the model's; docs/environments.md)."""
+    return Verdict(
+        outcome="infra_error",
+        category="missing_dependency",
+        tier=errors.INFRASTRUCTURE,
+        reason=str(error),
+        exception_type="EnvironmentBuildError",
+        exception_message=str(error)[:1000],
+    )
+
+
 def _verdict_without_run(outcome: str, environment: str, **kwargs: Any) -> Verdict:
     c = errors.classify(outcome, **kwargs)
     return Verdict(
@@ -516,10 +530,12 @@ def harness_limits(sandbox: Any, limits: Limits) -> dict[str, int]:
 
 
 class Runner:
-    """Evaluates completions with one sandbox backend and one environment. Thread-safe.
+    """Evaluates completions with one sandbox backend; each task runs in the runner's environment unless
+    ``assign_environment`` gave it its own (per-task environments, ``envs.py``). Thread-safe.
 
     ``warm`` uses warm interpreters where the backend supports them (``WarmCapableSandbox``); ``calibrate``
-    derives each task's timeout from its reference run; ``cache`` is a ``VerdictCache`` or None.
+    derives each task's timeout from its reference run; ``cache`` is a ``VerdictCache`` or None;
+    ``warm_memory_budget_mb`` bounds the warm servers of all environments together (``WarmPool``).
     Close it (or use it as a context manager) to stop the warm servers.
     """
 
@@ -535,6 +551,7 @@ class Runner:
         workers: int = 2,
         timeout_floor_s: float = TIMEOUT_FLOOR_S,
         static_screen: bool = True,
+        warm_memory_budget_mb: int | None = None,
     ) -> None:
         sandbox.check()
         # ``static_screen=False`` exists for the sandbox's own tests, which must reach the sandbox with code
@@ -550,7 +567,13 @@ class Runner:
         self.calibrate = calibrate
         self.workers = max(1, workers)
         self.pool = (
-            WarmPool(sandbox, sandbox_env, size=self.workers, task_dir_mb=self.limits.task_dir_mb)
+            WarmPool(
+                sandbox,
+                sandbox_env,
+                size=self.workers,
+                task_dir_mb=self.limits.task_dir_mb,
+                memory_budget_mb=warm_memory_budget_mb,
+            )
             if warm and isinstance(sandbox, WarmCapableSandbox)
             else None
         )
@@ -559,6 +582,21 @@ class Runner:
         self._references: dict[str, Verdict] = {}
         self._lock = threading.Lock()
         self._task_locks: dict[str, threading.Lock] = {}
+        self._assigned: dict[str, Environment | EnvironmentBuildError] = {}
+
+    def assign_environment(self, task: Task, environment: Environment | EnvironmentBuildError) -> None:
+        """Run ``task`` in ``environment`` from now on; an ``EnvironmentBuildError`` makes every run of the
+        task an infrastructure verdict naming the package (``environment_failure_verdict``)."""
+        with self._lock:
+            self._assigned[task.root] = environment
+
+    def environment_of(self, task: Task) -> Environment:
+        """The task's environment; raises the ``EnvironmentBuildError`` assigned to it."""
+        with self._lock:
+            assigned = self._assigned.get(task.root, self.environment)
+        if isinstance(assigned, EnvironmentBuildError):
+            raise assigned
+        return assigned
 
     def __enter__(self) -> Runner:
         return self
@@ -651,11 +689,15 @@ class Runner:
         entry = task.manifest.test_entry
         completed = [snippet.file] if snippet is not None else sorted({s.file for s in task.snippets})
         hl = harness_limits(self.sandbox, limits)
-        env_id = self.environment.id
+        try:
+            environment = self.environment_of(task)
+        except EnvironmentBuildError as exc:
+            return environment_failure_verdict(exc)
+        env_id = environment.id
         if self.pool is not None:
             server = None
             try:
-                server = self.pool.acquire(self.environment, task.manifest.needs_gpu)
+                server = self.pool.acquire(environment, task.manifest.needs_gpu)
                 result = server.run(
                     lambda slot: prepare_workdir(slot, task, snippet, code, facts.hidden),
                     entry=entry,
@@ -679,7 +721,9 @@ class Runner:
                     timeout_s=limits.timeout_s,
                     warm=True,
                 )
-        return self._run_cold(task, snippet, code, facts, limits, nonce, entry, completed, hl, watch)
+        return self._run_cold(
+            task, snippet, code, facts, limits, nonce, entry, completed, hl, watch, environment
+        )
 
     def _run_cold(
         self,
@@ -693,12 +737,13 @@ class Runner:
         completed: list[str],
         hl: dict[str, int],
         watch: list[str],
+        environment: Environment,
     ) -> Verdict:
         workdir = tempfile.mkdtemp(prefix="rcb-run-")
         try:
             prepare_workdir(workdir, task, snippet, code, facts.hidden)
             argv = (
-                self.environment.python,
+                environment.python,
                 "-I",
                 "-B",
                 "-c",
@@ -715,14 +760,14 @@ class Runner:
                 env=sandbox_env(task.manifest.needs_gpu),
                 limits=limits,
                 needs_gpu=task.manifest.needs_gpu,
-                python=self.environment.python,
+                python=environment.python,
                 hidden_paths=facts.hidden,
                 stdin=(nonce + "\n").encode(),
             )
             result = self.sandbox.run(spec)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        verdict = verdict_from_run(result, nonce, facts=facts, environment=self.environment.id)
+        verdict = verdict_from_run(result, nonce, facts=facts, environment=environment.id)
         return replace(verdict, timeout_s=limits.timeout_s)
 
     def evaluate(
@@ -735,7 +780,10 @@ class Runner:
         limits: Limits | None = None,
     ) -> Verdict:
         """The verdict of one completion (``code`` None: no code extracted). See the module docstring."""
-        env_id = self.environment.id
+        try:
+            env_id = self.environment_of(task).id
+        except EnvironmentBuildError as exc:
+            return environment_failure_verdict(exc)
         if code is None:
             return _verdict_without_run("no_code", env_id)
         facts = self.facts(task)
@@ -863,6 +911,7 @@ def make_sandbox(name: str, *, docker_image: str | None = None, allow_unsandboxe
 
 __all__ = [
     "EvalItem",
+    "environment_failure_verdict",
     "Runner",
     "Verdict",
     "VerdictCache",

@@ -739,7 +739,7 @@ def validate_task(
         stage("reference", [blocker], runs=[], timeout_s=None)
     else:
         facts = runner.facts(task)
-        stage("environment", environment_findings(task, facts, runner.environment.python))
+        stage("environment", environment_findings(task, facts, runner.environment_of(task).python))
         stage("oracle", oracle_findings(task, facts))
         runs = runner.reference_runs(task, repeats)
         timeout = task_timeout(runs, runner, task)
@@ -779,7 +779,7 @@ def validate_task(
         timeout_s=timeout,
         snippets=[s.record() for s in states],
         duration_s=round(time.monotonic() - started, 3),
-        environment=runner.environment.id,
+        environment=runner.environment_of(task).id,
     )
     emit("done", {"report": report.to_dict()})
     return report

@@ -40,6 +40,8 @@ START_TIMEOUT_S = 180.0
 ANSWER_GRACE_S = 30.0
 #: Memory allowed to a server while it imports the heavy libraries (before its footprint is known).
 _START_MEMORY_MB = 4096
+#: What a server is assumed to hold when its footprint cannot be measured (no cgroup): torch imported.
+SERVER_ESTIMATE_MB = 400
 
 
 class ServerLost(RuntimeError):
@@ -243,7 +245,12 @@ def _close_live_pools() -> None:
 
 
 class WarmPool:
-    """Idle warm servers per (environment, needs_gpu); at most ``size`` per key exist at once."""
+    """Idle warm servers per (environment, needs_gpu); at most ``size`` per key exist at once.
+
+    With per-task environments a worker may warm many environments; ``memory_budget_mb`` bounds what the
+    servers hold together (their measured footprint, else ``SERVER_ESTIMATE_MB`` each): when a new server
+    takes the total over it, idle servers of the least recently used other environments are closed.
+    """
 
     def __init__(
         self,
@@ -252,9 +259,13 @@ class WarmPool:
         size: int = 2,
         *,
         task_dir_mb: int = Limits.task_dir_mb,
+        memory_budget_mb: int | None = None,
     ):
         self.sandbox = sandbox
         self.task_dir_mb = task_dir_mb
+        self.memory_budget_mb = memory_budget_mb
+        self._live: dict[tuple[str, bool], list[WarmServer]] = {}
+        self._last_used: dict[tuple[str, bool], float] = {}
         self.sandbox_env = sandbox_env
         self.size = max(1, size)
         self._idle: dict[tuple[str, bool], list[WarmServer]] = {}
@@ -270,6 +281,7 @@ class WarmPool:
             while True:
                 if self._closed:
                     raise ServerLost("the warm pool is closed")
+                self._last_used[key] = time.monotonic()
                 idle = self._idle.setdefault(key, [])
                 if idle:
                     return idle.pop()
@@ -278,7 +290,7 @@ class WarmPool:
                     break
                 self._lock.wait()
         try:
-            return WarmServer(
+            server = WarmServer(
                 self.sandbox,
                 env,
                 self.sandbox_env(needs_gpu),
@@ -290,6 +302,45 @@ class WarmPool:
                 self._count[key] -= 1
                 self._lock.notify()
             raise
+        with self._lock:
+            self._live.setdefault(key, []).append(server)
+        self._keep_budget(key)
+        return server
+
+    @staticmethod
+    def _footprint_mb(server: WarmServer) -> float:
+        return server.baseline / (1024 * 1024) if server.baseline else SERVER_ESTIMATE_MB
+
+    def memory_mb(self) -> float:
+        """What the live servers hold together (see the class docstring)."""
+        with self._lock:
+            return sum(self._footprint_mb(s) for group in self._live.values() for s in group)
+
+    def _keep_budget(self, current: tuple[str, bool]) -> None:
+        """Close idle servers of the least recently used other keys while the total is over the budget."""
+        if self.memory_budget_mb is None:
+            return
+        doomed: list[WarmServer] = []
+        with self._lock:
+            total = sum(self._footprint_mb(s) for group in self._live.values() for s in group)
+            for key in sorted(self._idle, key=lambda k: self._last_used.get(k, 0.0)):
+                if key == current:
+                    continue
+                while total > self.memory_budget_mb and self._idle[key]:
+                    server = self._idle[key].pop()
+                    self._forget(key, server)
+                    total -= self._footprint_mb(server)
+                    doomed.append(server)
+            self._lock.notify_all()
+        for server in doomed:
+            server.close()
+
+    def _forget(self, key: tuple[str, bool], server: WarmServer) -> None:
+        # Precondition: self._lock is held.
+        self._count[key] -= 1
+        live = self._live.get(key, [])
+        if server in live:
+            live.remove(server)
 
     def release(self, server: WarmServer, *, broken: bool = False) -> None:
         """Give a server back; a broken (or dead) one is closed and its place freed."""
@@ -297,7 +348,7 @@ class WarmPool:
         if broken or not server.alive() or self._closed:
             server.close()
             with self._lock:
-                self._count[key] -= 1
+                self._forget(key, server)
                 self._lock.notify()
             return
         with self._lock:

@@ -6,12 +6,15 @@
 
 from contributions.errors import CatalogueError
 from contributions.services.catalogue import (
+    EnvironmentOutcome,
+    environment_sources,
     file_blobs_store,
     paper_get_or_create,
     paper_update,
     task_get_or_create,
     task_version_create_metadata_only,
     task_version_import,
+    task_version_lock_environment,
 )
 from contributions.services.notifications import notifications_mark_read
 from contributions.services.proposals import (
@@ -46,6 +49,9 @@ from contributions.task_folders import version_file_bytes
 from contributions.task_meta import meta_from_json, meta_to_json
 
 __all__ = [
+    "EnvironmentOutcome",
+    "environment_sources",
+    "task_version_lock_environment",
     "OVERRIDABLE_CHECKS",
     "RUBRIC",
     "CatalogueError",

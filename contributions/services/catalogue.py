@@ -14,9 +14,11 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
@@ -24,6 +26,7 @@ from django.db.models import Max
 from contributions.errors import CatalogueError
 from contributions.models import FileBlob, Paper, Snippet, Task, TaskVersion
 from contributions.task_meta import meta_to_json
+from researchcodebench import envs
 from researchcodebench import pset as rcb_pset
 from researchcodebench.arxiv import arxiv_id
 
@@ -253,3 +256,70 @@ def task_version_create_metadata_only(
             for i, (name, lines) in enumerate(snippets)
         )
     return version, created
+
+
+# ---------------------------------------------------------------------------------------------- environments
+
+
+def environment_sources() -> envs.Sources:
+    """The package sources task environments are resolved and installed from (settings ``RCB_ENV_*``)."""
+    return envs.Sources(
+        find_links=tuple(settings.RCB_ENV_FIND_LINKS),
+        index_url=settings.RCB_ENV_INDEX_URL or None,
+        extra_index_urls=tuple(settings.RCB_ENV_EXTRA_INDEX_URLS),
+    )
+
+
+@dataclass(frozen=True)
+class EnvironmentOutcome:
+    """What ``task_version_lock_environment`` did: the requirements and where they came from (a file,
+    ``task.yaml`` or ``inferred``, with the imports behind each inferred one), the lock's hash, or why there
+    is none (``error``, naming the package)."""
+
+    task_version: TaskVersion
+    requirements: tuple[str, ...]
+    source: str
+    inferred: tuple[tuple[str, str], ...]
+    lock_hash: str
+    error: str = ""
+
+
+def task_version_lock_environment(*, task_version: TaskVersion) -> EnvironmentOutcome:
+    """Resolve the version's requirements (docs/environments.md: its requirements file, else ``task.yaml``,
+    else the imports of its code) into a lock and store both on the version, once: a version that already
+    has a lock keeps it (a published version's environment never changes). A requirement that cannot be
+    resolved stores the requirements without a lock and reports the error; workers then give its runs an
+    infrastructure verdict naming the package. Runs uv (seconds), outside any transaction."""
+    from contributions.task_folders import task_version_task
+
+    if task_version.environment_hash:
+        return EnvironmentOutcome(
+            task_version,
+            tuple(task_version.environment_requirements),
+            "stored",
+            (),
+            task_version.environment_hash,
+        )
+    task = task_version_task(task_version=task_version)
+    try:
+        needs = envs.task_requirements(task.root, manifest_requirements=task.manifest.requirements)
+    except envs.RequirementsError as exc:
+        return EnvironmentOutcome(task_version, (), "invalid", (), "", f"{task.id}/{exc}")
+    error = ""
+    lock_text = lock_hash = ""
+    try:
+        lock = envs.lock_requirements(
+            needs.requirements, sources=environment_sources(), cache_root=str(settings.RCB_ENV_DIR)
+        )
+        lock_text, lock_hash = lock.text, lock.hash
+    except envs.EnvironmentBuildError as exc:
+        error = str(exc)
+    TaskVersion.objects.filter(pk=task_version.pk, environment_hash="").update(
+        environment_requirements=list(needs.requirements),
+        environment_lock=lock_text,
+        environment_hash=lock_hash,
+    )
+    task_version.refresh_from_db()
+    return EnvironmentOutcome(
+        task_version, needs.requirements, needs.source, needs.inferred, lock_hash, error
+    )

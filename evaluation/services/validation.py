@@ -4,6 +4,11 @@ The catalogue owns the proposal and its state machine (``contributions.services.
 only runs the battery (``researchcodebench.validation.validate_task``) through the same runner and sandbox
 as model completions, so a task that validates green behaves the same when models are evaluated on it.
 
+The battery runs in the task's own environment (docs/environments.md): a task that needs more than the
+base has its requirements locked and its environment built (or reused) first, and the report's ``environment`` says which, how long the build took and
+how much disk it holds of its own. A requirement that cannot be resolved or built fails the validation with
+uv's reason naming the package, as any failure to run the battery does.
+
 ``revision_validate`` is idempotent: a duplicate message finds the proposal no longer submitted and does
 nothing. Any failure to run the battery (a missing blob, a broken sandbox) is an infrastructure failure:
 ``proposal_validation_fail`` retries it a few times and then tells the author why. A worker that dies
@@ -12,7 +17,9 @@ mid-way leaves the proposal validating until the watchdog (``proposal_validation
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import time
 from typing import Any
 
 from contributions.models import ProposalRevision
@@ -25,6 +32,8 @@ from contributions.services import (
     proposal_validation_watchdog,
 )
 from contributions.task_folders import revision_task
+from researchcodebench import envs
+from researchcodebench.pset import Task
 from researchcodebench.validation import validate_task
 
 log = logging.getLogger(__name__)
@@ -33,6 +42,32 @@ log = logging.getLogger(__name__)
 def _progress_entry(data: dict[str, Any]) -> dict[str, Any]:
     # The final report is stored whole by proposal_validation_finish; the stream keeps only its stages.
     return {key: value for key, value in data.items() if key != "report"}
+
+
+def task_environment_prepare(*, task: Task, runner: Any) -> str:
+    """Lock ``task``'s requirements, build or reuse its environment, assign it to ``runner``; returns the
+    line the report shows (environment id, lock hash, build time, own disk). Raises
+    ``EnvironmentBuildError`` naming the package."""
+    from evaluation.workspace import lock_environment, requirements_lock
+
+    started = time.monotonic()
+    try:
+        needs = envs.task_requirements(task.root, manifest_requirements=task.manifest.requirements)
+    except envs.RequirementsError as exc:
+        raise envs.EnvironmentBuildError(package=None, reason=str(exc)) from exc
+    if not needs.requirements:
+        # Nothing beyond the base: the worker's own evaluation interpreter, as for unlocked versions.
+        return f"{runner.environment.id} (the default evaluation environment: the task needs only the base)"
+    lock = requirements_lock(needs.requirements)
+    environment, built = lock_environment(lock)
+    runner.assign_environment(task, environment)
+    size_mb = envs.environment_size(built.path) / (1024 * 1024)
+    what = ", ".join(needs.requirements) or "the base only"
+    return (
+        f"{environment.id} (lock {lock.hash[:12]}: {what}, from {needs.source}; "
+        f"{'built' if built.built else 'reused'} in {time.monotonic() - started:.1f} s, "
+        f"{size_mb:.1f} MB of its own)"
+    )
 
 
 def revision_validate(*, revision_id: int, runner: Any = None) -> str:
@@ -57,6 +92,7 @@ def revision_validate(*, revision_id: int, runner: Any = None) -> str:
 
             runner = shared_runner()
         task = revision_task(revision=revision)
+        environment = task_environment_prepare(task=task, runner=runner)
         report = validate_task(
             task,
             runner=runner,
@@ -71,6 +107,7 @@ def revision_validate(*, revision_id: int, runner: Any = None) -> str:
         except ProposalError:
             return "stale"
         return "error"
+    report = dataclasses.replace(report, environment=environment)
     try:
         proposal_validation_finish(revision=revision, report=report)
     except ProposalError as exc:

@@ -56,6 +56,12 @@ class Command(BaseCommand):
             "--default", action="store_true", help="make it the release the leaderboard shows"
         )
         parser.add_argument(
+            "--infer-requirements",
+            action="store_true",
+            help="lock each task's environment (its requirements file, task.yaml, else the imports of its code, "
+            "listed here for confirmation) and store the lock with its task version (docs/environments.md)",
+        )
+        parser.add_argument(
             "--allow-errors",
             action="store_true",
             help="import even when validation finds errors (duplicate snippet names are still refused)",
@@ -83,6 +89,8 @@ class Command(BaseCommand):
         except OSError as exc:
             where = exc.filename or options["path"] or "quarantine folder"
             raise CommandError(f"{where}: cannot read: {exc.strerror}") from exc
+        if options["infer_requirements"]:
+            self._lock_environments(release)
         row = selectors.release_list().get(pk=release.pk)
         release.refresh_from_db()
         self.stdout.write(
@@ -99,6 +107,21 @@ class Command(BaseCommand):
         for _receiver, summary in bulk_write_finished.send(sender=self.__class__, source="import_pset"):
             if summary:
                 self.stdout.write(str(summary))
+
+    def _lock_environments(self, release: Release) -> None:
+        """Lock every version's environment and show what each task needs and where that came from."""
+        for entry in release.entries.select_related("task_version__task").order_by("position"):
+            version = entry.task_version
+            outcome = services.task_version_lock_environment(task_version=version)
+            needs = ", ".join(outcome.requirements) or "the base only"
+            if outcome.inferred:
+                needs += " (inferred: " + ", ".join(f"{i} -> {d}" for i, d in outcome.inferred) + ")"
+            elif outcome.source != "inferred":
+                needs += f" ({outcome.source})"
+            if outcome.error:
+                self.stderr.write(f"warning: task {version.task.key}: {needs}: {outcome.error}")
+            else:
+                self.stdout.write(f"task {version.task.key}: {needs}; environment {outcome.lock_hash[:12]}")
 
     def _import_folder(self, *, path: str | Path, options: dict[str, Any]) -> Release:
         return services.release_create_from_pset(

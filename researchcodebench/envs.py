@@ -1,0 +1,628 @@
+"""Per-task evaluation environments: requirements -> lock (uv) -> built virtual environment (docs/environments.md).
+
+A task's environment is its requirements resolved once into a *lock*: exact versions and hashes from
+``uv pip compile --generate-hashes``, on top of a shared base (the pinned CPU build of torch and the libraries
+every example uses). The lock's text is what a task version stores; its sha256 names the built environment,
+so tasks that share a lock share one environment and a published version's environment never changes.
+
+- ``task_requirements`` reads a task's requirements: ``paper2code_requirements.txt`` or ``requirements.txt``
+  in its folder, else the manifest's ``requirements``, else ``infer_requirements`` (imports of its code);
+- ``lock_requirements`` resolves them (no network beyond the ``Sources`` given; wheels only);
+- ``build_environment`` builds a lock once per host under ``cache_root/<hash>`` (``uv venv`` + ``uv pip
+  sync``), atomically (built in ``<hash>.building``, renamed into place) and under a per-hash file lock, with
+  the build log kept as ``<hash>.log``. Packages are hardlinked from one uv cache (``cache_root/uv-cache``),
+  so an extra environment costs its own few megabytes, not another copy of torch;
+- ``prune_environments`` removes environments unused for a while or beyond a disk budget.
+
+Only wheels are ever installed (``--no-build``): building a source distribution would run a stranger's
+``setup.py`` on the worker host, outside any sandbox. A requirement that cannot be resolved or installed
+raises ``EnvironmentBuildError`` naming the package and uv's reason; the runner turns it into an
+infrastructure verdict, never a model failure.
+
+Plain Python: no Django. The CLI and the portal pass the package sources (``Sources``) as arguments.
+"""
+
+from __future__ import annotations
+
+import ast
+import fcntl
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+#: The shared base of every environment: the CPU build of torch (a bare ``torch`` would resolve to the
+#: multi-GB CUDA build) and the libraries of requirements-bench.txt, at the same versions.
+BASE_REQUIREMENTS: tuple[str, ...] = ("torch==2.13.0+cpu", "numpy==2.4.6", "scipy==1.17.1", "PyYAML==6.0.3")
+#: The Python version of every environment unless a caller says otherwise (torch's CPU wheel is for 3.11).
+DEFAULT_PYTHON = "3.11"
+#: The platform locks are resolved for (the worker hosts' and the docker image's).
+PLATFORM = "x86_64-manylinux_2_28"
+#: Requirement files looked for in a task folder, first found wins.
+REQUIREMENTS_FILES = ("paper2code_requirements.txt", "requirements.txt")
+#: Import names the base provides.
+BASE_IMPORTS = frozenset({"torch", "numpy", "scipy", "yaml"})
+#: Import name -> distribution, where they differ (the rest install under their import name).
+IMPORT_TO_DISTRIBUTION: dict[str, str] = {
+    "sklearn": "scikit-learn",
+    "PIL": "pillow",
+    "yaml": "PyYAML",
+    "cv2": "opencv-python-headless",
+    "ml_collections": "ml-collections",
+    "skimage": "scikit-image",
+    "bs4": "beautifulsoup4",
+    "dateutil": "python-dateutil",
+    "attr": "attrs",
+    "google.protobuf": "protobuf",
+    "tensorflow_datasets": "tensorflow-datasets",
+    "torch_geometric": "torch-geometric",
+    "flax": "flax",
+    "jax": "jax",
+    "gym": "gym",
+    "Levenshtein": "levenshtein",
+    "sentencepiece": "sentencepiece",
+    "fvcore": "fvcore",
+    "lightning": "lightning",
+    "pytorch_lightning": "pytorch-lightning",
+    "huggingface_hub": "huggingface-hub",
+    "tqdm": "tqdm",
+}
+#: Header of every lock; the hash covers it, so the Python version and platform are part of the name.
+LOCK_HEADER = "# researchcodebench environment lock: python {python}, platform {platform}\n"
+_HEADER_RE = re.compile(r"^# researchcodebench environment lock: python (\S+), platform (\S+)$")
+#: The build's own marker inside a finished environment (its lock hash and how long the build took).
+BUILD_MARKER = ".rcb-environment"
+#: Longest a resolution or a build may take before it is abandoned.
+UV_TIMEOUT_S = 1800.0
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class RequirementsError(ValueError):
+    """A requirements list or file is not acceptable (the message names the file and line)."""
+
+
+class EnvironmentBuildError(RuntimeError):
+    """An environment cannot be resolved or built. ``package`` is the requirement at fault where uv names
+    one; ``reason`` is uv's explanation; ``log_path`` the kept build log (when a build ran)."""
+
+    def __init__(self, *, package: str | None, reason: str, log_path: str | None = None) -> None:
+        self.package = package
+        self.reason = reason
+        self.log_path = log_path
+        where = f"package {package!r}: " if package else ""
+        super().__init__(f"the task's environment cannot be built: {where}{reason}")
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where packages come from (uv does not read pip's configuration): ``index_url`` replaces PyPI when
+    set, ``extra_index_urls`` and ``find_links`` add to it; ``uv`` is the uv executable (default: the one
+    installed with the ``uv`` package, else ``uv`` on PATH); ``python`` is the base interpreter of the
+    environments (default: ``python<version>`` on PATH, e.g. ``python3.11``)."""
+
+    find_links: tuple[str, ...] = ()
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    uv: str | None = None
+    python: str | None = None
+
+    def args(self) -> list[str]:
+        out: list[str] = []
+        if self.index_url:
+            out += ["--index-url", self.index_url]
+        for url in self.extra_index_urls:
+            out += ["--extra-index-url", url]
+        for link in self.find_links:
+            out += ["--find-links", link]
+        # Every configured source is trusted alike (the operator lists them), and the local CPU torch
+        # wheel must win over an index's build of the same version.
+        out += ["--index-strategy", "unsafe-best-match"]
+        return out
+
+    def executable(self) -> str:
+        if self.uv:
+            return self.uv
+        try:
+            from uv import find_uv_bin
+
+            return find_uv_bin()
+        except (ImportError, FileNotFoundError):
+            found = shutil.which("uv")
+            if found is None:
+                raise EnvironmentBuildError(
+                    package=None, reason="uv is not installed (pip install uv, or name it in the sources)"
+                ) from None
+            return found
+
+
+@dataclass(frozen=True)
+class Lock:
+    """A resolved environment: the lock file's text (header, then ``name==version`` with hashes) and the
+    sha256 hex of that text, which names the environment."""
+
+    text: str
+    hash: str
+
+    @classmethod
+    def from_text(cls, text: str) -> Lock:
+        """A stored lock; raises ``EnvironmentBuildError`` when the text is not one of ours."""
+        if _HEADER_RE.match(text.split("\n", 1)[0]) is None:
+            raise EnvironmentBuildError(package=None, reason="the stored lock has no environment header")
+        return cls(text=text, hash=hashlib.sha256(text.encode()).hexdigest())
+
+    @property
+    def python(self) -> str:
+        match = _HEADER_RE.match(self.text.split("\n", 1)[0])
+        return match.group(1) if match else DEFAULT_PYTHON
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """The pinned ``name==version`` lines, in the lock's (sorted) order."""
+        return tuple(
+            line.split(" ", 1)[0]
+            for line in self.text.splitlines()
+            if line and not line[0].isspace() and not line.startswith("#")
+        )
+
+
+@dataclass(frozen=True)
+class BuiltEnvironment:
+    """A built environment: its folder and interpreter; ``built`` is False when it was reused, and
+    ``seconds`` how long this call took (the build, or finding it built)."""
+
+    hash: str
+    path: str
+    python: str
+    built: bool
+    seconds: float
+    log_path: str
+
+
+# ---------------------------------------------------------------------------------------- requirements
+
+
+def _local_modules(root: Path, files: Iterable[str]) -> set[str]:
+    """Every name a task file or folder could be imported as (a module of the task, not a distribution)."""
+    names: set[str] = set()
+    for rel in files:
+        path = PurePosixPath(rel)
+        names.update(path.parts[:-1])
+        if path.suffix in (".py", ".so", ".pyd"):
+            names.add(path.name.split(".", 1)[0])
+    return names
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    kinds = handler.type
+    if kinds is None:
+        return True
+    nodes = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+    return any(isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError") for n in nodes)
+
+
+def _required_imports(source: str) -> set[str]:
+    """Top-level names of the absolute imports of ``source``, leaving out optional ones (inside a ``try``
+    that catches ``ImportError``). Unparsable source gives nothing (the validation reports it)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    optional: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
+            for stmt in node.body:
+                optional.update(id(n) for n in ast.walk(stmt))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in optional:
+            continue
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".", 1)[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".", 1)[0])
+    return names
+
+
+def infer_requirements(task_root: str | Path, files: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """(import name, distribution) for every third-party import of the task's Python files that the base
+    does not provide, sorted by import name. The task's own modules, the standard library and relative
+    imports are left out; a task that needs only torch/numpy/scipy gives ``[]``."""
+    root = Path(task_root)
+    if files is None:
+        from .pset import task_files
+
+        files = task_files(root)
+    local = _local_modules(root, files)
+    found: set[str] = set()
+    for rel in files:
+        if not rel.endswith(".py"):
+            continue
+        try:
+            found |= _required_imports((root / rel).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    wanted = sorted(
+        name
+        for name in found
+        if name not in local
+        and name not in sys.stdlib_module_names
+        and name not in BASE_IMPORTS
+        and name != "__future__"
+    )
+    return [(name, IMPORT_TO_DISTRIBUTION.get(name, name)) for name in wanted]
+
+
+def parse_requirements(text: str, *, source: str) -> list[str]:
+    """The requirements of a requirements file, one normalised PEP 508 string each.
+
+    Refuses, naming ``source:line``, anything but plain requirements: options (``-r``, ``--index-url``,
+    ``-e``...) and direct references (``name @ URL``) could fetch code from anywhere, and a requirement
+    that is not PEP 508. Comments and blank lines are skipped.
+    """
+    out: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("-"):
+            raise RequirementsError(
+                f"{source}:{number}: options such as {line.split()[0]!r} are not allowed; list packages only"
+            )
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement as exc:
+            raise RequirementsError(f"{source}:{number}: not a valid requirement: {exc}") from exc
+        if requirement.url:
+            raise RequirementsError(
+                f"{source}:{number}: direct references ({requirement.name} @ ...) are not allowed; "
+                "name a released version instead"
+            )
+        out.append(str(requirement))
+    return out
+
+
+@dataclass(frozen=True)
+class TaskRequirements:
+    """What a task needs beyond the base, and where that came from: a file name, ``task.yaml`` or
+    ``inferred`` (with the imports that gave each distribution in ``inferred``)."""
+
+    requirements: tuple[str, ...]
+    source: str
+    inferred: tuple[tuple[str, str], ...] = field(default=())
+
+
+def task_requirements(
+    task_root: str | Path, *, manifest_requirements: Sequence[str] = ()
+) -> TaskRequirements:
+    """A task's requirements (see the module docstring for the order); raises ``RequirementsError``."""
+    root = Path(task_root)
+    for name in REQUIREMENTS_FILES:
+        path = root / name
+        if path.is_file() and not path.is_symlink():
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise RequirementsError(f"{name}: cannot read: {exc}") from exc
+            return TaskRequirements(tuple(parse_requirements(text, source=name)), name)
+    if manifest_requirements:
+        text = "\n".join(manifest_requirements)
+        return TaskRequirements(tuple(parse_requirements(text, source="task.yaml requirements")), "task.yaml")
+    inferred = infer_requirements(root)
+    return TaskRequirements(tuple(sorted({d for _, d in inferred})), "inferred", tuple(inferred))
+
+
+# ---------------------------------------------------------------------------------------- uv
+
+
+def _uv_env(cache_root: str | None) -> dict[str, str]:
+    # A fixed, small environment: the core takes its configuration as arguments (``Sources``), and uv
+    # must not pick up the caller's UV_* or pip settings.
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": cache_root or tempfile.gettempdir(),
+        # Use the host's interpreters only: downloading one would be a silent, unpinned dependency.
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_NO_CONFIG": "1",
+        "UV_LINK_MODE": "hardlink",
+        "NO_COLOR": "1",
+    }
+    if cache_root:
+        env["UV_CACHE_DIR"] = os.path.join(cache_root, "uv-cache")
+    return env
+
+
+def _uv(
+    argv: list[str], *, cache_root: str | None, log: list[str], cwd: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    log.append("$ " + " ".join(argv))
+    try:
+        done = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=UV_TIMEOUT_S,
+            env=_uv_env(cache_root),
+            cwd=cwd,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise EnvironmentBuildError(package=None, reason=f"uv took longer than {UV_TIMEOUT_S:.0f} s") from exc
+    except OSError as exc:
+        raise EnvironmentBuildError(package=None, reason=f"cannot run uv: {exc}") from exc
+    log.append(done.stdout)
+    log.append(done.stderr)
+    return done
+
+
+def _failure(stderr: str, requirements: Iterable[str]) -> EnvironmentBuildError:
+    """uv's error as an ``EnvironmentBuildError`` naming the requirement its explanation names first."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("Resolved", "Using", "Prepared", "hint:"))]
+    reason = " ".join(line.removeprefix("error: ").removeprefix("cause: ") for line in useful)[:800]
+    names = {canonicalize_name(Requirement(r).name): Requirement(r).name for r in requirements}
+    package = None
+    first = len(reason) + 1
+    for canonical, name in names.items():
+        match = re.search(rf"(?<![\w.-]){re.escape(canonical)}(?![\w.-])", reason.lower().replace("_", "-"))
+        if match and match.start() < first:
+            package, first = name, match.start()
+    if package is None:
+        match = re.search(r"Because ([A-Za-z0-9][A-Za-z0-9._-]*)", reason)
+        package = match.group(1) if match else None
+    return EnvironmentBuildError(package=package, reason=reason or "uv failed without a message")
+
+
+def beyond_base(requirements: Iterable[str], *, base: Sequence[str] = BASE_REQUIREMENTS) -> list[str]:
+    """``requirements`` sorted and without repeats, leaving out those the base's pins already satisfy (a
+    task that lists ``torch`` shares the base's lock with a task that lists nothing)."""
+    pins: dict[str, str] = {}
+    for line in base:
+        requirement = Requirement(line)
+        versions = [spec.version for spec in requirement.specifier if spec.operator == "=="]
+        if versions:
+            pins[canonicalize_name(requirement.name)] = versions[0]
+    out: set[str] = set()
+    for line in requirements:
+        requirement = Requirement(line)
+        pinned = pins.get(canonicalize_name(requirement.name))
+        if pinned is not None and not requirement.extras and requirement.marker is None:
+            if requirement.specifier.contains(pinned, prereleases=True) or not str(requirement.specifier):
+                continue
+        out.add(str(requirement))
+    return sorted(out)
+
+
+def lock_requirements(
+    requirements: Sequence[str],
+    *,
+    sources: Sources,
+    python: str = DEFAULT_PYTHON,
+    base: Sequence[str] = BASE_REQUIREMENTS,
+    cache_root: str | None = None,
+) -> Lock:
+    """Resolve ``base`` + ``requirements`` for ``python`` on ``PLATFORM`` into a hash-pinned ``Lock``.
+
+    The same inputs against the same package sources give the same text, hence the same hash. Raises
+    ``RequirementsError`` for a requirement that is not PEP 508 and ``EnvironmentBuildError`` (naming the
+    package) when uv cannot resolve them.
+    """
+    checked = parse_requirements("\n".join(requirements), source="requirements")
+    wanted = [*base, *beyond_base(checked, base=base)]
+    header = LOCK_HEADER.format(python=python, platform=PLATFORM)
+    work = Path(cache_root or os.path.join(os.path.expanduser("~"), ".cache", "researchcodebench", "envs"))
+    work.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="lock-", dir=work) as tmp:
+        # A fixed file name, read from its own folder: uv writes it into the lock's "via" annotations.
+        Path(tmp, "requirements.in").write_text("".join(r + "\n" for r in wanted))
+        done = _uv(
+            [
+                sources.executable(),
+                "pip",
+                "compile",
+                "requirements.in",
+                "--generate-hashes",
+                "--no-header",
+                "--no-build",
+                "--python-version",
+                python,
+                "--python-platform",
+                PLATFORM,
+                *sources.args(),
+            ],
+            cache_root=str(work),
+            log=[],
+            cwd=tmp,
+        )
+    if done.returncode != 0:
+        raise _failure(done.stderr, wanted)
+    text = header + done.stdout
+    return Lock(text=text, hash=hashlib.sha256(text.encode()).hexdigest())
+
+
+# ---------------------------------------------------------------------------------------- building
+
+
+def environment_path(cache_root: str | Path, lock_hash: str) -> Path:
+    """Where the environment of ``lock_hash`` lives once built."""
+    if not _HEX64.match(lock_hash):
+        raise EnvironmentBuildError(package=None, reason=f"{lock_hash!r} is not a lock hash")
+    return Path(cache_root) / lock_hash
+
+
+def _mark_used(path: Path) -> None:
+    # The folder's mtime is its last use: what pruning by age and by disk budget goes by.
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def build_environment(lock: Lock, *, cache_root: str | Path, sources: Sources) -> BuiltEnvironment:
+    """The environment of ``lock`` under ``cache_root``, built when missing (see the module docstring).
+
+    Safe under concurrent callers on one host: one builds while the others wait on the per-hash file lock
+    and then find it built. A failed build leaves nothing in place but its log, and raises
+    ``EnvironmentBuildError`` naming the package.
+    """
+    started = time.monotonic()
+    root = Path(cache_root)
+    final = environment_path(root, lock.hash)
+    log_path = root / f"{lock.hash}.log"
+    python = final / "bin" / "python"
+    if python.exists():
+        _mark_used(final)
+        return BuiltEnvironment(
+            lock.hash, str(final), str(python), False, time.monotonic() - started, str(log_path)
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{lock.hash}.lock", "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        try:
+            if python.exists():
+                _mark_used(final)
+                return BuiltEnvironment(
+                    lock.hash, str(final), str(python), False, time.monotonic() - started, str(log_path)
+                )
+            _build(lock, root=root, final=final, log_path=log_path, sources=sources)
+        finally:
+            fcntl.flock(guard, fcntl.LOCK_UN)
+    return BuiltEnvironment(
+        lock.hash, str(final), str(python), True, time.monotonic() - started, str(log_path)
+    )
+
+
+def _build(lock: Lock, *, root: Path, final: Path, log_path: Path, sources: Sources) -> None:
+    staging = root / f"{lock.hash}.building"
+    shutil.rmtree(staging, ignore_errors=True)
+    log: list[str] = [f"# building environment {lock.hash}\n"]
+    uv = sources.executable()
+    interpreter = sources.python or shutil.which(f"python{lock.python}") or lock.python
+    try:
+        lock_file = root / f"{lock.hash}.txt"
+        lock_file.write_text(lock.text)
+        # Relocatable: built in the staging folder, used after the rename.
+        done = _uv(
+            [uv, "venv", "--quiet", "--relocatable", "--no-project", "--python", interpreter, str(staging)],
+            cache_root=str(root),
+            log=log,
+        )
+        if done.returncode != 0:
+            raise EnvironmentBuildError(
+                package=None, reason=f"no Python {lock.python} on this host: {done.stderr.strip()[:400]}"
+            )
+        done = _uv(
+            [
+                uv,
+                "pip",
+                "sync",
+                str(lock_file),
+                "--python",
+                str(staging / "bin" / "python"),
+                "--require-hashes",
+                "--no-build",
+                *sources.args(),
+            ],
+            cache_root=str(root),
+            log=log,
+        )
+        if done.returncode != 0:
+            raise _failure(done.stderr, lock.packages)
+        (staging / BUILD_MARKER).write_text(f"{lock.hash}\n")
+        os.rename(staging, final)
+    except EnvironmentBuildError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        exc.log_path = str(log_path)
+        raise
+    finally:
+        log_path.write_text("\n".join(part for part in log if part))
+
+
+def environment_size(path: str | Path) -> int:
+    """Bytes only this environment holds: files linked from uv's cache (shared by every environment that
+    uses the same wheel) are not counted."""
+    total = 0
+    seen: set[int] = set()
+    for dirpath, _dirnames, filenames in os.walk(path):
+        for name in filenames:
+            try:
+                info = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if info.st_nlink > 1 or info.st_ino in seen:
+                continue
+            seen.add(info.st_ino)
+            total += info.st_blocks * 512
+    return total
+
+
+def prune_environments(
+    cache_root: str | Path,
+    *,
+    max_age_days: float | None = None,
+    max_bytes: int | None = None,
+    keep: Iterable[str] = (),
+) -> list[str]:
+    """Remove built environments unused for ``max_age_days``, then the least recently used ones until the
+    rest hold at most ``max_bytes`` of their own; returns the removed hashes. ``keep`` (lock hashes) and
+    environments being built or used under their lock right now are never removed."""
+    root = Path(cache_root)
+    if not root.is_dir():
+        return []
+    kept = set(keep)
+    entries: list[tuple[float, str, Path]] = []
+    for child in root.iterdir():
+        if _HEX64.match(child.name) and child.is_dir() and child.name not in kept:
+            entries.append((child.stat().st_mtime, child.name, child))
+    entries.sort()
+    removed: list[str] = []
+    now = time.time()
+    sizes = {name: environment_size(path) for _, name, path in entries}
+    total = sum(sizes.values())
+    for mtime, name, path in entries:
+        too_old = max_age_days is not None and now - mtime > max_age_days * 86400
+        too_big = max_bytes is not None and total > max_bytes
+        if not (too_old or too_big):
+            continue
+        with open(root / f"{name}.lock", "a") as guard:
+            try:
+                fcntl.flock(guard, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            try:
+                doomed = root / f"{name}.removing"
+                os.rename(path, doomed)
+                shutil.rmtree(doomed, ignore_errors=True)
+            finally:
+                fcntl.flock(guard, fcntl.LOCK_UN)
+        for suffix in (".log", ".txt"):
+            (root / f"{name}{suffix}").unlink(missing_ok=True)
+        total -= sizes[name]
+        removed.append(name)
+    return removed
+
+
+def task_environment(
+    task_root: str | Path,
+    *,
+    cache_root: str | Path,
+    sources: Sources,
+    manifest_requirements: Sequence[str] = (),
+    python: str = DEFAULT_PYTHON,
+    base: Sequence[str] = BASE_REQUIREMENTS,
+) -> tuple[Lock, BuiltEnvironment]:
+    """Lock a task folder's requirements (``task_requirements``) and build or reuse the environment."""
+    needs = task_requirements(task_root, manifest_requirements=manifest_requirements)
+    lock = lock_requirements(
+        needs.requirements, sources=sources, python=python, base=base, cache_root=str(cache_root)
+    )
+    return lock, build_environment(lock, cache_root=cache_root, sources=sources)

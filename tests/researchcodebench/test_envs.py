@@ -1,0 +1,234 @@
+"""Per-task environments (``researchcodebench.envs``, ``evaluate --env auto``): requirements, locks, builds.
+
+The tests that resolve or build with uv are ``slow``; they share one cache folder per test session, so the
+torch-based base environment is built once and the pandas and einops environments reuse its packages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from researchcodebench.cli import main
+from researchcodebench.envs import (
+    BASE_REQUIREMENTS,
+    EnvironmentBuildError,
+    Lock,
+    RequirementsError,
+    Sources,
+    beyond_base,
+    build_environment,
+    environment_size,
+    infer_requirements,
+    lock_requirements,
+    parse_requirements,
+    prune_environments,
+    task_requirements,
+)
+from researchcodebench.pset import read_pset
+
+REPO = Path(__file__).resolve().parents[2]
+ENV_PSET = Path(__file__).parent / "fixtures" / "env_pset"
+EXAMPLES = REPO / "examples" / "pset"
+#: The package sources of this machine's evaluation environment (pip reads them from pip.conf, uv does not).
+LOCAL_SOURCES = Sources(
+    find_links=("/opt/wheels",),
+    index_url="file:///opt/pypi/simple",
+    extra_index_urls=("file:///opt/pypi-more/simple",),
+)
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return folder
+
+
+# ------------------------------------------------------------------------------------------ requirements
+
+
+def test_infers_third_party_imports_but_not_the_base_the_stdlib_or_the_tasks_own_modules(tmp_path):
+    task = _write(
+        tmp_path / "task",
+        {
+            "model.py": "import os, json\nimport torch\nimport numpy as np\nfrom sklearn.linear_model import Ridge\n"
+            "from PIL import Image\nimport yaml\nimport helper\nfrom utils.io import load\nfrom . import sibling\n",
+            "helper.py": "import einops\n",
+            "utils/io.py": "import cv2\n",
+            "paper2code_test.py": "import ml_collections\ntry:\n    import apex\nexcept ImportError:\n    apex = None\n",
+        },
+    )
+    assert infer_requirements(task) == [
+        ("PIL", "pillow"),
+        ("cv2", "opencv-python-headless"),
+        ("einops", "einops"),
+        ("ml_collections", "ml-collections"),
+        ("sklearn", "scikit-learn"),
+    ]
+
+
+def test_the_fixture_tasks_need_einops_pandas_and_nothing_beyond_the_base():
+    pset = read_pset(ENV_PSET)
+    needs = {t.id: task_requirements(t.root).requirements for t in pset.tasks}
+    assert needs == {"uses-einops": ("einops",), "uses-pandas": ("pandas",), "base-only": ()}
+    assert task_requirements(pset.task("uses-pandas").root).source == "inferred"
+
+
+def test_every_example_task_needs_only_the_base():
+    for task in read_pset(EXAMPLES).tasks:
+        assert infer_requirements(task.root) == [], task.id
+        listed = task_requirements(task.root, manifest_requirements=task.manifest.requirements)
+        assert beyond_base(listed.requirements) == [], task.id
+
+
+def test_a_requirements_file_wins_over_inference(tmp_path):
+    task = _write(
+        tmp_path / "task",
+        {
+            "code.py": "import einops\n",
+            "paper2code_requirements.txt": "# pinned by the author\npandas>=2  # why\n",
+        },
+    )
+    found = task_requirements(task, manifest_requirements=["einops"])
+    assert (found.requirements, found.source) == (("pandas>=2",), "paper2code_requirements.txt")
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("--index-url https://evil.example/simple", "options such as '--index-url'"),
+        ("-r other.txt", "options such as '-r'"),
+        ("-e git+https://example.com/x.git", "options such as '-e'"),
+        ("evil @ https://example.com/evil.whl", "direct references (evil @ ...)"),
+        ("not a requirement!", "not a valid requirement"),
+    ],
+)
+def test_requirements_refuse_anything_but_packages_naming_the_line(line, words):
+    with pytest.raises(RequirementsError) as caught:
+        parse_requirements(f"einops\n{line}\n", source="requirements.txt")
+    assert str(caught.value).startswith("requirements.txt:2: ") and words in str(caught.value)
+
+
+def test_requirements_the_base_satisfies_are_dropped_so_such_tasks_share_its_lock():
+    assert beyond_base(["torch", "torch>=2.0", "numpy", "pandas", "einops", "pandas"]) == ["einops", "pandas"]
+    assert beyond_base(["numpy<2"]) == ["numpy<2"]
+
+
+def test_a_lock_that_is_not_ours_is_refused():
+    with pytest.raises(EnvironmentBuildError, match="no environment header"):
+        Lock.from_text("torch==2.13.0\n")
+
+
+def test_prune_removes_environments_unused_too_long_then_the_oldest_beyond_the_budget(tmp_path):
+    names = [f"{n:064x}" for n in (1, 2, 3)]
+    now = time.time()
+    for age_days, name in zip((30, 5, 1), names, strict=True):
+        folder = tmp_path / name
+        (folder / "lib").mkdir(parents=True)
+        (folder / "lib" / "own.bin").write_bytes(b"x" * 100_000)
+        (tmp_path / f"{name}.log").write_text("log")
+        os.utime(folder, (now - age_days * 86400, now - age_days * 86400))
+    (tmp_path / "uv-cache").mkdir()
+    one = environment_size(tmp_path / names[2])
+    removed = prune_environments(tmp_path, max_age_days=10, max_bytes=one + 1, keep=[])
+    assert removed == names[:2]
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == sorted(
+        [names[2], f"{names[2]}.log", "uv-cache"]
+    )
+    assert prune_environments(tmp_path, max_bytes=0, keep=[names[2]]) == []
+
+
+# ------------------------------------------------------------------------------------------ uv (slow)
+
+
+@pytest.fixture(scope="session")
+def env_root(tmp_path_factory):
+    if shutil.which("bwrap") is None or not Path("/opt/wheels").is_dir():
+        pytest.skip("needs bubblewrap and the local CPU torch wheel (/opt/wheels)")
+    return tmp_path_factory.mktemp("envs")
+
+
+@pytest.mark.slow
+def test_a_lock_is_deterministic_named_by_its_hash_and_pins_the_cpu_torch(env_root):
+    first = lock_requirements(["einops"], sources=LOCAL_SOURCES, cache_root=str(env_root))
+    second = lock_requirements(["einops", "torch"], sources=LOCAL_SOURCES, cache_root=str(env_root))
+    assert first == second and first.hash == Lock.from_text(first.text).hash
+    assert "torch==2.13.0+cpu \\" in first.text and "--hash=sha256:" in first.text
+    assert {"einops==0.8.2", "torch==2.13.0+cpu"} <= set(first.packages)
+    base = lock_requirements([], sources=LOCAL_SOURCES, cache_root=str(env_root))
+    assert base.hash != first.hash and "einops" not in base.text
+    assert len(BASE_REQUIREMENTS) == 4
+
+
+def _evaluate(capsys, monkeypatch, env_root: Path, pset: Path, *extra: str) -> tuple[dict, str]:
+    monkeypatch.setenv("RCB_ENV_DIR", str(env_root))
+    monkeypatch.setenv("RCB_ENV_FIND_LINKS", ",".join(LOCAL_SOURCES.find_links))
+    monkeypatch.setenv("RCB_ENV_INDEX_URL", LOCAL_SOURCES.index_url or "")
+    monkeypatch.setenv("RCB_ENV_EXTRA_INDEX_URLS", " ".join(LOCAL_SOURCES.extra_index_urls))
+    status = main(["evaluate", str(pset), "--oracle", "--env", "auto", "--no-cache", "--json", *extra])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    return json.loads(out), err
+
+
+@pytest.mark.slow
+def test_env_auto_runs_each_task_in_its_own_environment_and_reuses_them_the_second_time(
+    env_root, capsys, monkeypatch
+):
+    first, _ = _evaluate(capsys, monkeypatch, env_root, ENV_PSET)
+    assert [v["outcome"] for v in first["verdicts"]] == ["passed"] * 3
+    hashes = {task: e["hash"] for task, e in first["scores"]["environments"].items()}
+    assert len(set(hashes.values())) == 3
+    # Each ran in its own interpreter (the verdict names the environment it ran in).
+    assert len({v["environment"] for v in first["verdicts"]}) == 3
+    second, err = _evaluate(capsys, monkeypatch, env_root, ENV_PSET)
+    assert [v["outcome"] for v in second["verdicts"]] == ["passed"] * 3
+    assert [e["built"] for e in second["scores"]["environments"].values()] == [False] * 3
+    assert err.count(" reused; ") == 3
+    # Packages are hardlinked from uv's cache: an environment holds a few megabytes of its own.
+    assert all(environment_size(env_root / h) < 50 * 1024 * 1024 for h in hashes.values())
+
+
+@pytest.mark.slow
+def test_an_unresolvable_requirement_is_an_infrastructure_error_naming_the_package(
+    env_root, capsys, monkeypatch, tmp_path
+):
+    pset = tmp_path / "pset"
+    shutil.copytree(ENV_PSET, pset)
+    (pset / "base-only" / "task.yaml").write_text("requirements:\n  - no-such-package-rcb==1.0\n")
+    data, err = _evaluate(capsys, monkeypatch, env_root, pset, "--tasks", "uses-pandas", "base-only")
+    by_task = {v["task"]: v for v in data["verdicts"]}
+    broken = by_task["base-only"]
+    assert (broken["outcome"], broken["tier"], broken["category"]) == (
+        "infra_error",
+        "infrastructure",
+        "missing_dependency",
+    )
+    assert "no-such-package-rcb" in broken["reason"] and "not found" in broken["reason"]
+    assert data["scores"]["environments"]["base-only"]["package"] == "no-such-package-rcb"
+    assert (
+        "environment of base-only: the task's environment cannot be built: package 'no-such-package-rcb'"
+        in err
+    )
+    # Not charged to the model: the other tasks pass and the broken one is left out of the rates.
+    assert by_task["uses-pandas"]["outcome"] == "passed"
+    assert data["scores"]["scored"] == 1 and data["scores"]["line_rate"]["mean"] == 100.0
+
+
+@pytest.mark.slow
+def test_a_failed_build_leaves_no_environment_and_keeps_its_log(env_root):
+    lock = lock_requirements(["einops"], sources=LOCAL_SOURCES, cache_root=str(env_root))
+    # The lock names a wheel hash that no source serves: the install must refuse it.
+    forged = Lock.from_text(lock.text.replace("--hash=sha256:5405", "--hash=sha256:0000"))
+    with pytest.raises(EnvironmentBuildError) as caught:
+        build_environment(forged, cache_root=env_root, sources=LOCAL_SOURCES)
+    assert caught.value.package == "einops"
+    assert not (env_root / forged.hash).exists() and not (env_root / f"{forged.hash}.building").exists()
+    assert Path(caught.value.log_path or "").read_text().count("$ ") >= 2
