@@ -35,7 +35,7 @@ from contributions.services import (
 from contributions.services.proposals import RUBRIC_KEYS
 from contributions.signals import revision_submitted
 from contributions.task_folders import revision_task
-from researchcodebench.validation import Finding, ValidationReport
+from researchcodebench.validation import Finding
 from tests.factories import (
     EXAMPLE_MANIFEST,
     ProposalFactory,
@@ -44,24 +44,18 @@ from tests.factories import (
     UserFactory,
     example_upload,
 )
+from tests.factories.builders import (
+    proposal_draft,
+    proposal_submitted,
+    proposal_upload,
+    proposal_validated,
+    validation_report,
+)
 
 pytestmark = pytest.mark.django_db
 
 State = Proposal.State
 ALL_CHECKED = {key: True for key in RUBRIC_KEYS}
-
-
-def report(*findings: Finding) -> ValidationReport:
-    return ValidationReport(
-        ok=not any(f.is_error for f in findings),
-        findings=list(findings),
-        reference_durations_s=[0.1] * 5,
-        timeout_s=3.0,
-        snippets=[],
-        duration_s=1.0,
-        environment="test",
-    )
-
 
 NOT_CHECKED = Finding(
     check="mutation",
@@ -107,44 +101,6 @@ def maintainer():
 _keys = itertools.count()
 
 
-def draft(author=None, *, task_key: str | None = None) -> Proposal:
-    return proposal_create(
-        author=author or UserFactory(),
-        task_key=task_key or f"task-{next(_keys)}",
-        meta={
-            "title": "Root Mean Square Layer Normalization",
-            "arxiv_abs": "https://arxiv.org/abs/1910.07467v1",
-        },
-    )
-
-
-def uploaded(proposal: Proposal | None = None, **replace: bytes) -> ProposalRevision:
-    proposal = proposal or draft()
-    return revision_create(
-        proposal=proposal,
-        by=proposal.author,
-        intake_result=example_upload(**replace),
-        manifest=EXAMPLE_MANIFEST,
-    )
-
-
-def submitted(**replace: bytes) -> Proposal:
-    revision = uploaded(**replace)
-    proposal = revision.proposal
-    proposal_submit(proposal=proposal, by=proposal.author)
-    proposal.refresh_from_db()
-    return proposal
-
-
-def validated(result: ValidationReport | None = None) -> Proposal:
-    proposal = submitted()
-    revision = proposal.revisions.get()
-    proposal_validation_start(revision=revision)
-    proposal_validation_finish(revision=revision, report=result or report())
-    proposal.refresh_from_db()
-    return proposal
-
-
 def states(proposal: Proposal) -> list[tuple[str, str]]:
     return list(proposal.events.order_by("pk").values_list("from_state", "to_state"))
 
@@ -172,7 +128,7 @@ def test_refuses_a_task_key_that_is_not_a_slug_naming_the_field():
 
 
 def test_refuses_a_task_key_another_open_proposal_uses_but_not_a_withdrawn_ones():
-    first = draft(task_key="same-key")
+    first = proposal_draft(task_key="same-key")
     with pytest.raises(ProposalError, match="another open proposal"):
         proposal_create(author=UserFactory(), task_key="same-key")
     proposal_withdraw(proposal=first, by=first.author)
@@ -187,7 +143,7 @@ def test_refuses_the_key_of_a_benchmark_task_unless_the_author_is_a_maintainer(m
 
 
 def test_saves_draft_answers_per_step_and_remembers_the_furthest_step():
-    proposal = draft()
+    proposal = proposal_draft()
     proposal_save_draft(proposal=proposal, by=proposal.author, step=2, data={"venue": "NeurIPS"})
     proposal_save_draft(proposal=proposal, by=proposal.author, step=1, data={"arxiv": "1910.07467"})
     proposal.refresh_from_db()
@@ -201,8 +157,10 @@ def test_saves_draft_answers_per_step_and_remembers_the_furthest_step():
 
 
 def test_an_upload_replaces_the_revision_not_yet_submitted():
-    first = uploaded()
-    second = uploaded(first.proposal, **{"rmsnorm.py": b"# changed\n" + example_upload().files["rmsnorm.py"]})
+    first = proposal_upload(proposal_draft())
+    second = proposal_upload(
+        first.proposal, **{"rmsnorm.py": b"# changed\n" + example_upload().files["rmsnorm.py"]}
+    )
     assert list(first.proposal.revisions.values_list("number", flat=True)) == [1]
     assert second.number == 1
     assert second.content_hash != first.content_hash
@@ -210,7 +168,7 @@ def test_an_upload_replaces_the_revision_not_yet_submitted():
 
 
 def test_refuses_a_manifest_naming_a_file_the_upload_does_not_have_naming_the_field():
-    proposal = draft()
+    proposal = proposal_draft()
     with pytest.raises(ProposalError, match="'missing.py' is not a file of the upload") as caught:
         revision_create(
             proposal=proposal,
@@ -230,7 +188,7 @@ def test_refuses_a_manifest_naming_a_file_the_upload_does_not_have_naming_the_fi
 
 
 def test_only_the_author_uploads_code():
-    proposal = draft()
+    proposal = proposal_draft()
     with pytest.raises(ProposalError, match="only the author"):
         revision_create(
             proposal=proposal, by=UserFactory(), intake_result=example_upload(), manifest=EXAMPLE_MANIFEST
@@ -238,7 +196,7 @@ def test_only_the_author_uploads_code():
 
 
 def test_a_revision_is_a_task_folder_with_the_declared_manifest():
-    revision = uploaded()
+    revision = proposal_upload(proposal_draft())
     task = revision_task(revision=revision)
     assert task.id == revision.proposal.task_key
     assert task.manifest.oracle_files == ("rmsnorm_ref.py",)
@@ -255,7 +213,7 @@ def test_a_revision_is_a_task_folder_with_the_declared_manifest():
 def test_submit_freezes_the_revision_and_queues_its_validation_after_commit(
     queued, django_capture_on_commit_callbacks
 ):
-    revision = uploaded()
+    revision = proposal_upload(proposal_draft())
     proposal = revision.proposal
     with django_capture_on_commit_callbacks(execute=True):
         proposal_submit(proposal=proposal, by=proposal.author)
@@ -269,11 +227,11 @@ def test_submit_freezes_the_revision_and_queues_its_validation_after_commit(
 
 
 def test_submit_is_refused_without_code_for_others_and_twice():
-    proposal = draft()
+    proposal = proposal_draft()
     with pytest.raises(ProposalError, match="upload the task's code") as caught:
         proposal_submit(proposal=proposal, by=proposal.author)
     assert caught.value.field == "code"
-    uploaded(proposal)
+    proposal_upload(proposal)
     with pytest.raises(ProposalError, match="only the author"):
         proposal_submit(proposal=proposal, by=UserFactory())
     proposal_submit(proposal=proposal, by=proposal.author)
@@ -282,13 +240,13 @@ def test_submit_is_refused_without_code_for_others_and_twice():
 
 
 def test_a_submitted_revision_is_immutable_and_a_new_upload_waits_for_changes_requested():
-    proposal = submitted()
+    proposal = proposal_submitted()
     with pytest.raises(ProposalError, match="cannot upload code to a proposal that is submitted"):
-        uploaded(proposal)
+        proposal_upload(proposal)
     revision = proposal.revisions.get()
     proposal_validation_start(revision=revision)
-    proposal_validation_finish(revision=revision, report=report(FLAKY))
-    second = uploaded(proposal, **{"paper2code_test.py": b"# steadier\n"})
+    proposal_validation_finish(revision=revision, report=validation_report(FLAKY))
+    second = proposal_upload(proposal, **{"paper2code_test.py": b"# steadier\n"})
     revision.refresh_from_db()
     assert (revision.number, second.number) == (1, 2)
     assert revision.files["paper2code_test.py"] != second.files["paper2code_test.py"]
@@ -296,12 +254,12 @@ def test_a_submitted_revision_is_immutable_and_a_new_upload_waits_for_changes_re
 
 
 def test_a_resubmission_is_diffed_against_the_previous_revision():
-    proposal = submitted()
+    proposal = proposal_submitted()
     first = proposal.revisions.get()
     proposal_validation_start(revision=first)
-    proposal_validation_finish(revision=first, report=report(FLAKY))
+    proposal_validation_finish(revision=first, report=validation_report(FLAKY))
     code = example_upload().files["rmsnorm.py"].replace(b"self.eps = eps", b"self.eps = float(eps)")
-    second = uploaded(proposal, **{"rmsnorm.py": code, "NOTES.md": b"new\n"})
+    second = proposal_upload(proposal, **{"rmsnorm.py": code, "NOTES.md": b"new\n"})
     proposal_submit(proposal=proposal, by=proposal.author)
     diff = selectors.revision_diff(revision=second)
     assert diff.previous == first
@@ -315,7 +273,7 @@ def test_a_resubmission_is_diffed_against_the_previous_revision():
 
 
 def test_a_green_report_makes_the_proposal_ready_for_review():
-    proposal = validated()
+    proposal = proposal_validated()
     revision = proposal.revisions.get()
     assert proposal.state == State.READY_FOR_REVIEW
     assert revision.validation_status == ProposalRevision.ValidationStatus.PASSED
@@ -328,20 +286,20 @@ def test_a_green_report_makes_the_proposal_ready_for_review():
 
 
 def test_an_error_finding_sends_the_proposal_back_with_the_finding_as_reason():
-    proposal = validated(report(FLAKY))
+    proposal = proposal_validated(validation_report(FLAKY))
     assert proposal.state == State.CHANGES_REQUESTED
     assert "reference passed 3 of 5 runs (paper2code_test.py)" in proposal.events.last().reason
     assert proposal.revisions.get().validation_status == ProposalRevision.ValidationStatus.FAILED
 
 
 def test_a_snippet_not_checked_by_the_test_goes_to_review_naming_the_snippet():
-    proposal = validated(report(NOT_CHECKED))
+    proposal = proposal_validated(validation_report(NOT_CHECKED))
     assert proposal.state == State.READY_FOR_REVIEW
     assert "not checked by the test: compute rms" in proposal.events.last().reason
 
 
 def test_validation_start_is_refused_twice_so_a_duplicate_message_does_nothing():
-    revision = submitted().revisions.get()
+    revision = proposal_submitted().revisions.get()
     proposal_validation_start(revision=revision)
     with pytest.raises(ProposalError, match="validating"):
         proposal_validation_start(revision=revision)
@@ -349,7 +307,7 @@ def test_validation_start_is_refused_twice_so_a_duplicate_message_does_nothing()
 
 
 def test_validation_progress_streams_stages_while_running_only():
-    revision = submitted().revisions.get()
+    revision = proposal_submitted().revisions.get()
     assert not proposal_validation_progress(revision=revision, stage="annotations", data={})
     proposal_validation_start(revision=revision)
     assert proposal_validation_progress(revision=revision, stage="annotations", data={"findings": []})
@@ -363,7 +321,7 @@ def test_an_infrastructure_failure_is_retried_then_returned_to_the_author(
     queued, settings, django_capture_on_commit_callbacks
 ):
     settings.RCB_VALIDATION_ATTEMPTS = 2
-    proposal = submitted()
+    proposal = proposal_submitted()
     revision = proposal.revisions.get()
     proposal_validation_start(revision=revision)
     with django_capture_on_commit_callbacks(execute=True):
@@ -385,7 +343,7 @@ def test_an_infrastructure_failure_is_retried_then_returned_to_the_author(
 
 def test_the_watchdog_fails_a_validation_past_twice_its_limit_with_the_reason(settings):
     settings.RCB_VALIDATION_LIMIT_S = 30
-    revision = submitted().revisions.get()
+    revision = proposal_submitted().revisions.get()
     proposal_validation_start(revision=revision)
     assert proposal_validation_watchdog() == {"failed": [], "resent": []}
     outcome = proposal_validation_watchdog(now=timezone.now() + timedelta(seconds=61))
@@ -398,11 +356,11 @@ def test_the_watchdog_fails_a_validation_past_twice_its_limit_with_the_reason(se
     )
     # The battery finishing afterwards changes nothing.
     with pytest.raises(ProposalError):
-        proposal_validation_finish(revision=revision, report=report())
+        proposal_validation_finish(revision=revision, report=validation_report())
 
 
 def test_the_watchdog_resends_a_submission_whose_message_was_lost(queued, settings):
-    revision = submitted().revisions.get()
+    revision = proposal_submitted().revisions.get()
     assert proposal_validation_watchdog()["resent"] == []
     later = timezone.now() + timedelta(seconds=settings.RCB_PENDING_RESEND_S + 1)
     assert proposal_validation_watchdog(now=later)["resent"] == [revision.pk]
@@ -414,7 +372,7 @@ def test_the_watchdog_resends_a_submission_whose_message_was_lost(queued, settin
 
 
 def test_a_maintainer_approves_a_green_proposal(maintainer):
-    proposal = validated()
+    proposal = proposal_validated()
     review = proposal_review(proposal=proposal, reviewer=maintainer, decision="approve", rubric=ALL_CHECKED)
     proposal.refresh_from_db()
     assert proposal.state == State.APPROVED
@@ -424,25 +382,25 @@ def test_a_maintainer_approves_a_green_proposal(maintainer):
 
 def test_nobody_approves_their_own_proposal():
     author = make_maintainer()
-    proposal = submitted()
+    proposal = proposal_submitted()
     Proposal.objects.filter(pk=proposal.pk).update(author=author)
     proposal.refresh_from_db()
     revision = proposal.revisions.get()
     proposal_validation_start(revision=revision)
-    proposal_validation_finish(revision=revision, report=report())
+    proposal_validation_finish(revision=revision, report=validation_report())
     with pytest.raises(ProposalError, match="own proposal"):
         proposal_review(proposal=proposal, reviewer=author, decision="approve", rubric=ALL_CHECKED)
     assert not Review.objects.exists()
 
 
 def test_only_maintainers_review():
-    proposal = validated()
+    proposal = proposal_validated()
     with pytest.raises(ProposalError, match="only maintainers"):
         proposal_review(proposal=proposal, reviewer=UserFactory(), decision="approve", rubric=ALL_CHECKED)
 
 
 def test_approval_needs_every_rubric_item_checked(maintainer):
-    proposal = validated()
+    proposal = proposal_validated()
     with pytest.raises(ProposalError, match="unchecked: license_redistribution") as caught:
         proposal_review(
             proposal=proposal,
@@ -454,7 +412,7 @@ def test_approval_needs_every_rubric_item_checked(maintainer):
 
 
 def test_approval_of_a_snippet_not_checked_by_the_test_needs_a_written_override(maintainer):
-    proposal = validated(report(NOT_CHECKED))
+    proposal = proposal_validated(validation_report(NOT_CHECKED))
     with pytest.raises(ProposalError, match="accept each snippet .*: compute rms"):
         proposal_review(proposal=proposal, reviewer=maintainer, decision="approve", rubric=ALL_CHECKED)
     with pytest.raises(ProposalError, match="written reason"):
@@ -478,7 +436,7 @@ def test_approval_of_a_snippet_not_checked_by_the_test_needs_a_written_override(
 
 
 def test_a_review_is_only_possible_while_ready_for_review(maintainer):
-    proposal = submitted()
+    proposal = proposal_submitted()
     with pytest.raises(ProposalError, match="only one that is ready for review"):
         proposal_review(proposal=proposal, reviewer=maintainer, decision="approve", rubric=ALL_CHECKED)
 
@@ -486,7 +444,7 @@ def test_a_review_is_only_possible_while_ready_for_review(maintainer):
 def test_the_number_of_approvals_required_is_a_setting(settings):
     settings.RCB_APPROVALS_REQUIRED = 2
     first, second = make_maintainer(), make_maintainer()
-    proposal = validated()
+    proposal = proposal_validated()
     proposal_review(proposal=proposal, reviewer=first, decision="approve", rubric=ALL_CHECKED)
     proposal.refresh_from_db()
     assert proposal.state == State.READY_FOR_REVIEW
@@ -499,7 +457,7 @@ def test_the_number_of_approvals_required_is_a_setting(settings):
 
 
 def test_request_changes_and_reject_need_a_reason(maintainer):
-    proposal = validated()
+    proposal = proposal_validated()
     with pytest.raises(ProposalError, match="give a reason"):
         proposal_review(proposal=proposal, reviewer=maintainer, decision="reject")
     proposal_review(
@@ -508,14 +466,14 @@ def test_request_changes_and_reject_need_a_reason(maintainer):
     proposal.refresh_from_db()
     assert proposal.state == State.CHANGES_REQUESTED
     assert proposal.events.last().reason == "name leaks the answer"
-    other = validated()
+    other = proposal_validated()
     proposal_review(proposal=other, reviewer=maintainer, decision="reject", body="license forbids it")
     other.refresh_from_db()
     assert other.state == State.REJECTED and other.is_final
 
 
 def test_publishing_marks_an_approved_proposal_published(maintainer):
-    proposal = validated()
+    proposal = proposal_validated()
     version = TaskVersionFactory()
     with pytest.raises(ProposalError, match="only one that is approved"):
         proposal_mark_published(proposal=proposal, by=maintainer, task_version=version)
@@ -529,7 +487,7 @@ def test_publishing_marks_an_approved_proposal_published(maintainer):
 
 
 def test_the_author_withdraws_from_any_open_state_but_not_a_final_one(maintainer):
-    proposal = validated()
+    proposal = proposal_validated()
     with pytest.raises(ProposalError, match="only the author"):
         proposal_withdraw(proposal=proposal, by=maintainer)
     proposal_withdraw(proposal=proposal, by=proposal.author, reason="found a bug")
@@ -541,7 +499,7 @@ def test_the_author_withdraws_from_any_open_state_but_not_a_final_one(maintainer
 
 
 def test_a_stale_copy_cannot_make_a_transition_twice():
-    proposal = submitted()
+    proposal = proposal_submitted()
     stale = Proposal.objects.get(pk=proposal.pk)
     proposal_withdraw(proposal=proposal, by=proposal.author)
     with pytest.raises(ProposalError, match="withdrawn"):
@@ -556,8 +514,8 @@ def test_every_transition_notifies_author_and_maintainers_in_app_and_by_mail(
     maintainer, mailoutbox, django_capture_on_commit_callbacks
 ):
     author = UserFactory(email="author@example.org")
-    proposal = draft(author)
-    uploaded(proposal)
+    proposal = proposal_draft(author)
+    proposal_upload(proposal)
     with django_capture_on_commit_callbacks(execute=True):
         proposal_submit(proposal=proposal, by=author)
     # The author made the move: only the maintainers hear of it.
@@ -578,13 +536,13 @@ def test_every_transition_notifies_author_and_maintainers_in_app_and_by_mail(
 
 
 def test_maintainers_are_not_told_of_a_draft(maintainer):
-    proposal = draft()
+    proposal = proposal_draft()
     proposal_withdraw(proposal=proposal, by=proposal.author)
     assert not Notification.objects.filter(recipient=maintainer).exists()
 
 
 def test_a_failed_transition_leaves_no_history_and_no_notification(maintainer, mailoutbox):
-    proposal = validated()
+    proposal = proposal_validated()
     before = (ProposalEvent.objects.count(), Notification.objects.count())
     with pytest.raises(ProposalError):
         proposal_review(proposal=proposal, reviewer=maintainer, decision="approve", rubric={})
@@ -592,7 +550,7 @@ def test_a_failed_transition_leaves_no_history_and_no_notification(maintainer, m
 
 
 def test_notifications_are_marked_read_only_by_their_recipient(maintainer):
-    proposal = validated()
+    proposal = proposal_validated()
     theirs = Notification.objects.filter(recipient=proposal.author)
     assert selectors.notification_unread_count(user=proposal.author) == theirs.count() > 0
     assert (
@@ -607,7 +565,7 @@ def test_notifications_are_marked_read_only_by_their_recipient(maintainer):
 
 
 def test_comments_anchor_to_a_file_and_line_of_the_revision(maintainer):
-    proposal = validated()
+    proposal = proposal_validated()
     comment = comment_add(
         proposal=proposal, author=maintainer, body="why **eps**?", file="rmsnorm.py", line=3
     )
@@ -626,21 +584,21 @@ def test_comments_anchor_to_a_file_and_line_of_the_revision(maintainer):
 
 
 def test_only_the_author_and_maintainers_see_a_proposal_and_maintainers_no_drafts(maintainer):
-    proposal = draft()
+    proposal = proposal_draft()
     assert selectors.proposal_get_for_viewer(viewer=proposal.author, proposal_id=proposal.pk) == proposal
     for viewer in (maintainer, UserFactory()):
         with pytest.raises(Proposal.DoesNotExist):
             selectors.proposal_get_for_viewer(viewer=viewer, proposal_id=proposal.pk)
     with pytest.raises(Proposal.DoesNotExist):
         selectors.proposal_get_for_viewer(viewer=proposal.author, proposal_id="1 OR 1=1")
-    uploaded(proposal)
+    proposal_upload(proposal)
     proposal_submit(proposal=proposal, by=proposal.author)
     assert selectors.proposal_get_for_viewer(viewer=maintainer, proposal_id=str(proposal.pk)) == proposal
     assert is_maintainer(maintainer) and list(maintainers()) == [maintainer]
 
 
 def test_the_review_queue_lists_the_longest_waiting_first_with_filters():
-    older, newer = validated(), validated()
+    older, newer = proposal_validated(), proposal_validated()
     Proposal.objects.filter(pk=older.pk).update(state_changed_at=timezone.now() - timedelta(days=3))
     ProposalFactory()  # a draft is never listed
     assert list(selectors.proposal_review_queue()) == [Proposal.objects.get(pk=older.pk), newer]

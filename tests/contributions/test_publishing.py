@@ -4,8 +4,6 @@ imports are recorded as approved by the operator; the papers pages credit the co
 
 from __future__ import annotations
 
-import itertools
-
 import git
 import pytest
 from django.core.management import CommandError, call_command
@@ -15,35 +13,16 @@ from contributions import benchmark_repo, selectors
 from contributions.models import FileBlob, Profile, Proposal, Release, TaskVersion
 from contributions.services import (
     ProposalError,
-    proposal_create,
-    proposal_review,
-    proposal_submit,
-    proposal_validation_finish,
-    proposal_validation_start,
-    revision_create,
     version_file_bytes,
 )
-from contributions.services.proposals import RUBRIC_KEYS
 from contributions.services.publishing import proposal_publish
 from contributions.task_meta import meta_from_json
 from researchcodebench import pset as rcb_pset
-from researchcodebench.validation import ValidationReport
 from tests.contributions.conftest import write_small_pset
-from tests.factories import EXAMPLE_MANIFEST, PASSWORD, MaintainerFactory, UserFactory, example_upload
+from tests.factories import PASSWORD, MaintainerFactory, UserFactory, example_upload
+from tests.factories.builders import proposal_approved, proposal_validated
 
 pytestmark = pytest.mark.django_db
-
-ALL_CHECKED = {key: True for key in RUBRIC_KEYS}
-GREEN = ValidationReport(
-    ok=True,
-    findings=[],
-    reference_durations_s=[0.1] * 5,
-    timeout_s=3.0,
-    snippets=[],
-    duration_s=1.0,
-    environment="test",
-)
-_keys = itertools.count()
 
 
 @pytest.fixture
@@ -62,35 +41,6 @@ def contributor():
 @pytest.fixture
 def maintainer():
     return MaintainerFactory(first_name="Grace", last_name="Hopper")
-
-
-def ready(author, *, task_key: str | None = None, **replace: bytes) -> Proposal:
-    """A proposal of the example task, validated green and waiting for review."""
-    proposal = proposal_create(
-        author=author,
-        task_key=task_key or f"rms-{next(_keys)}",
-        meta={
-            "title": "Root Mean Square Layer Normalization",
-            "arxiv_abs": "https://arxiv.org/abs/1910.07467v1",
-        },
-    )
-    revision_create(
-        proposal=proposal, by=author, intake_result=example_upload(**replace), manifest=EXAMPLE_MANIFEST
-    )
-    proposal_submit(proposal=proposal, by=author)
-    revision = proposal.revisions.get()
-    proposal_validation_start(revision=revision)
-    proposal_validation_finish(revision=revision, report=GREEN)
-    proposal.refresh_from_db()
-    assert proposal.state == Proposal.State.READY_FOR_REVIEW
-    return proposal
-
-
-def approve(proposal, reviewer, capture) -> Proposal:
-    with capture(execute=True):
-        proposal_review(proposal=proposal, reviewer=reviewer, decision="approve", rubric=ALL_CHECKED)
-    proposal.refresh_from_db()
-    return proposal
 
 
 def tree_files(commit: git.Commit) -> dict[str, bytes]:
@@ -116,7 +66,11 @@ def assert_repo_is_the_published_versions(repo: git.Repo) -> None:
 def test_approval_publishes_a_contributed_version_and_one_commit_by_the_contributor(
     repo_dir, contributor, maintainer, django_capture_on_commit_callbacks
 ):
-    proposal = approve(ready(contributor), maintainer, django_capture_on_commit_callbacks)
+    proposal = proposal_approved(
+        proposal_validated(author=contributor),
+        reviewer=maintainer,
+        capture=django_capture_on_commit_callbacks,
+    )
 
     assert proposal.state == Proposal.State.PUBLISHED
     version = proposal.published_version
@@ -147,14 +101,13 @@ def test_approval_publishes_a_contributed_version_and_one_commit_by_the_contribu
 def test_a_new_version_of_a_published_task_is_version_2_and_one_more_commit(
     repo_dir, maintainer, django_capture_on_commit_callbacks
 ):
-    first = approve(
-        ready(UserFactory(), task_key="rmsnorm-task"), maintainer, django_capture_on_commit_callbacks
-    )
+    first = proposal_validated(author=UserFactory(), task_key="rmsnorm-task")
+    first = proposal_approved(first, reviewer=maintainer, capture=django_capture_on_commit_callbacks)
     # A new version of a published task comes from a maintainer (the key is taken for everyone else).
     fixer = MaintainerFactory()
     changed = example_upload().files["rmsnorm.py"] + b"\n# clarified\n"
-    second = ready(fixer, task_key="rmsnorm-task", **{"rmsnorm.py": changed})
-    second = approve(second, maintainer, django_capture_on_commit_callbacks)
+    second = proposal_validated(author=fixer, task_key="rmsnorm-task", **{"rmsnorm.py": changed})
+    second = proposal_approved(second, reviewer=maintainer, capture=django_capture_on_commit_callbacks)
 
     assert second.published_version.number == 2 and first.published_version.number == 1
     assert version_file_bytes(task_version=second.published_version)["rmsnorm.py"] == changed
@@ -168,7 +121,7 @@ def test_a_new_version_of_a_published_task_is_version_2_and_one_more_commit(
 
 
 def test_only_an_approved_proposal_is_published(repo_dir, contributor, maintainer):
-    proposal = ready(contributor)
+    proposal = proposal_validated(author=contributor)
     with pytest.raises(ProposalError, match="cannot publish a proposal that is ready for review"):
         proposal_publish(proposal=proposal, by=maintainer)
     assert not TaskVersion.objects.exists()
@@ -177,12 +130,12 @@ def test_only_an_approved_proposal_is_published(repo_dir, contributor, maintaine
 def test_a_publication_that_fails_keeps_the_approval_and_can_be_retried(
     repo_dir, contributor, maintainer, django_capture_on_commit_callbacks
 ):
-    proposal = ready(contributor)
+    proposal = proposal_validated(author=contributor)
     revision = proposal.revisions.get()
     saved = {sha: bytes(FileBlob.objects.get(sha256=sha).content) for sha in revision.files.values()}
     FileBlob.objects.filter(sha256__in=list(saved)).delete()
 
-    proposal = approve(proposal, maintainer, django_capture_on_commit_callbacks)
+    proposal = proposal_approved(proposal, reviewer=maintainer, capture=django_capture_on_commit_callbacks)
     assert proposal.state == Proposal.State.APPROVED and proposal.published_version is None
     assert not TaskVersion.objects.exists()
 
@@ -206,8 +159,16 @@ def cut(client, **data):
 def test_a_maintainer_cuts_a_release_of_every_current_version_tagged_on_the_branch_head(
     client, repo_dir, contributor, maintainer, django_capture_on_commit_callbacks
 ):
-    a = approve(ready(contributor), maintainer, django_capture_on_commit_callbacks).published_version
-    b = approve(ready(contributor), maintainer, django_capture_on_commit_callbacks).published_version
+    a = proposal_approved(
+        proposal_validated(author=contributor),
+        reviewer=maintainer,
+        capture=django_capture_on_commit_callbacks,
+    ).published_version
+    b = proposal_approved(
+        proposal_validated(author=contributor),
+        reviewer=maintainer,
+        capture=django_capture_on_commit_callbacks,
+    ).published_version
     client.force_login(maintainer)
     page = client.get(reverse("contributions:release_cut"))
     assert page.status_code == 200
@@ -228,8 +189,16 @@ def test_a_maintainer_cuts_a_release_of_every_current_version_tagged_on_the_bran
 def test_a_release_of_some_versions_is_tagged_on_the_commit_holding_exactly_them(
     client, repo_dir, contributor, maintainer, django_capture_on_commit_callbacks
 ):
-    a = approve(ready(contributor), maintainer, django_capture_on_commit_callbacks).published_version
-    b = approve(ready(contributor), maintainer, django_capture_on_commit_callbacks).published_version
+    a = proposal_approved(
+        proposal_validated(author=contributor),
+        reviewer=maintainer,
+        capture=django_capture_on_commit_callbacks,
+    ).published_version
+    b = proposal_approved(
+        proposal_validated(author=contributor),
+        reviewer=maintainer,
+        capture=django_capture_on_commit_callbacks,
+    ).published_version
     client.force_login(maintainer)
     with django_capture_on_commit_callbacks(execute=True):
         cut(client, name="only-a", task_versions=[a.pk])
@@ -262,7 +231,11 @@ def test_only_maintainers_cut_releases(client, repo_dir, contributor):
 def test_a_bad_release_cut_is_an_error_on_its_field_and_creates_nothing(
     client, repo_dir, contributor, maintainer, django_capture_on_commit_callbacks
 ):
-    a = approve(ready(contributor), maintainer, django_capture_on_commit_callbacks).published_version
+    a = proposal_approved(
+        proposal_validated(author=contributor),
+        reviewer=maintainer,
+        capture=django_capture_on_commit_callbacks,
+    ).published_version
     client.force_login(maintainer)
     response = cut(client, name="not a slug!", task_versions=[a.pk])
     assert response.status_code == 200 and response.context["form"].errors.keys() == {"name"}
@@ -322,7 +295,11 @@ def test_the_papers_pages_credit_the_contributor_and_not_the_operator(
     client, repo_dir, contributor, maintainer, tmp_path, django_capture_on_commit_callbacks
 ):
     call_command("import_pset", str(write_small_pset(tmp_path / "p", ids=("alpha",))), "--release", "r1")
-    proposal = approve(ready(contributor), maintainer, django_capture_on_commit_callbacks)
+    proposal = proposal_approved(
+        proposal_validated(author=contributor),
+        reviewer=maintainer,
+        capture=django_capture_on_commit_callbacks,
+    )
     papers = client.get(reverse("contributions:paper_list")).content.decode()
     assert papers.count("Contributed by Ada Lovelace") == 1
     assert "Contributed by operator" not in papers

@@ -6,7 +6,6 @@ through the real services; validation reports are built with the core's own repo
 
 from __future__ import annotations
 
-import itertools
 import re
 from datetime import timedelta
 from html.parser import HTMLParser
@@ -20,7 +19,6 @@ from contributions.markdown import render_markdown
 from contributions.models import Notification, Proposal, Review
 from contributions.services import (
     comment_add,
-    proposal_create,
     proposal_review,
     proposal_submit,
     proposal_validation_finish,
@@ -29,8 +27,9 @@ from contributions.services import (
     revision_create,
 )
 from contributions.services.proposals import RUBRIC_KEYS
-from researchcodebench.validation import Finding, ValidationReport
+from researchcodebench.validation import Finding
 from tests.factories import EXAMPLE_MANIFEST, MaintainerFactory, UserFactory, example_upload
+from tests.factories.builders import proposal_draft, proposal_submitted, proposal_validated, validation_report
 
 pytestmark = pytest.mark.django_db
 
@@ -91,53 +90,6 @@ NOT_CHECKED = Finding(
 )
 
 
-def report(*findings: Finding, snippets: list | None = None) -> ValidationReport:
-    return ValidationReport(
-        ok=not any(f.is_error for f in findings),
-        findings=list(findings),
-        reference_durations_s=[0.1] * 5,
-        timeout_s=3.0,
-        snippets=snippets or [],
-        duration_s=1.0,
-        environment="test",
-    )
-
-
-_keys = itertools.count()
-
-
-def draft(author=None, *, title: str = "Root Mean Square Layer Normalization") -> Proposal:
-    return proposal_create(
-        author=author or UserFactory(),
-        task_key=f"page-task-{next(_keys)}",
-        meta={"title": title, "arxiv_abs": "https://arxiv.org/abs/1910.07467v1", "venue": "NeurIPS"},
-    )
-
-
-def submitted(
-    author=None, *, title: str = "Root Mean Square Layer Normalization", **replace: bytes
-) -> Proposal:
-    proposal = draft(author, title=title)
-    revision_create(
-        proposal=proposal,
-        by=proposal.author,
-        intake_result=example_upload(**replace),
-        manifest=EXAMPLE_MANIFEST,
-    )
-    proposal_submit(proposal=proposal, by=proposal.author)
-    proposal.refresh_from_db()
-    return proposal
-
-
-def validated(result: ValidationReport | None = None, author=None, **kwargs) -> Proposal:
-    proposal = submitted(author, **kwargs)
-    revision = proposal.revisions.get()
-    proposal_validation_start(revision=revision)
-    proposal_validation_finish(revision=revision, report=result or report())
-    proposal.refresh_from_db()
-    return proposal
-
-
 def page(client, proposal: Proposal, **params):
     return client.get(f"/contribute/{proposal.pk}/", params)
 
@@ -173,10 +125,10 @@ def test_the_review_queue_is_forbidden_to_contributors(client):
 
 
 def test_the_review_queue_lists_proposals_ready_for_review_oldest_first_with_waiting_time(client):
-    newer = validated(title="Newer paper")
-    older = validated(title="Older paper")
+    newer = proposal_validated(meta={"title": "Newer paper"})
+    older = proposal_validated(meta={"title": "Older paper"})
     Proposal.objects.filter(pk=older.pk).update(state_changed_at=timezone.now() - timedelta(days=3, hours=2))
-    submitted(title="Still validating")
+    proposal_submitted(meta={"title": "Still validating"})
     client.force_login(MaintainerFactory())
     response = client.get("/review/")
     assert response.status_code == 200
@@ -188,10 +140,10 @@ def test_the_review_queue_lists_proposals_ready_for_review_oldest_first_with_wai
 
 
 def test_the_review_queue_filters_by_state_waiting_time_and_search(client):
-    ready = validated(title="Ready one")
-    waiting_long = validated(title="Stale one")
+    ready = proposal_validated(meta={"title": "Ready one"})
+    waiting_long = proposal_validated(meta={"title": "Stale one"})
     Proposal.objects.filter(pk=waiting_long.pk).update(state_changed_at=timezone.now() - timedelta(days=10))
-    pending = submitted(title="Pending one")
+    pending = proposal_submitted(meta={"title": "Pending one"})
     client.force_login(MaintainerFactory())
 
     by_state = client.get("/review/", {"state": ["submitted"]}).content.decode()
@@ -205,7 +157,7 @@ def test_the_review_queue_filters_by_state_waiting_time_and_search(client):
 
 
 def test_the_review_queue_answers_htmx_with_the_table_only_and_bad_filters_name_the_field(client):
-    validated(title="Ready one")
+    proposal_validated(meta={"title": "Ready one"})
     client.force_login(MaintainerFactory())
     fragment = client.get("/review/", {"q": "Ready"}, HTTP_HX_REQUEST="true").content.decode()
     assert fragment.lstrip().startswith('<section id="queue"') and "<html" not in fragment
@@ -220,7 +172,7 @@ def test_the_review_queue_answers_htmx_with_the_table_only_and_bad_filters_name_
 
 
 def test_the_proposal_page_is_for_its_author_and_maintainers_only(client):
-    proposal = validated()
+    proposal = proposal_validated()
     assert page(client, proposal).status_code == 302  # visitors sign in first
     client.force_login(proposal.author)
     assert page(client, proposal).status_code == 200
@@ -231,13 +183,13 @@ def test_the_proposal_page_is_for_its_author_and_maintainers_only(client):
 
 
 def test_a_draft_is_hidden_from_maintainers(client):
-    proposal = draft()
+    proposal = proposal_draft()
     client.force_login(MaintainerFactory())
     assert page(client, proposal).status_code == 404
 
 
 def test_the_page_shows_metadata_snippet_tree_code_lines_and_history(client):
-    proposal = validated()
+    proposal = proposal_validated()
     client.force_login(proposal.author)
     body = page(client, proposal).content.decode()
     assert "Root Mean Square Layer Normalization" in body and "NeurIPS" in body
@@ -255,7 +207,7 @@ def test_the_page_shows_metadata_snippet_tree_code_lines_and_history(client):
 
 
 def test_the_validation_report_lists_findings_by_check_with_file_line_next_to_the_code(client):
-    proposal = validated(report(NOT_CHECKED))
+    proposal = proposal_validated(validation_report(NOT_CHECKED))
     client.force_login(MaintainerFactory())
     body = page(client, proposal).content.decode()
     validation = body[body.index('id="validation-status"') : body.index('id="code"')]
@@ -275,7 +227,7 @@ def test_annotation_errors_are_shown_at_their_line_before_validation(client):
             b'        # </paper2code name="compute rms">\n', b'        # </paper2code name="compute rmz">\n'
         )
     )
-    proposal = draft()
+    proposal = proposal_draft()
     revision_create(
         proposal=proposal,
         by=proposal.author,
@@ -292,7 +244,9 @@ def test_annotation_errors_are_shown_at_their_line_before_validation(client):
 
 
 def test_a_resubmission_shows_its_diff_against_the_previous_revision(client):
-    proposal = validated(report(Finding(check="flaky", severity="error", message="reference passed 3 of 5")))
+    proposal = proposal_validated(
+        validation_report(Finding(check="flaky", severity="error", message="reference passed 3 of 5"))
+    )
     assert proposal.state == State.CHANGES_REQUESTED
     code = example_upload().files["rmsnorm.py"].replace(b"self.eps = eps", b"self.eps = float(eps)")
     revision_create(
@@ -309,7 +263,9 @@ def test_a_resubmission_shows_its_diff_against_the_previous_revision(client):
 
 
 def test_the_author_sees_withdraw_and_new_revision_when_changes_are_requested(client):
-    proposal = validated(report(Finding(check="flaky", severity="error", message="reference passed 3 of 5")))
+    proposal = proposal_validated(
+        validation_report(Finding(check="flaky", severity="error", message="reference passed 3 of 5"))
+    )
     client.force_login(proposal.author)
     body = page(client, proposal).content.decode()
     assert f'href="/contribute/{proposal.pk}/step/2/">Upload a new revision</a>' in body
@@ -321,7 +277,7 @@ def test_the_author_sees_withdraw_and_new_revision_when_changes_are_requested(cl
 
 
 def test_only_the_author_withdraws(client):
-    proposal = validated()
+    proposal = proposal_validated()
     client.force_login(MaintainerFactory())
     client.post(f"/contribute/{proposal.pk}/withdraw/", {"reason": "no"})
     proposal.refresh_from_db()
@@ -332,7 +288,7 @@ def test_only_the_author_withdraws(client):
 
 
 def test_a_comment_anchored_to_a_line_shows_under_that_line(client):
-    proposal = validated()
+    proposal = proposal_validated()
     maintainer = MaintainerFactory()
     client.force_login(maintainer)
     response = client.post(
@@ -349,7 +305,7 @@ def test_a_comment_anchored_to_a_line_shows_under_that_line(client):
 
 
 def test_a_general_comment_goes_to_the_thread_and_the_author_answers(client):
-    proposal = validated()
+    proposal = proposal_validated()
     comment_add(proposal=proposal, author=MaintainerFactory(), body="Looks close.")
     client.force_login(proposal.author)
     assert client.post(f"/contribute/{proposal.pk}/comment/", {"body": "Thanks!"}).status_code == 302
@@ -359,7 +315,7 @@ def test_a_general_comment_goes_to_the_thread_and_the_author_answers(client):
 
 
 def test_a_comment_on_a_line_the_file_lacks_is_refused_naming_the_line(client):
-    proposal = validated()
+    proposal = proposal_validated()
     client.force_login(proposal.author)
     response = client.post(
         f"/contribute/{proposal.pk}/comment/", {"body": "x", "file": "rmsnorm.py", "line": "999"}
@@ -370,7 +326,7 @@ def test_a_comment_on_a_line_the_file_lacks_is_refused_naming_the_line(client):
 
 
 def test_another_contributor_cannot_comment(client):
-    proposal = validated()
+    proposal = proposal_validated()
     client.force_login(UserFactory())
     assert client.post(f"/contribute/{proposal.pk}/comment/", {"body": "spam"}).status_code == 404
     assert not proposal.comments.exists()
@@ -378,7 +334,7 @@ def test_another_contributor_cannot_comment(client):
 
 @pytest.mark.parametrize("payload", XSS_PAYLOADS)
 def test_xss_in_comments_review_bodies_and_titles_is_escaped(client, payload):
-    proposal = validated(title=payload)
+    proposal = proposal_validated(meta={"title": payload})
     maintainer = MaintainerFactory()
     comment_add(proposal=proposal, author=maintainer, body=payload)
     comment_add(proposal=proposal, author=maintainer, body=payload, file="rmsnorm.py", line=3)
@@ -394,7 +350,7 @@ def test_a_hostile_file_name_is_escaped_in_the_code_viewer(client):
     name = "x<script>alert(1)</script>.py"
     files = dict(example_upload().files)
     files[name] = b"print('hi')\n"
-    proposal = draft()
+    proposal = proposal_draft()
     revision_create(
         proposal=proposal,
         by=proposal.author,
@@ -412,7 +368,7 @@ def test_a_hostile_file_name_is_escaped_in_the_code_viewer(client):
 
 def test_a_maintainer_cannot_approve_their_own_proposal(client):
     maintainer = MaintainerFactory()
-    proposal = validated(author=maintainer)
+    proposal = proposal_validated(author=maintainer)
     client.force_login(maintainer)
     assert 'id="review-form"' not in page(client, proposal).content.decode()
     response = client.post(f"/contribute/{proposal.pk}/review/", {"decision": "approve", **RUBRIC_POST})
@@ -423,7 +379,7 @@ def test_a_maintainer_cannot_approve_their_own_proposal(client):
 
 
 def test_contributors_cannot_review(client):
-    proposal = validated()
+    proposal = proposal_validated()
     client.force_login(proposal.author)
     response = client.post(f"/contribute/{proposal.pk}/review/", {"decision": "approve", **RUBRIC_POST})
     assert response.status_code == 403
@@ -431,7 +387,7 @@ def test_contributors_cannot_review(client):
 
 
 def test_approval_with_a_snippet_not_checked_is_refused_until_a_reason_is_written(client):
-    proposal = validated(report(NOT_CHECKED))
+    proposal = proposal_validated(validation_report(NOT_CHECKED))
     assert proposal.state == State.READY_FOR_REVIEW
     client.force_login(MaintainerFactory())
     form = page(client, proposal).content.decode()
@@ -465,7 +421,7 @@ def test_approval_with_a_snippet_not_checked_is_refused_until_a_reason_is_writte
 
 
 def test_request_changes_needs_a_reason_then_moves_the_proposal_and_notifies_the_author(client):
-    proposal = validated()
+    proposal = proposal_validated()
     client.force_login(MaintainerFactory())
     refused = client.post(f"/contribute/{proposal.pk}/review/", {"decision": "request_changes", "body": ""})
     assert refused.status_code == 400 and "body: give a reason" in refused.content.decode()
@@ -487,7 +443,7 @@ def test_request_changes_needs_a_reason_then_moves_the_proposal_and_notifies_the
 
 
 def test_a_rejection_records_the_reason_in_the_history(client):
-    proposal = validated()
+    proposal = proposal_validated()
     client.force_login(MaintainerFactory())
     client.post(f"/contribute/{proposal.pk}/review/", {"decision": "reject", "body": "Not a research paper."})
     proposal.refresh_from_db()
@@ -500,7 +456,7 @@ def test_a_rejection_records_the_reason_in_the_history(client):
 
 
 def test_notifications_list_unread_first_and_mark_read_only_ones_own(client):
-    proposal = validated()
+    proposal = proposal_validated()
     author = proposal.author
     rows = list(Notification.objects.filter(recipient=author).order_by("pk"))
     assert len(rows) >= 2
@@ -520,7 +476,7 @@ def test_notifications_list_unread_first_and_mark_read_only_ones_own(client):
 
 
 def test_the_nav_shows_the_unread_count(client):
-    proposal = validated()
+    proposal = proposal_validated()
     unread = Notification.objects.filter(recipient=proposal.author, read_at__isnull=True).count()
     client.force_login(proposal.author)
     body = client.get("/papers/").content.decode()
@@ -535,7 +491,7 @@ def test_notifications_need_sign_in(client):
 
 
 def test_the_validation_fragment_polls_while_running_and_stops_when_final(client):
-    proposal = submitted()
+    proposal = proposal_submitted()
     revision = proposal.revisions.get()
     client.force_login(proposal.author)
     htmx = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "validation-status"}
@@ -549,7 +505,7 @@ def test_the_validation_fragment_polls_while_running_and_stops_when_final(client
     running = client.get(f"/contribute/{proposal.pk}/", **htmx).content.decode()
     assert 'hx-trigger="every 2s"' in running and "<strong>reference</strong>" in running
 
-    proposal_validation_finish(revision=revision, report=report())
+    proposal_validation_finish(revision=revision, report=validation_report())
     final = client.get(f"/contribute/{proposal.pk}/", **htmx).content.decode()
     assert "hx-trigger" not in final and "every check passed" in final
 

@@ -6,37 +6,12 @@ from __future__ import annotations
 import pytest
 
 from contributions.models import Proposal, TaskVersion
-from contributions.services import (
-    proposal_create,
-    proposal_review,
-    proposal_submit,
-    proposal_validation_finish,
-    proposal_validation_start,
-    revision_create,
-)
-from contributions.services.proposals import RUBRIC_KEYS
 from contributions.signals import task_version_published
 from evaluation.models import Completion, EvaluationRun, LanguageModel
-from researchcodebench.validation import ValidationReport
-from tests.factories import (
-    EXAMPLE_MANIFEST,
-    LanguageModelFactory,
-    MaintainerFactory,
-    UserFactory,
-    example_upload,
-)
+from tests.factories import LanguageModelFactory, MaintainerFactory, UserFactory
+from tests.factories.builders import proposal_approved, proposal_validated
 
 pytestmark = pytest.mark.django_db
-
-GREEN = ValidationReport(
-    ok=True,
-    findings=[],
-    reference_durations_s=[0.1] * 5,
-    timeout_s=3.0,
-    snippets=[],
-    duration_s=1.0,
-    environment="test",
-)
 
 
 @pytest.fixture(autouse=True)
@@ -46,21 +21,9 @@ def repo_dir(settings, tmp_path):
 
 def publish(capture) -> tuple[TaskVersion, object]:
     """Approve a green proposal of the example task (publishing follows the approval's commit)."""
-    author, maintainer = UserFactory(), MaintainerFactory()
-    proposal = proposal_create(author=author, task_key="rmsnorm-new", meta={"title": "RMSNorm"})
-    revision_create(proposal=proposal, by=author, intake_result=example_upload(), manifest=EXAMPLE_MANIFEST)
-    proposal_submit(proposal=proposal, by=author)
-    revision = proposal.revisions.get()
-    proposal_validation_start(revision=revision)
-    proposal_validation_finish(revision=revision, report=GREEN)
-    with capture(execute=True):
-        proposal_review(
-            proposal=proposal,
-            reviewer=maintainer,
-            decision="approve",
-            rubric=dict.fromkeys(RUBRIC_KEYS, True),
-        )
-    proposal.refresh_from_db()
+    maintainer = MaintainerFactory()
+    proposal = proposal_validated(task_key="rmsnorm-new", meta={"title": "RMSNorm"})
+    proposal = proposal_approved(proposal, reviewer=maintainer, capture=capture)
     assert proposal.state == Proposal.State.PUBLISHED
     return proposal.published_version, maintainer
 
