@@ -10,17 +10,13 @@ import pytest
 import yaml
 
 from contributions import services
-from contributions.models import FileBlob, Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
+from contributions.models import FileBlob, Paper, Release, Snippet, Task, TaskVersion
 from researchcodebench.pset import content_hash, read_pset, task_files
 from tests.contributions.conftest import REPO, all_files, pset_content
 from tests.factories import ReleaseEntryFactory, ReleaseFactory, TaskVersionFactory
+from tests.factories.builders import row_counts
 
 pytestmark = pytest.mark.django_db
-
-
-def row_counts() -> dict[str, int]:
-    models = (Paper, Task, FileBlob, TaskVersion, Snippet, Release, ReleaseEntry)
-    return {m.__name__: m.objects.count() for m in models}
 
 
 def inspect(path: Path) -> subprocess.CompletedProcess:

@@ -12,39 +12,18 @@ from django.core.management import call_command
 from contributions.models import (
     Paper,
     Proposal,
-    ProposalEvent,
     ProposalRevision,
     Release,
-    ReleaseEntry,
     Snippet,
-    Task,
-    TaskVersion,
 )
-from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
+from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services.published import RELEASE_NAME
+from tests.factories.builders import row_counts
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "pset"
 
 pytestmark = pytest.mark.django_db
-
-
-def row_counts() -> dict[str, int]:
-    models = (
-        Paper,
-        Task,
-        TaskVersion,
-        Snippet,
-        Release,
-        ReleaseEntry,
-        LanguageModel,
-        EvaluationRun,
-        Completion,
-        Proposal,
-        ProposalRevision,
-        ProposalEvent,
-    )
-    return {model.__name__: model.objects.count() for model in (*models, TestResult)}
 
 
 @pytest.mark.skipif(not EXAMPLES.is_dir(), reason=f"{EXAMPLES} is not in this checkout")

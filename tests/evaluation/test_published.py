@@ -12,7 +12,7 @@ import yaml
 from django.core.management import CommandError, call_command
 from django.db.models import Count
 
-from contributions.models import Paper, Release, ReleaseEntry, Snippet, Task, TaskVersion
+from contributions.models import Paper, Release, ReleaseEntry, TaskVersion
 from contributions.task_meta import meta_from_json, meta_to_json
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
 from evaluation.selectors import run_snippet_results
@@ -34,6 +34,7 @@ from tests.factories import (
     TaskFactory,
     TaskVersionFactory,
 )
+from tests.factories.builders import row_counts
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "demo" / "rcb-2025-published.json.gz"
@@ -47,24 +48,6 @@ needs_original = pytest.mark.skipif(
 )
 
 pytestmark = pytest.mark.django_db
-
-
-def row_counts() -> dict[str, int]:
-    return {
-        model.__name__: model.objects.count()
-        for model in (
-            LanguageModel,
-            Paper,
-            Task,
-            TaskVersion,
-            Snippet,
-            Release,
-            ReleaseEntry,
-            EvaluationRun,
-            Completion,
-            TestResult,
-        )
-    }
 
 
 def scores_of(model_key: str) -> tuple[float, float]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from django.apps import apps
 from rest_framework.test import APIClient
 
 from contributions.models import Proposal, ProposalRevision, Release, Snippet
@@ -180,6 +181,17 @@ def make_staged_run(
         elif outcome:
             TestResultFactory(completion=completion, outcome=outcome)
     return run
+
+
+def row_counts(*app_labels: str) -> dict[str, int]:
+    """The rows of every model of ``app_labels`` (default: the catalogue and evaluation apps), by model
+    name: what a repeated import or load must leave unchanged."""
+    models = (
+        m
+        for label in app_labels or ("contributions", "evaluation")
+        for m in apps.get_app_config(label).get_models()
+    )
+    return {model.__name__: model.objects.count() for model in models}
 
 
 def jsonl(*records: dict | str) -> bytes:
