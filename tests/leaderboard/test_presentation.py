@@ -129,22 +129,15 @@ def test_chart_text_is_never_below_ten_px_and_charts_carry_their_natural_width(c
 # --- history: the form comes back with the table --------------------------------------------------------
 
 
-def test_board_fragment_carries_the_filter_form_in_the_state_it_shows(client, board):
-    response = client.get("/", {"developer": "Bolt"}, headers={"HX-Request": "true"})
+@pytest.mark.parametrize("url", ["/", "/papers/p1/"])
+def test_the_results_fragment_carries_the_filter_form_in_the_state_it_shows(client, board, url):
+    response = client.get(url, {"developer": "Bolt"}, headers={"HX-Request": "true"})
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="results"')
     form = re.search(r'<form class="filters" id="lb-filters".*?</form>', html, re.S).group(0)
     assert re.search(r'<option value="Bolt" selected>', form)
-
-
-def test_paper_fragment_carries_the_filter_form_in_the_state_it_shows(client, board):
-    response = client.get("/papers/p1/", {"developer": "Bolt"}, headers={"HX-Request": "true"})
-    html = response.content.decode()
-    assert html.lstrip().startswith('<div id="results"')
-    form = re.search(r'<form class="filters" id="lb-filters".*?</form>', html, re.S).group(0)
-    assert re.search(r'<option value="Bolt" selected>', form)
-    assert 'action="/papers/p1/"' in form
-    page = get(client, "/papers/p1/")
+    assert f'action="{url}"' in form
+    page = get(client, url)
     assert page.count('id="lb-filters"') == 1
     assert page.index('<div id="results"') < page.index('id="lb-filters"')
 
