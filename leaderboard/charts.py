@@ -3,8 +3,9 @@
 No JavaScript library and no network: every chart is a self-contained ``<svg>`` element that the templates
 inline (``{{ svg|safe }}``; every piece of text inside is escaped here). Contracts shared by all charts:
 
-- the root carries ``role="img"``, a ``<title>`` and a ``<desc>`` referenced by ``aria-labelledby``, and a
-  ``viewBox`` (no fixed pixel size), so it scales with its container;
+- the root carries ``role="graphics-document"`` (not ``img``, whose children are presentational: bars and
+  labels link to model and paper pages), a ``<title>`` and a ``<desc>`` referenced by ``aria-labelledby``,
+  and a ``viewBox`` (no fixed pixel size), so it scales with its container;
 - every label, name and URL given by the caller is XML-escaped, so a model called ``<script>`` is text;
 - colours come from the Okabe-Ito palette (distinguishable with the common colour-vision deficiencies);
   when there are more groups than colours, the extra groups also get a hatch pattern; every coloured mark
@@ -99,7 +100,7 @@ def _open(chart_id: str, width: float, height: float, title: str, desc: str) -> 
     return [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{cid}" '
         f'viewBox="0 0 {_num(width)} {_num(height)}" style="max-width: {_num(width)}px; '
-        f'--chart-w: {_num(width)}px" role="img" '
+        f'--chart-w: {_num(width)}px" role="graphics-document" '
         f'aria-labelledby="{cid}-title {cid}-desc" font-family="system-ui, sans-serif" '
         f'font-size="{FONT}" fill="{TEXT}">',
         f'<title id="{cid}-title">{_e(title)}</title>',

@@ -29,7 +29,7 @@ def titles(root: ET.Element) -> list[str]:
 
 
 def assert_accessible(root: ET.Element, chart_id: str, title: str) -> None:
-    assert root.get("role") == "img"
+    assert root.get("role") == "graphics-document"
     assert root.get("aria-labelledby") == f"{chart_id}-title {chart_id}-desc"
     assert root.find(f"{SVG}title").get("id") == f"{chart_id}-title"
     assert root.find(f"{SVG}title").text == title

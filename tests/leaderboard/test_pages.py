@@ -91,7 +91,7 @@ def assert_accessible(html: str) -> Page:
         assert control["in_label"] or control["id"] in page.label_for, f"control {control} has no label"
     for svg in re.findall(r"<svg\b.*?</svg>", html, flags=re.S):
         root = ET.fromstring(svg)
-        assert root.get("role") == "img" and root.get("aria-labelledby")
+        assert root.get("role") == "graphics-document" and root.get("aria-labelledby")
     return page
 
 
