@@ -43,6 +43,19 @@ def maintainer():
     return MaintainerFactory(first_name="Grace", last_name="Hopper")
 
 
+@pytest.fixture
+def publish(contributor, maintainer, django_capture_on_commit_callbacks):
+    """``publish(**kwargs)``: a new green proposal (``proposal_validated(**kwargs)``, by the contributor
+    unless ``author`` is given) approved by the maintainer, so published."""
+
+    def publish(**kwargs) -> Proposal:
+        kwargs.setdefault("author", contributor)
+        proposal = proposal_validated(**kwargs)
+        return proposal_approved(proposal, reviewer=maintainer, capture=django_capture_on_commit_callbacks)
+
+    return publish
+
+
 def tree_files(commit: git.Commit) -> dict[str, bytes]:
     return {b.path: b.data_stream.read() for b in commit.tree.traverse() if b.type == "blob"}
 
@@ -64,13 +77,9 @@ def assert_repo_is_the_published_versions(repo: git.Repo) -> None:
 
 
 def test_approval_publishes_a_contributed_version_and_one_commit_by_the_contributor(
-    repo_dir, contributor, maintainer, django_capture_on_commit_callbacks
+    repo_dir, contributor, maintainer, publish
 ):
-    proposal = proposal_approved(
-        proposal_validated(author=contributor),
-        reviewer=maintainer,
-        capture=django_capture_on_commit_callbacks,
-    )
+    proposal = publish()
 
     assert proposal.state == Proposal.State.PUBLISHED
     version = proposal.published_version
@@ -98,16 +107,12 @@ def test_approval_publishes_a_contributed_version_and_one_commit_by_the_contribu
     assert_repo_is_the_published_versions(repo)
 
 
-def test_a_new_version_of_a_published_task_is_version_2_and_one_more_commit(
-    repo_dir, maintainer, django_capture_on_commit_callbacks
-):
-    first = proposal_validated(author=UserFactory(), task_key="rmsnorm-task")
-    first = proposal_approved(first, reviewer=maintainer, capture=django_capture_on_commit_callbacks)
+def test_a_new_version_of_a_published_task_is_version_2_and_one_more_commit(repo_dir, maintainer, publish):
+    first = publish(author=UserFactory(), task_key="rmsnorm-task")
     # A new version of a published task comes from a maintainer (the key is taken for everyone else).
     fixer = MaintainerFactory()
     changed = example_upload().files["rmsnorm.py"] + b"\n# clarified\n"
-    second = proposal_validated(author=fixer, task_key="rmsnorm-task", **{"rmsnorm.py": changed})
-    second = proposal_approved(second, reviewer=maintainer, capture=django_capture_on_commit_callbacks)
+    second = publish(author=fixer, task_key="rmsnorm-task", **{"rmsnorm.py": changed})
 
     assert second.published_version.number == 2 and first.published_version.number == 1
     assert version_file_bytes(task_version=second.published_version)["rmsnorm.py"] == changed
@@ -157,18 +162,10 @@ def cut(client, **data):
 
 
 def test_a_maintainer_cuts_a_release_of_every_current_version_tagged_on_the_branch_head(
-    client, repo_dir, contributor, maintainer, django_capture_on_commit_callbacks
+    client, repo_dir, contributor, maintainer, django_capture_on_commit_callbacks, publish
 ):
-    a = proposal_approved(
-        proposal_validated(author=contributor),
-        reviewer=maintainer,
-        capture=django_capture_on_commit_callbacks,
-    ).published_version
-    b = proposal_approved(
-        proposal_validated(author=contributor),
-        reviewer=maintainer,
-        capture=django_capture_on_commit_callbacks,
-    ).published_version
+    a = publish().published_version
+    b = publish().published_version
     client.force_login(maintainer)
     page = client.get(reverse("contributions:release_cut"))
     assert page.status_code == 200
@@ -187,18 +184,10 @@ def test_a_maintainer_cuts_a_release_of_every_current_version_tagged_on_the_bran
 
 
 def test_a_release_of_some_versions_is_tagged_on_the_commit_holding_exactly_them(
-    client, repo_dir, contributor, maintainer, django_capture_on_commit_callbacks
+    client, repo_dir, contributor, maintainer, django_capture_on_commit_callbacks, publish
 ):
-    a = proposal_approved(
-        proposal_validated(author=contributor),
-        reviewer=maintainer,
-        capture=django_capture_on_commit_callbacks,
-    ).published_version
-    b = proposal_approved(
-        proposal_validated(author=contributor),
-        reviewer=maintainer,
-        capture=django_capture_on_commit_callbacks,
-    ).published_version
+    a = publish().published_version
+    b = publish().published_version
     client.force_login(maintainer)
     with django_capture_on_commit_callbacks(execute=True):
         cut(client, name="only-a", task_versions=[a.pk])
@@ -229,13 +218,9 @@ def test_only_maintainers_cut_releases(client, repo_dir, contributor):
 
 
 def test_a_bad_release_cut_is_an_error_on_its_field_and_creates_nothing(
-    client, repo_dir, contributor, maintainer, django_capture_on_commit_callbacks
+    client, repo_dir, contributor, maintainer, django_capture_on_commit_callbacks, publish
 ):
-    a = proposal_approved(
-        proposal_validated(author=contributor),
-        reviewer=maintainer,
-        capture=django_capture_on_commit_callbacks,
-    ).published_version
+    a = publish().published_version
     client.force_login(maintainer)
     response = cut(client, name="not a slug!", task_versions=[a.pk])
     assert response.status_code == 200 and response.context["form"].errors.keys() == {"name"}
@@ -292,14 +277,10 @@ def test_import_pset_records_approvals_by_the_operator_and_one_commit_per_task(
 
 
 def test_the_papers_pages_credit_the_contributor_and_not_the_operator(
-    client, repo_dir, contributor, maintainer, tmp_path, django_capture_on_commit_callbacks
+    client, repo_dir, contributor, maintainer, tmp_path, publish
 ):
     call_command("import_pset", str(write_small_pset(tmp_path / "p", ids=("alpha",))), "--release", "r1")
-    proposal = proposal_approved(
-        proposal_validated(author=contributor),
-        reviewer=maintainer,
-        capture=django_capture_on_commit_callbacks,
-    )
+    proposal = publish()
     papers = client.get(reverse("contributions:paper_list")).content.decode()
     assert papers.count("Contributed by Ada Lovelace") == 1
     assert "Contributed by operator" not in papers
