@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 from config.checks import GENERATE_KEY_HINT, secret_key_weakness
@@ -49,6 +50,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "contributions",
     "evaluation",
     "leaderboard",
@@ -63,6 +65,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "allauth.account.middleware.AccountMiddleware",
 ]
@@ -228,10 +231,50 @@ STORAGES = {
 WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
 MEDIA_ROOT = VAR_DIR / "media"
 
-if not DEBUG:
-    SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", default=True)
-    CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# --- Transport security ----------------------------------------------------------------------------------------
+# With debug off, session and CSRF cookies are HTTPS-only. A deployment serving HTTPS turns on the redirect of
+# plain HTTP and HSTS (they are off by default: TLS usually ends at a reverse proxy, which may redirect itself,
+# and HSTS cannot be taken back from browsers that saw it). Behind such a proxy Django learns that a request
+# came over HTTPS from the header the proxy sets, DJANGO_SECURE_PROXY_SSL_HEADER ("none": no proxy); trust it
+# only behind a proxy that overwrites it, or any client could claim HTTPS.
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", default=not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+# The health check answers the orchestrator's plain-HTTP probe instead of redirecting it.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+_PROXY_SSL_HEADER = env_str("DJANGO_SECURE_PROXY_SSL_HEADER", "none" if DEBUG else "X-Forwarded-Proto")
+if _PROXY_SSL_HEADER.lower() != "none":
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", _PROXY_SSL_HEADER):
+        raise ImproperlyConfigured(
+            f"DJANGO_SECURE_PROXY_SSL_HEADER={_PROXY_SSL_HEADER!r} is not a header name like X-Forwarded-Proto "
+            "(or none)."
+        )
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _PROXY_SSL_HEADER.upper().replace("-", "_"), "https")
+X_FRAME_OPTIONS = "DENY"
+
+# Content-Security-Policy (django-csp): scripts only from our own static files (no inline script, no eval:
+# static/js/charts.js draws Vega with its expression interpreter); <style> elements only with the request's
+# nonce (the snippet page's Pygments stylesheet), while style attributes stay allowed (the progress and
+# solve-rate bars set a width: CSS in an attribute cannot run script, and templates escape what goes in).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "style-src-elem": [SELF, NONCE],
+        "style-src-attr": [UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    }
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -313,6 +356,8 @@ RCB_EVAL_PYTHON = env_str("RCB_EVAL_PYTHON")
 RCB_SANDBOX = env_str("RCB_SANDBOX", "local")
 #: the docker sandbox's evaluation image (None: the core's ``DEFAULT_IMAGE``)
 RCB_DOCKER_IMAGE = env_str("RCB_DOCKER_IMAGE")
+#: a worker without a GPU still consumes ``eval-gpu`` (development and test machines only; docs/sandbox.md)
+RCB_GPU_QUEUE_WITHOUT_GPU = env_bool("RCB_GPU_QUEUE_WITHOUT_GPU", default=False)
 #: per-run sandbox resources (``researchcodebench.sandbox.base.Limits``): the size of a run's private task
 #: folder (writes past it fail with ENOSPC, never on the host's disk) and its CPU quota in cores
 RCB_TASK_DIR_MB = env_int("RCB_TASK_DIR_MB", 1024, minimum=1)

@@ -22,6 +22,7 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.utils.http import urlencode
+from django.views.decorators.http import require_safe
 
 from contributions import selectors as contribution_selectors
 from contributions.models import Paper, Snippet
@@ -206,6 +207,7 @@ def board_chart(rows: list[selectors.Row], *, title: str, chart_id: str = "board
     )
 
 
+@require_safe
 def board(request: HttpRequest) -> HttpResponse:
     return cached_page(
         request, page="board", template="leaderboard/board.html", title="Leaderboard", build=_board_context
@@ -284,6 +286,7 @@ def _board_groups(rows: list[selectors.Row], *, title: str) -> list[dict]:
 # --- model page --------------------------------------------------------------------------------------
 
 
+@require_safe
 def model_page(request: HttpRequest, key: str) -> HttpResponse:
     """The model page; its verdict grid past ``LAZY_CELLS`` cells comes from ``?grid=all`` (the grid
     alone for htmx, the whole page with the grid inline otherwise)."""
@@ -395,6 +398,7 @@ def _tree(paper_key: str, nodes: tuple[selectors.SnippetNode, ...]) -> list[dict
     return roots
 
 
+@require_safe
 def paper_page(request: HttpRequest, key: str) -> HttpResponse:
     """The paper page; its heatmap past ``LAZY_CELLS`` cells comes from ``?heatmap=all`` (the heatmap
     alone for htmx, the whole page with it inline otherwise)."""
@@ -481,6 +485,7 @@ def _snippet_detail(key: str, name: str, request: HttpRequest) -> selectors.Snip
         raise Http404(str(exc)) from None
 
 
+@require_safe
 def snippet_page(request: HttpRequest, key: str, name: str) -> HttpResponse:
     detail = _snippet_detail(key, name, request)
     template, with_paper = _problem_params(request, detail.attempts)
@@ -526,6 +531,7 @@ def snippet_page(request: HttpRequest, key: str, name: str) -> HttpResponse:
     return render(request, "leaderboard/snippet_detail.html", context)
 
 
+@require_safe
 def snippet_prompt(request: HttpRequest, key: str, name: str) -> HttpResponse:
     """The full prompt of a snippet as plain text (the page shows the code; the paper text is long)."""
     detail = _snippet_detail(key, name, request)
@@ -541,6 +547,7 @@ def snippet_prompt(request: HttpRequest, key: str, name: str) -> HttpResponse:
 # --- errors, contamination, ablation -----------------------------------------------------------------
 
 
+@require_safe
 def errors_page(request: HttpRequest) -> HttpResponse:
     return cached_page(
         request,
@@ -600,6 +607,7 @@ def _errors_context(form: BoardFilterForm, params: QueryDict) -> dict:
     }
 
 
+@require_safe
 def contamination_page(request: HttpRequest) -> HttpResponse:
     return cached_page(
         request,
@@ -655,6 +663,7 @@ def _contamination_context(form: BoardFilterForm, params: QueryDict) -> dict:
     }
 
 
+@require_safe
 def ablation_page(request: HttpRequest) -> HttpResponse:
     return cached_page(
         request,
@@ -732,6 +741,7 @@ def _ablation_context(form: BoardFilterForm, params: QueryDict) -> dict:
 # --- finding out why: model search and comparison ----------------------------------------------------
 
 
+@require_safe
 def model_search(request: HttpRequest) -> HttpResponse:
     """Models by key, name or developer: the board's search box asks for the ``matches`` partial with
     htmx; without JavaScript the same GET form lands on this page."""
@@ -750,6 +760,7 @@ def model_search(request: HttpRequest) -> HttpResponse:
 COMPARE_LIMIT = 6
 
 
+@require_safe
 def compare_page(request: HttpRequest) -> HttpResponse:
     """``/compare/?models=A&models=B``: per-paper and per-snippet differences of two or more models."""
     return cached_page(
