@@ -6,7 +6,10 @@ There is no Docker engine on the CI machine, so these tests check the files agai
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,3 +107,68 @@ def test_dockerfile_runs_gunicorn_as_a_non_root_user_with_collected_static():
     for line in (REPO / "requirements.txt").read_text().splitlines():
         if line and not line.startswith("#"):
             assert "==" in line, f"requirements.txt must pin every package: {line}"
+
+
+# --- manage.py check --deploy -----------------------------------------------------------------------------
+
+#: a production environment behind a TLS-terminating proxy: debug off, a strong key, the site's host, HTTPS
+#: redirect and HSTS on (secure cookies and the proxy's X-Forwarded-Proto are the debug-off defaults)
+PRODUCTION_ENV = {
+    "DJANGO_DEBUG": "0",
+    "DJANGO_SECRET_KEY": "k2V9qLm4Xt7Rb1Nw8Zc3Hy6Pd0Fs5Gj-" * 2,
+    "DJANGO_ALLOWED_HOSTS": "rcb.example.org",
+    "DJANGO_STATIC_MANIFEST": "0",
+    "DJANGO_SECURE_SSL_REDIRECT": "1",
+    "DJANGO_SECURE_HSTS_SECONDS": "31536000",
+    "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
+    "DJANGO_SECURE_HSTS_PRELOAD": "1",
+}
+
+
+def check_deploy(tmp_path: Path, **overrides: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, **PRODUCTION_ENV, "RCB_VAR_DIR": str(tmp_path / "var"), **overrides}
+    env.pop("DATABASE_URL", None)  # a throwaway SQLite database, never the suite's
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_check_deploy_is_clean_under_production_settings(tmp_path):
+    done = check_deploy(tmp_path)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "System check identified no issues" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "warning"),
+    [
+        ("DJANGO_SECURE_HSTS_SECONDS", "0", "security.W004"),
+        ("DJANGO_SECURE_SSL_REDIRECT", "0", "security.W008"),
+        ("DJANGO_SECURE_COOKIES", "0", "security.W012"),
+    ],
+)
+def test_check_deploy_names_each_transport_setting_left_off(tmp_path, variable, value, warning):
+    done = check_deploy(tmp_path, **{variable: value})
+    assert done.returncode != 0
+    assert warning in done.stderr + done.stdout
+
+
+def test_behind_a_proxy_its_header_marks_requests_as_https(db, client, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    settings.ALLOWED_HOSTS = ["testserver"]
+    assert client.get("/status/").status_code == 301
+    response = client.get("/status/", headers={"X-Forwarded-Proto": "https"})
+    assert response.status_code == 200
+    # The load balancer's plain-HTTP probe is answered (200, or 503 with no worker alive), not redirected.
+    assert client.get("/healthz").status_code in (200, 503)
+
+
+def test_a_bad_proxy_header_name_stops_start_up_naming_the_variable(tmp_path):
+    done = check_deploy(tmp_path, DJANGO_SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto: https")
+    assert done.returncode != 0
+    assert "DJANGO_SECURE_PROXY_SSL_HEADER" in done.stderr
