@@ -36,7 +36,12 @@ def workers_status() -> list[dict[str, Any]]:
     from evaluation.selectors import worker_list_alive
 
     return [
-        {"hostname": w.hostname, "queues": w.queues, "last_seen_at": w.last_seen_at.isoformat()}
+        {
+            "hostname": w.hostname,
+            "queues": w.queues,
+            "devices": w.devices,
+            "last_seen_at": w.last_seen_at.isoformat(),
+        }
         for w in worker_list_alive()
     ]
 

@@ -20,6 +20,8 @@ class WorkerHeartbeat(models.Model):
 
     hostname = models.CharField(max_length=255, unique=True)
     queues = models.JSONField(default=list)
+    #: the GPUs the worker's host has, as ``researchcodebench.gpu.detect_gpus`` lists them ([] for none)
+    devices = models.JSONField(default=list, blank=True)
     pid = models.PositiveIntegerField(null=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ONLINE)
     started_at = models.DateTimeField()

@@ -1,7 +1,15 @@
-"""Worker liveness: each Celery worker records a heartbeat row every few seconds while it runs.
+"""Worker liveness and devices: each Celery worker records a heartbeat row every few seconds while it runs,
+with the GPUs of its host; only a worker with a GPU consumes the ``eval-gpu`` queue.
 
 The database, not the broker, is the source of truth for "which workers are alive", so that /healthz and the
 run pages work identically with the filesystem transport, RabbitMQ or Redis.
+
+The GPU gate runs once at start-up (``celeryd_after_setup``, after ``-Q`` was applied and before anything
+is consumed): a worker asked for ``eval-gpu`` on a host where ``nvidia-smi`` lists no GPU drops that queue
+with an error in its log and serves its other queues; if ``eval-gpu`` was its only queue it exits with that
+error (exit status 1). A GPU task taken by such a worker would fail for want of a device, or worse pass on
+the CPU while the task says it needs a GPU. ``RCB_GPU_QUEUE_WITHOUT_GPU=1`` lets development and test
+machines keep the queue.
 """
 
 from __future__ import annotations
@@ -9,13 +17,37 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from typing import Any
 
-from celery.signals import worker_ready, worker_shutdown
+from celery.signals import celeryd_after_setup, worker_ready, worker_shutdown
 from django.conf import settings
 from django.db import close_old_connections
 
+from config.celery import QUEUE_EVAL_GPU
+from researchcodebench.gpu import detect_gpus
+
 log = logging.getLogger(__name__)
 _stop = threading.Event()
+#: The GPUs of this worker's host, detected once at start-up.
+_devices: list[dict[str, str]] = []
+
+
+class NoGpuForQueue(SystemExit):
+    """The worker was asked to consume only ``eval-gpu`` and has no GPU (exits with status 1)."""
+
+
+def gpu_queue_decision(
+    queues: list[str], devices: list[dict[str, str]], *, allow_without_gpu: bool
+) -> tuple[list[str], str | None]:
+    """The queues a worker may consume given its GPUs, and the error to log when one was refused."""
+    if QUEUE_EVAL_GPU not in queues or devices or allow_without_gpu:
+        return queues, None
+    kept = [q for q in queues if q != QUEUE_EVAL_GPU]
+    error = (
+        f"this worker has no GPU (nvidia-smi lists none), so it does not consume the {QUEUE_EVAL_GPU} queue: "
+        f"start it on a GPU host, or set RCB_GPU_QUEUE_WITHOUT_GPU=1 on a development machine"
+    )
+    return kept, error
 
 
 def _queues(sender) -> list[str]:
@@ -25,13 +57,28 @@ def _queues(sender) -> list[str]:
         return []
 
 
+def _on_after_setup(sender: Any = None, instance: Any = None, **kwargs: Any) -> None:
+    global _devices
+    _devices = detect_gpus()
+    queues = _queues(instance)
+    kept, error = gpu_queue_decision(queues, _devices, allow_without_gpu=settings.RCB_GPU_QUEUE_WITHOUT_GPU)
+    if error is None:
+        if _devices:
+            log.info("GPUs of this worker: %s", ", ".join(d["name"] for d in _devices))
+        return
+    log.error(error)
+    if not kept:
+        raise NoGpuForQueue(f"{error}; it has no other queue to consume")
+    instance.app.amqp.queues.deselect([QUEUE_EVAL_GPU])
+
+
 def _beat(hostname: str, queues: list[str]) -> None:
     from evaluation.services import worker_heartbeat_record
 
     while not _stop.is_set():
         try:
             close_old_connections()
-            worker_heartbeat_record(hostname=hostname, queues=queues, pid=os.getpid())
+            worker_heartbeat_record(hostname=hostname, queues=queues, pid=os.getpid(), devices=_devices)
         except Exception:
             log.exception("could not record the worker heartbeat")
         _stop.wait(settings.CELERY_WORKER_HEARTBEAT_S)
@@ -58,5 +105,6 @@ def _on_shutdown(sender=None, **kwargs) -> None:
 
 
 def connect() -> None:
+    celeryd_after_setup.connect(_on_after_setup, dispatch_uid="rcb-worker-gpu-gate")
     worker_ready.connect(_on_ready, dispatch_uid="rcb-worker-ready")
     worker_shutdown.connect(_on_shutdown, dispatch_uid="rcb-worker-shutdown")

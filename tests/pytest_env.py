@@ -13,3 +13,5 @@ os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-key-9fQ2mX7vLk4Tz8Rw3Nc6Hb
 os.environ.setdefault("RCB_LLM_ALLOWED_HOSTS", "127.0.0.1,api.openai.com")
 os.environ.setdefault("DJANGO_STATIC_MANIFEST", "0")
 os.environ.setdefault("RCB_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test"))
+# The suite's workers consume every queue on machines without a GPU (tests of the GPU gate turn this off).
+os.environ.setdefault("RCB_GPU_QUEUE_WITHOUT_GPU", "1")

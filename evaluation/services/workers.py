@@ -11,19 +11,22 @@ from evaluation.models import BrokerProbe, WorkerHeartbeat
 
 
 def worker_heartbeat_record(
-    *, hostname: str, queues: list[str], pid: int | None, stopped: bool = False
+    *,
+    hostname: str,
+    queues: list[str],
+    pid: int | None,
+    stopped: bool = False,
+    devices: list[dict[str, str]] | None = None,
 ) -> None:
-    """Upsert the heartbeat row of one worker."""
+    """Upsert the heartbeat row of one worker; ``devices`` (its host's GPUs) is kept when None."""
     now = timezone.now()
     status = WorkerHeartbeat.Status.STOPPED if stopped else WorkerHeartbeat.Status.ONLINE
-    updated = WorkerHeartbeat.objects.filter(hostname=hostname).update(
-        queues=queues, pid=pid, status=status, last_seen_at=now
-    )
+    fields = {"queues": queues, "pid": pid, "status": status, "last_seen_at": now}
+    if devices is not None:
+        fields["devices"] = devices
+    updated = WorkerHeartbeat.objects.filter(hostname=hostname).update(**fields)
     if not updated:
-        WorkerHeartbeat.objects.get_or_create(
-            hostname=hostname,
-            defaults={"queues": queues, "pid": pid, "status": status, "started_at": now, "last_seen_at": now},
-        )
+        WorkerHeartbeat.objects.get_or_create(hostname=hostname, defaults={**fields, "started_at": now})
 
 
 @transaction.atomic
