@@ -40,6 +40,7 @@ from typing import Any
 
 from . import errors
 from .annotations import Snippet, split_lines
+from .gpu import gpu_uses
 from .problems import placeholder_lines
 from .pset import MANIFEST, PAPER_FILES, Task
 from .runner import TIMEOUT_FACTOR, Runner, TaskFacts, Verdict, normalise_code, oracle_access
@@ -384,6 +385,29 @@ def environment_findings(task: Task, facts: TaskFacts, python: str) -> list[Find
             )
         )
     return findings
+
+
+def gpu_findings(task: Task, facts: TaskFacts) -> list[Finding]:
+    """A warning at the first place the code asks for a CUDA device when the manifest does not say
+    ``needs_gpu``: such a task is validated and evaluated on CPU workers (the ``eval-cpu`` queue)."""
+    if task.manifest.needs_gpu:
+        return []
+    uses = gpu_uses(task.root, facts.files)
+    if not uses:
+        return []
+    first = uses[0]
+    more = f" (and {len(uses) - 1} more)" if len(uses) > 1 else ""
+    return [
+        Finding(
+            "environment",
+            WARNING,
+            f"the code asks for a GPU ({first.code}){more} but task.yaml does not set needs_gpu",
+            file=first.file,
+            line=first.line,
+            detail="if the test needs a GPU, set needs_gpu: true in task.yaml: its validation and model "
+            "tests then run on a GPU worker (the eval-gpu queue); otherwise let it fall back to the CPU",
+        )
+    ]
 
 
 def _code_lines(text: str) -> list[str]:
@@ -739,7 +763,10 @@ def validate_task(
         stage("reference", [blocker], runs=[], timeout_s=None)
     else:
         facts = runner.facts(task)
-        stage("environment", environment_findings(task, facts, runner.environment_of(task).python))
+        stage(
+            "environment",
+            environment_findings(task, facts, runner.environment_of(task).python) + gpu_findings(task, facts),
+        )
         stage("oracle", oracle_findings(task, facts))
         runs = runner.reference_runs(task, repeats)
         timeout = task_timeout(runs, runner, task)

@@ -272,3 +272,28 @@ def test_on_a_gpu_host_a_sandboxed_gpu_run_sees_cuda(gpu_host, tmp_path):
     result = LocalSandbox(scratch_root=str(tmp_path / "scratch")).run(spec)
     # exit 3: the environment's torch is a CPU build or the devices did not reach the sandbox
     assert result.exit_code == 0, (result.infra_error, result.stdout[-500:], result.stderr[-2000:])
+
+
+def test_validation_warns_at_the_first_gpu_use_when_the_manifest_does_not_ask_for_a_gpu(tmp_path):
+    from dataclasses import replace
+
+    from researchcodebench.pset import read_pset, write_pset
+    from researchcodebench.runner import task_facts
+    from researchcodebench.validation import WARNING, gpu_findings
+    from tests.evaluation.engine_helpers import example_tasks
+
+    write_pset(example_tasks(("rmsnorm",)), tmp_path / "pset")
+    test_file = tmp_path / "pset" / "rmsnorm" / "paper2code_test.py"
+    lines = test_file.read_text().splitlines()
+    test_file.write_text(
+        "\n".join([*lines, "_ = torch.zeros(1).cuda()", "_ = torch.ones(1, device='cuda')"]) + "\n"
+    )
+    (task,) = read_pset(tmp_path / "pset").tasks
+
+    (finding,) = gpu_findings(task, task_facts(task))
+    assert (finding.check, finding.severity) == ("environment", WARNING)
+    assert (finding.file, finding.line) == ("paper2code_test.py", len(lines) + 1)
+    assert "torch.zeros(1).cuda()" in finding.message and "(and 1 more)" in finding.message
+    assert "needs_gpu: true" in finding.detail
+    gpu_task = replace(task, manifest=replace(task.manifest, needs_gpu=True))
+    assert gpu_findings(gpu_task, task_facts(gpu_task)) == []
