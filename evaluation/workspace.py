@@ -24,6 +24,7 @@ from researchcodebench.environments import Environment, EvalEnvironmentError, re
 from researchcodebench.pset import Task
 from researchcodebench.runner import Runner, VerdictCache, make_sandbox
 from researchcodebench.sandbox.base import Limits
+from researchcodebench.sandbox.docker import image_environment
 
 if TYPE_CHECKING:
     from contributions.models import TaskVersion
@@ -119,6 +120,9 @@ def task_version_environment(*, task_version: TaskVersion) -> Environment | None
         lock = requirements_lock(list(task_version.environment_requirements))
     else:
         return None
+    if settings.RCB_SANDBOX == "docker":
+        # The test runs in the lock's image (manage.py build_eval_images), so this host builds nothing.
+        return image_environment(lock.text)
     return lock_environment(lock)[0]
 
 

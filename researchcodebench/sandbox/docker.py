@@ -143,6 +143,32 @@ def lock_hash_of_python(python: str | None) -> str | None:
     return match.group(1) if match else None
 
 
+#: Where a locked environment's interpreter is said to live when only its image has it (``image_environment``).
+IMAGE_ENVIRONMENTS = "/opt/rcb/images"
+
+
+def image_environment(lock_text: str) -> Any:
+    """The ``Environment`` of a lock whose tests run in its image, not on this host: nothing is built
+    here, and its interpreter path (``IMAGE_ENVIRONMENTS/<hash>/bin/python``, which does not exist on the
+    host) carries the lock hash that ``DockerSandbox.image_for`` turns into the image name. Raises
+    ``envs.EnvironmentBuildError`` when ``lock_text`` is not an environment lock."""
+    from ..environments import Environment
+    from ..envs import Lock
+
+    lock = Lock.from_text(lock_text)
+    python = f"{IMAGE_ENVIRONMENTS}/{lock.hash}/bin/python"
+    return Environment(
+        id=f"image-{lock.hash[:16]}",
+        python=python,
+        executable=python,
+        version=lock.python,
+        packages=lock.packages,
+        requirements_hash=lock.hash,
+        heavy_modules=(),
+        bind_paths=(),
+    )
+
+
 class ImageBuildError(RuntimeError):
     """An evaluation image could not be built; ``log_tail`` holds the end of the engine's build log."""
 

@@ -13,6 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from researchcodebench.envs import LOCK_HEADER, PLATFORM
+from researchcodebench.sandbox.base import RunSpec
 from researchcodebench.sandbox.docker import DEFAULT_CUDA_VARIANT, image_name
 from tests.factories import TaskVersionFactory
 
@@ -178,3 +179,24 @@ def test_an_unreachable_engine_is_a_clear_error():
     locked_version(lock_text())
     with pytest.raises(CommandError, match="cannot reach a Docker engine at unix:///nonexistent-rcb/d.sock"):
         call_command("build_eval_images", "--base-url", "unix:///nonexistent-rcb/d.sock", stdout=StringIO())
+
+
+def test_under_the_docker_sandbox_a_workers_task_environment_is_its_image_and_nothing_is_built(
+    settings, tmp_path
+):
+    from evaluation.workspace import task_version_environment
+    from researchcodebench.sandbox.docker import DockerSandbox, lock_hash_of_python
+
+    settings.RCB_SANDBOX = "docker"
+    settings.RCB_ENV_DIR = tmp_path / "envs"
+    version = locked_version(lock_text(), needs_gpu=True)
+
+    environment = task_version_environment(task_version=version)
+
+    assert lock_hash_of_python(environment.python) == version.environment_hash
+    assert not (tmp_path / "envs").exists()
+    sandbox = DockerSandbox(FakeClient())
+    spec = RunSpec(
+        workdir=str(tmp_path), argv=(environment.python,), python=environment.python, needs_gpu=True
+    )
+    assert sandbox.image_for(spec) == image_name(version.environment_hash, variant=DEFAULT_CUDA_VARIANT)

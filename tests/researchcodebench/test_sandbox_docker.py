@@ -795,3 +795,37 @@ def test_real_container_is_killed_at_the_deadline(workdir: Path) -> None:
     result = DockerSandbox(client, image=image).run(make_spec(workdir, limits=Limits(timeout_s=2)))
     assert result.timed_out is True and result.infra_error is None
     assert client.containers.list(all=True, filters={"label": LABEL_RUN}) == []
+
+
+# -- the runner and a locked environment under the docker sandbox -------------------------------------------
+
+
+def test_the_runner_runs_a_task_of_a_locked_environment_in_the_image_of_its_lock(tmp_path: Path) -> None:
+    import hashlib
+
+    from researchcodebench.envs import LOCK_HEADER, PLATFORM
+    from researchcodebench.pset import read_pset, write_pset
+    from researchcodebench.runner import Runner
+    from researchcodebench.sandbox.docker import image_environment
+
+    lock = (
+        LOCK_HEADER.format(python="3.11", platform=PLATFORM)
+        + "einops==0.8.1 \\\n    --hash=sha256:"
+        + "e" * 64
+    )
+    lock_hash = hashlib.sha256(lock.encode()).hexdigest()
+    environment = image_environment(lock)
+    assert environment.packages == ("einops==0.8.1",) and environment.version == "3.11"
+    assert not Path(environment.python).exists()  # nothing is built on this host
+
+    examples = [t for t in read_pset(REPO / "examples" / "pset").tasks if t.id == "rmsnorm"]
+    write_pset(examples, tmp_path / "pset")
+    (task,) = read_pset(tmp_path / "pset").tasks
+    engine = FakeEngine(Script(status_code=1, stderr=b"AssertionError"))
+    with Runner(sandbox=DockerSandbox(fake_client(engine)), warm=False, calibrate=False, workers=1) as runner:
+        runner.assign_environment(task, environment)
+        verdict = runner.evaluate(task, task.snippets[0], "pass")
+    kw = engine.create_kwargs()
+    assert kw["image"] == image_name(lock_hash, variant="cpu")
+    assert kw["command"][4] == "python"  # the image's interpreter, not the host path naming the lock
+    assert verdict.environment == environment.id and not verdict.passed
