@@ -45,6 +45,7 @@ from tests.factories import (
     example_upload,
 )
 from tests.factories.builders import (
+    NOT_CHECKED,
     proposal_draft,
     proposal_submitted,
     proposal_upload,
@@ -57,15 +58,6 @@ pytestmark = pytest.mark.django_db
 State = Proposal.State
 ALL_CHECKED = {key: True for key in RUBRIC_KEYS}
 
-NOT_CHECKED = Finding(
-    check="mutation",
-    severity="error",
-    message="not checked by the test: 'compute rms' passes with the fill `return None`",
-    file="rmsnorm.py",
-    line=40,
-    snippet="compute rms",
-    detail="return None",
-)
 FLAKY = Finding(
     check="flaky", severity="error", message="reference passed 3 of 5 runs", file="paper2code_test.py"
 )

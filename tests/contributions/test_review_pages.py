@@ -29,7 +29,13 @@ from contributions.services import (
 from contributions.services.proposals import RUBRIC_KEYS
 from researchcodebench.validation import Finding
 from tests.factories import EXAMPLE_MANIFEST, MaintainerFactory, UserFactory, example_upload
-from tests.factories.builders import proposal_draft, proposal_submitted, proposal_validated, validation_report
+from tests.factories.builders import (
+    NOT_CHECKED,
+    proposal_draft,
+    proposal_submitted,
+    proposal_validated,
+    validation_report,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -77,17 +83,6 @@ def dangerous(html: str) -> list[str]:
             if name in ("href", "src") and re.match(r"\s*(javascript|data|vbscript):", value or "", re.I):
                 hits.append(f"{tag} {name}={value}")
     return hits
-
-
-NOT_CHECKED = Finding(
-    check="mutation",
-    severity="error",
-    message="snippet 'compute rms' is not checked by the test: the test passes with the fill 'return None'",
-    file="rmsnorm.py",
-    line=45,
-    snippet="compute rms",
-    detail="fill 'return None' passed the test:\nreturn None",
-)
 
 
 def page(client, proposal: Proposal, **params):
@@ -195,7 +190,8 @@ def test_the_page_shows_metadata_snippet_tree_code_lines_and_history(client):
     assert "Root Mean Square Layer Normalization" in body and "NeurIPS" in body
     # the snippet tree: nested snippets inside a collapsible <details>, each linked to its start line
     tree = body[body.index('class="snippet-tree"') :]
-    assert '<details open><summary><a href="#f-rmsnorm.py-L27">root mean square</a>' in tree
+    assert '<li><a href="#f-rmsnorm.py-L27">root mean square</a>' in tree
+    assert "<details open><summary>2 nested snippets</summary>" in tree
     assert '<a href="#f-rmsnorm.py-L29">partial rms over the first k features</a>' in tree
     # every line has its anchor, snippet lines are marked, and the line number prefills the comment form
     assert 'id="f-rmsnorm.py-L46" class="in-snippet"' in body

@@ -275,6 +275,16 @@ EXAMPLE_META = {
     "venue": "NeurIPS",
 }
 _proposal_keys = itertools.count()
+#: the mutation check's finding on a snippet of the example task that its test does not check
+NOT_CHECKED = Finding(
+    check="mutation",
+    severity="error",
+    message="snippet 'compute rms' is not checked by the test: the test passes with the fill 'return None'",
+    file="rmsnorm.py",
+    line=45,
+    snippet="compute rms",
+    detail="fill 'return None' passed the test:\nreturn None",
+)
 
 
 def validation_report(*findings: Finding, snippets: list | None = None) -> ValidationReport:
