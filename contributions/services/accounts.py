@@ -19,8 +19,20 @@ from django.utils import timezone
 
 from contributions.models import ApiToken, Profile
 
-#: the group whose permissions make a maintainer (created by migration 0006_maintainers_group)
+#: the group whose permissions make a maintainer (created by migration 0006_maintainers_group and kept
+#: complete after every migrate or flush by ``maintainers_group_ensure``)
 MAINTAINERS_GROUP = "maintainers"
+#: what the group may do: (app label, model, codename, name), as Django names default permissions
+MAINTAINER_PERMISSIONS = (
+    ("contributions", "proposal", "review_proposal", "Can review proposals"),
+    ("contributions", "proposal", "cut_release", "Can cut releases"),
+    ("contributions", "proposal", "view_proposal", "Can view proposal"),
+    ("evaluation", "languagemodel", "add_languagemodel", "Can add language model"),
+    ("evaluation", "languagemodel", "change_languagemodel", "Can change language model"),
+    ("evaluation", "languagemodel", "view_languagemodel", "Can view language model"),
+    ("evaluation", "evaluationrun", "change_evaluationrun", "Can change evaluation run"),
+    ("evaluation", "evaluationrun", "view_evaluationrun", "Can view evaluation run"),
+)
 #: tokens one user may hold at once: enough for a few machines, few enough to review on one page
 MAX_TOKENS_PER_USER = 10
 #: marks our secrets (secret scanners and people recognise them); the rest is 256 random bits
@@ -137,9 +149,34 @@ def account_create_verified(
         user=user, email=email, defaults={"verified": True, "primary": True}
     )
     if maintainer:
-        user.groups.add(Group.objects.get(name=MAINTAINERS_GROUP))
+        user.groups.add(maintainers_group_ensure())
     if display_name:
         profile = profile_get_or_create(user=user)
         profile.display_name = display_name
         profile.save(update_fields=["display_name", "updated_at"])
     return user
+
+
+def maintainers_group_ensure(*, using: str = "default") -> Group:
+    """The "maintainers" group with every permission of ``MAINTAINER_PERMISSIONS`` (created when missing).
+
+    Idempotent. Runs after every ``migrate`` (post_migrate, see ``ContributionsConfig.ready``), so a database
+    flushed by ``flush`` or by a transactional test gets the group back with the permissions and content
+    types Django recreates. Permissions are addressed by content type natural key, so this app imports no
+    model of the apps above it.
+    """
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    group, _ = Group.objects.using(using).get_or_create(name=MAINTAINERS_GROUP)
+    wanted = []
+    for app_label, model, codename, name in MAINTAINER_PERMISSIONS:
+        content_type, _ = ContentType.objects.db_manager(using).get_or_create(
+            app_label=app_label, model=model
+        )
+        permission, _ = Permission.objects.db_manager(using).get_or_create(
+            content_type=content_type, codename=codename, defaults={"name": name}
+        )
+        wanted.append(permission)
+    group.permissions.add(*wanted)
+    return group

@@ -376,3 +376,17 @@ def test_load_demo_creates_no_accounts_with_debug_off(capsys, tmp_path):
     call_command("load_demo", examples=tmp_path / "absent")
     assert "demo accounts: skipped (DEBUG is off" in capsys.readouterr().out
     assert not get_user_model().objects.exists()
+
+
+def test_the_maintainers_group_and_its_permissions_come_back_after_a_flush(transactional_db):
+    from django.contrib.auth.models import Group
+    from django.core.management import call_command
+
+    from contributions.services.accounts import MAINTAINER_PERMISSIONS
+
+    call_command("flush", interactive=False, verbosity=0)
+    group = Group.objects.get(name="maintainers")
+    assert set(group.permissions.values_list("codename", flat=True)) == {p[2] for p in MAINTAINER_PERMISSIONS}
+    maintainer = MaintainerFactory()
+    assert maintainer.has_perm("contributions.review_proposal")
+    assert maintainer.has_perm("evaluation.change_languagemodel")

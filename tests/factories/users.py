@@ -5,7 +5,8 @@ from __future__ import annotations
 import factory
 from allauth.account.models import EmailAddress
 from django.conf import settings
-from django.contrib.auth.models import Group
+
+from contributions.services.accounts import maintainers_group_ensure
 
 #: the password every factory-made account has unless a test gives another (long enough for the validators)
 PASSWORD = "a-long-test-password"
@@ -46,7 +47,7 @@ class MaintainerFactory(UserFactory):
     @factory.post_generation
     def maintainer_group(user, create: bool, extracted: object, **kwargs) -> None:
         if create:
-            user.groups.add(Group.objects.get(name="maintainers"))
+            user.groups.add(maintainers_group_ensure())
 
 
 def api_token_for(user) -> str:
