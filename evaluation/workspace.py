@@ -59,6 +59,17 @@ def shared_runner() -> Runner:
         return _runner
 
 
+def shared_runner_close() -> None:
+    """Stop this process's shared runner (its warm servers and their cgroups), if it was started. The next
+    ``shared_runner()`` starts a new one. For worker shutdown and for processes that validated in-process
+    (``load_demo``, tests), so that no warm server outlives the work that needed it."""
+    global _runner
+    with _lock:
+        runner, _runner = _runner, None
+    if runner is not None:
+        runner.close()
+
+
 def cold_runner() -> Runner:
     """A new runner that shares nothing with ``shared_runner``: no warm interpreter, no verdict cache, and
     its own reference runs (the test-count check runs each task's reference again, cold). The timeout is

@@ -66,6 +66,16 @@ class WorkerProcess:
                 self.kill()
 
 
+@pytest.fixture(autouse=True)
+def _close_the_shared_runner() -> Iterator[None]:
+    """A test that validates or evaluates in this process (load_demo, revision_validate) starts the shared warm
+    runner; stop it afterwards so that no warm server or cgroup of one test outlives it into the next."""
+    yield
+    from evaluation.workspace import shared_runner_close
+
+    shared_runner_close()
+
+
 @pytest.fixture
 def start_worker(transactional_db, tmp_path) -> Iterator[Callable[..., WorkerProcess]]:
     """Start Celery workers against the test database and the configured broker; wait until each is alive.
