@@ -65,7 +65,10 @@ stop() {
 trap 'stop; exit 0' INT TERM
 trap stop EXIT
 
-.venv/bin/celery -A config worker -B -Q site,eval-cpu,eval-gpu --concurrency 2 --loglevel INFO \
+# The GPU queue only where a GPU is (a worker asked for eval-gpu without one drops it and logs why).
+QUEUES=site,eval-cpu
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then QUEUES="$QUEUES,eval-gpu"; fi
+.venv/bin/celery -A config worker -B -Q "$QUEUES" --concurrency 2 --loglevel INFO \
   --hostname "demo@%h" --schedule var/celerybeat-schedule >var/worker.log 2>&1 &
 pids+=($!)
 $PY manage.py serve_fake_llm --port "$LLM_PORT" >var/fake-llm.log 2>&1 &
