@@ -189,12 +189,18 @@ def test_at_390px_chart_text_is_legible_the_score_is_on_screen_and_forms_fit(liv
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_back_after_an_htmx_filter_change_restores_the_form_with_the_table(live_server, board, browser):
+@pytest.mark.parametrize(
+    ("path", "rows"), [("/", "#board-table tbody tr"), ("/papers/p1/", "#paper-models tbody tr")]
+)
+def test_back_after_an_htmx_filter_change_restores_the_form_with_the_table(
+    live_server, board, browser, path, rows
+):
     page = browser.new_page(viewport={"width": 1200, "height": 900})
-    page.goto(f"{live_server.url}/")
+    page.goto(f"{live_server.url}{path}")
+    assert page.locator(rows).count() == 3
     page.select_option("#f-developer", "Bolt")
     page.wait_for_url("**developer=Bolt*")
-    page.wait_for_function("document.querySelectorAll('#board-table tbody tr').length === 1")
+    page.wait_for_function(f"document.querySelectorAll('{rows}').length === 1")
     page.select_option("#f-weights", "closed")
     page.wait_for_url("**weights=closed*")
 
@@ -203,45 +209,15 @@ def test_back_after_an_htmx_filter_change_restores_the_form_with_the_table(live_
     page.wait_for_function("document.querySelector('#f-weights').value === ''")
     assert page.locator("#f-developer").input_value() == "Bolt"
     assert "developer=Bolt" in page.url
-    assert page.locator("#board-table tbody tr").count() == 1
+    assert page.locator(rows).count() == 1
 
     page.go_back()
     page.wait_for_function("!location.search.includes('developer=Bolt')")
     page.wait_for_function("document.querySelector('#f-developer').value === ''")
-    assert page.locator("#board-table tbody tr").count() == 3
+    assert page.locator(rows).count() == 3
 
     # The next change starts from the restored state: no filter silently dropped or kept.
     page.select_option("#f-developer", "Acme")
     page.wait_for_url("**developer=Acme*")
     assert "weights=closed" not in page.url
-    page.wait_for_function("document.querySelectorAll('#board-table tbody tr').length === 1")
-
-
-@pytest.mark.browser
-@pytest.mark.slow
-@pytest.mark.django_db(transaction=True)
-def test_back_on_the_paper_page_restores_the_form_with_the_models(live_server, board, browser):
-    page = browser.new_page(viewport={"width": 1200, "height": 900})
-    page.goto(f"{live_server.url}/papers/p1/")
-    assert page.locator("#paper-models tbody tr").count() == 3
-    page.select_option("#f-developer", "Bolt")
-    page.wait_for_url("**developer=Bolt*")
-    page.wait_for_function("document.querySelectorAll('#paper-models tbody tr').length === 1")
-    page.select_option("#f-weights", "closed")
-    page.wait_for_url("**weights=closed*")
-
-    page.go_back()
-    page.wait_for_function("!location.search.includes('weights=closed')")
-    page.wait_for_function("document.querySelector('#f-weights').value === ''")
-    assert page.locator("#f-developer").input_value() == "Bolt"
-    assert page.locator("#paper-models tbody tr").count() == 1
-
-    page.go_back()
-    page.wait_for_function("!location.search.includes('developer=Bolt')")
-    page.wait_for_function("document.querySelector('#f-developer').value === ''")
-    assert page.locator("#paper-models tbody tr").count() == 3
-
-    page.select_option("#f-developer", "Acme")
-    page.wait_for_url("**developer=Acme*")
-    assert "weights=closed" not in page.url
-    page.wait_for_function("document.querySelectorAll('#paper-models tbody tr').length === 1")
+    page.wait_for_function(f"document.querySelectorAll('{rows}').length === 1")
