@@ -358,3 +358,8 @@ def test_failed_sign_ins_are_rate_limited_then_even_the_right_password_is_refuse
     refused = Client().post(url, {"login": user.email, "password": "a-long-test-password"})
     assert refused.status_code in (200, 429)
     assert "_auth_user_id" not in refused.client.session
+    # Another account from the same address signs in: the lock is the account's, the IP's budget is not spent.
+    other = UserFactory()
+    signed_in = Client().post(url, {"login": other.email, "password": "a-long-test-password"})
+    assert signed_in.status_code == 302
+    assert "_auth_user_id" in signed_in.client.session
