@@ -37,6 +37,7 @@ from tests.factories import (
     make_run,
 )
 from tests.factories.builders import proposal_approved, proposal_draft, proposal_validated
+from tests.factories.contributions import EXAMPLE_TASK
 from tests.test_authz_matrix import MATRIX, POST_ROUTES, client_for, world  # noqa: F401 (a fixture)
 
 #: hostile text: markup that runs script, a script URL, an early end of a textarea, template syntax that
@@ -242,6 +243,38 @@ def test_proposal_text_comments_and_reviews_render_escaped(
         Client(),
         [reverse("contributions:paper_list"), reverse("leaderboard:paper", args=["xss-published"])],
         [PAYLOADS[0]],
+    )
+
+
+EXAMPLE_CODE = (EXAMPLE_TASK / "rmsnorm.py").read_text()
+#: the snippet of the example task whose name the next test replaces (tags quote names with ")
+RENAMED = "full rms over all features"
+
+
+@pytest.mark.django_db
+def test_snippet_names_of_an_uploaded_task_render_escaped(
+    settings, tmp_path, django_capture_on_commit_callbacks
+):
+    settings.RCB_BENCHMARK_REPO = tmp_path / "benchmark.git"
+    author, maintainer = UserFactory(), MaintainerFactory()
+    client = Client()
+    client.force_login(author, backend="django.contrib.auth.backends.ModelBackend")
+    names = [p for p in PAYLOADS if '"' not in p]
+    assert len(names) >= 6
+    for i, name in enumerate(names):
+        code = EXAMPLE_CODE.replace(RENAMED, name).encode()
+        proposal = proposal_validated(author=author, task_key=f"named-{i}", **{"rmsnorm.py": code})
+        check_pages(client, [reverse("contributions:proposal_detail", args=[proposal.pk])], [name])
+    published = proposal_approved(proposal, reviewer=maintainer, capture=django_capture_on_commit_callbacks)
+    assert published.state == Proposal.State.PUBLISHED
+    snippet = published.published_version.snippets.get(name=names[-1])
+    check_pages(
+        Client(),
+        [
+            reverse("leaderboard:paper", args=[published.task_key]),
+            reverse("leaderboard:snippet", args=[published.task_key, snippet.name]) + f"?id={snippet.pk}",
+        ],
+        [names[-1]],
     )
 
 
