@@ -28,7 +28,10 @@ import pytest
 from django.core import mail
 
 from tests.conftest import REPO
+from tests.evaluation.test_demo_fake_llm import fake_server
 from tests.test_accessibility import audit, board_readable_at_phone_width
+
+__all__ = ["fake_server"]  # the demo's fake LLM (manage.py serve_fake_llm), used as a fixture below
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -212,3 +215,160 @@ def confirmation_link(address: str) -> str:
     match = re.search(r"https?://\S+/accounts/confirm-email/\S+/", message.body)
     assert match, message.body
     return match.group(0)
+
+
+def submit_button(page: Any) -> None:
+    page.locator("main form button[type=submit]").last.click()
+
+
+def test_an_author_contributes_a_task_that_a_maintainer_publishes_and_the_portal_evaluates(
+    live_server, browser, start_worker, fake_server, settings, tmp_path, monkeypatch
+):
+    from contributions.models import Proposal
+    from evaluation.models import EvaluationRun
+    from tests.factories import PASSWORD, MaintainerFactory, fake_llm_model
+
+    settings.RCB_BENCHMARK_REPO = tmp_path / "benchmark"
+    settings.RCB_LEADERBOARD_DEBOUNCE_S = 0
+    allowed = f"api.openai.com,127.0.0.1:{fake_server.port}"
+    settings.RCB_LLM_ALLOWED_HOSTS = allowed.split(",")
+    worker_env = {
+        "RCB_VERDICT_CACHE": "0",
+        "RCB_LLM_KEY_FAKE": "sk-test",
+        "RCB_LLM_ALLOWED_HOSTS": allowed,
+        "RCB_LEADERBOARD_DEBOUNCE_S": "0",
+        "RCB_BENCHMARK_REPO": str(settings.RCB_BENCHMARK_REPO),
+    }
+    monkeypatch.setenv("RCB_LLM_KEY_FAKE", "sk-test")
+    start_worker(concurrency=2, extra_env=worker_env)
+    model = fake_llm_model(fake_server.base_url, key="portal-model")
+    maintainer = MaintainerFactory()
+
+    # ---- (b) the author signs up and confirms the address from the email
+    author = Journey(browser, "author", live_server.url)
+    page = author.page
+    author.goto("/accounts/signup/")
+    author.step("sign-up form", targets=["#id_email", "#id_password1", "#id_password2"])
+    page.fill("#id_email", "ada@example.org")
+    page.fill("#id_password1", PASSWORD)
+    page.fill("#id_password2", PASSWORD)
+    submit_button(page)
+    page.wait_for_url("**/accounts/confirm-email/")
+    author.step("confirmation sent")
+    page.goto(confirmation_link("ada@example.org"))
+    author.step("confirm address")
+    submit_button(page)
+    page.wait_for_load_state()
+    assert "ada@example.org" not in page.url
+
+    # ---- the example task, as a zip, through every step of the form
+    author.goto("/contribute/new/")
+    author.step("paper step", targets=["#id_task_key", "#id_title"])
+    page.fill("#id_task_key", "rmsnorm-journey")
+    page.fill("#id_title", "Root Mean Square Layer Normalization")
+    page.fill("#id_arxiv", "https://arxiv.org/abs/1910.07467v1")
+    page.select_option("#id_license", "MIT")
+    submit_button(page)
+    page.wait_for_url("**/step/2/")
+    author.step("code step", targets=["#id_archive"])
+    page.set_input_files("#id_archive", example_zip(EXAMPLE))
+    submit_button(page)
+    page.wait_for_url("**/step/3/")
+    author.step("files step")
+    page.check("input[name=annotated_files][value='rmsnorm.py']")
+    page.check("input[name=oracle_files][value='rmsnorm_ref.py']")
+    page.select_option("#id_test_entry", "paper2code_test.py")
+    page.select_option("#id_paper_file", "paper2code_paper.md")
+    submit_button(page)
+    page.wait_for_url("**/step/4/")
+    author.step("preview")
+    submit_button(page)
+    page.wait_for_url("**/step/5/")
+    author.step("submit step")
+    submit_button(page)
+    page.wait_for_url(re.compile(r".*/contribute/\d+/$"))
+    proposal = Proposal.objects.get(task_key="rmsnorm-journey")
+    # The page polls while validation runs; the worker's verdict replaces the status in place.
+    page.wait_for_selector(".vstatus-passed", timeout=300_000)
+    # A keyboard reaches the comments and the review form past the code through the page's contents links.
+    author.step("validation finished", targets=["a[href='#thread']"])
+
+    # ---- the maintainer asks for a change; the author answers it with a new revision
+    reviewer = Journey(browser, "maintainer", live_server.url)
+    rpage = reviewer.page
+    reviewer.goto(f"/accounts/login/?next=/contribute/{proposal.pk}/")
+    rpage.fill("#id_login", maintainer.email)
+    rpage.fill("#id_password", PASSWORD)
+    submit_button(rpage)
+    rpage.wait_for_url(f"**/contribute/{proposal.pk}/")
+    reviewer.step("proposal under review", targets=["a[href='#reviews']"])
+    rpage.check("input[name=decision][value=request_changes]")
+    rpage.fill("#review-form textarea", "Please name the venue (NeurIPS2019).")
+    rpage.locator("#review-form button[type=submit]").click()
+    rpage.wait_for_load_state()
+    reviewer.step("changes requested")
+
+    author.goto(f"/contribute/{proposal.pk}/")
+    assert "Please name the venue" in page.locator("main").inner_text()
+    author.step("review comment seen")
+    page.get_by_role("link", name="Upload a new revision").click()
+    page.wait_for_url("**/step/2/")
+    page.set_input_files("#id_archive", example_zip(EXAMPLE))
+    submit_button(page)
+    page.wait_for_url("**/step/3/")
+    submit_button(page)
+    page.wait_for_url("**/step/4/")
+    submit_button(page)
+    page.wait_for_url("**/step/5/")
+    submit_button(page)
+    page.wait_for_url(re.compile(r".*/contribute/\d+/$"))
+    page.wait_for_selector(".vstatus-passed", timeout=300_000)
+    assert proposal.revisions.count() == 2
+    author.step("revision 2 validated")
+
+    # ---- (c) the maintainer approves; the task is on the papers page; the portal's model runs on it
+    reviewer.goto(f"/contribute/{proposal.pk}/")
+    for box in rpage.locator("#review-form .rubric input[type=checkbox]").all():
+        box.check()
+    rpage.check("input[name=decision][value=approve]")
+    rpage.locator("#review-form button[type=submit]").click()
+    rpage.wait_for_load_state()
+    proposal.refresh_from_db()
+    assert proposal.state == Proposal.State.PUBLISHED, proposal.events.last().reason
+    reviewer.step("approved")
+    reviewer.goto("/papers/")
+    assert "Root Mean Square Layer Normalization" in rpage.locator("main").inner_text()
+    reviewer.step("papers page")
+
+    from tests.conftest import wait_for
+
+    wait_for(
+        lambda: (
+            EvaluationRun.objects.filter(model=model).exists()
+            and all(r.is_final for r in EvaluationRun.objects.filter(model=model))
+        ),
+        timeout=300,
+        what="the portal-run model's evaluation of the new task",
+    )
+    run = EvaluationRun.objects.get(model=model)
+    assert run.status == EvaluationRun.Status.FINISHED, run.status_reason
+    reviewer.goto(f"/runs/{run.pk}/")
+    reviewer.step("run finished")
+    paper_key = proposal.published_version.task.paper.key
+
+    def scored_on_paper() -> bool:
+        rpage.goto(f"{live_server.url}/papers/{paper_key}/?release=*")
+        return rpage.locator("#paper-models tbody tr", has_text=model.name).count() == 1
+
+    wait_for(scored_on_paper, timeout=120, interval=2, what="the model's score on the new paper")
+    row = rpage.locator("#paper-models tbody tr", has_text=model.name).inner_text()
+    score = re.search(r"\d+\.\d\d", row)
+    assert score and 0 < float(score.group(0)) < 100, row  # the fake LLM gets every 4th snippet wrong
+    reviewer.step("score on the paper page")
+    # The run covers the new task alone, so its board score is its score on the new paper.
+    reviewer.goto("/?release=*")
+    board_row = rpage.locator(f"tr[data-model='{model.key}']")
+    assert board_row.count() == 1 and score.group(0) in board_row.inner_text(), board_row.all_inner_texts()
+    reviewer.step("score on the board")
+    author.close()
+    reviewer.close()
