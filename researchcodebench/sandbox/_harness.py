@@ -29,6 +29,10 @@ is listed in the result's ``tampered`` field, which fails the run whatever the e
 goes to a duplicate of fd 2 taken before the test (closing or redirecting fd 2 cannot swallow it), written
 with ``os.write``/``json.dumps`` captured when the harness loaded. Tests run, failed and skipped are counted
 by hooks installed before any test code ran; the runner compares them with the reference run's.
+
+Fail-fast: every ``TextTestRunner.run`` (``unittest.main`` included) stops at its first failing test. The
+run fails whatever the later tests would do, so the outcome is exact; its category is the first failing
+test's (a later timeout, crash or tampering of that run is no longer seen, and the run fails anyway).
 """
 
 import json
@@ -135,7 +139,15 @@ def _hook_unittest(tally):
     original_subtest = unittest.TestResult.addSubTest
 
     def run(self, test):
-        result = original_run(self, test)
+        # Fail-fast: once a test has failed the run's verdict is "failed" whatever the later tests do, so
+        # they are not run (docs/sandbox.md). A passing run still runs every test, and the runner still
+        # compares its count with the reference run's. The caller's own setting is restored afterwards.
+        chosen = getattr(self, "failfast", False)
+        self.failfast = True
+        try:
+            result = original_run(self, test)
+        finally:
+            self.failfast = chosen
         tally.unittest = True
         tally.run += result.testsRun
         tally.failed += (

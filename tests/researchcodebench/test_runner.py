@@ -75,7 +75,8 @@ def test_wrong_result_fails_as_logic_error_with_failed_test_count(request, task,
     verdict = runner.evaluate(task, task.snippets[0], body(WRONG))
     assert (verdict.outcome, verdict.category) == ("failed", "logic")
     assert verdict.exception_type == "AssertionError"
-    assert (verdict.tests_run, verdict.tests_failed) == (2, 2)
+    # Fail-fast: the run stops at its first failing test (test_failfast.py).
+    assert (verdict.tests_run, verdict.tests_failed) == (1, 1)
     assert verdict.exit_code == 1
 
 
