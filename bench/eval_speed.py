@@ -1,15 +1,20 @@
-"""Evaluation speed: the original method against our runner, on every snippet's reference completion.
+"""Evaluation speed: the original method against our runner, on every snippet's reference completion and on
+AST mutants of it (researchcodebench/mutants.py: operator swap, constant change, comparison flip).
 
-(a) original: for each snippet, a fresh copy of the task folder with the completion filled in, then a cold
-    ``python paper2code_test.py`` (sequential, 60 s timeout); passed = exit 0 and none of the substrings
-    ``Error:``, ``Exception:``, ``Traceback``, ``failed`` in stdout/stderr (docs/sandbox.md);
-(b) ours: ``Runner`` with the local sandbox, warm interpreters, calibrated timeouts, ``--workers``
-    parallel runs (2 by default) and no verdict cache. Its time includes starting the warm servers and
-    the calibration (reference) runs.
+(a) original: for each completion, a fresh copy of the task folder with the completion filled in, then a
+    cold ``python paper2code_test.py`` (sequential, 60 s timeout); passed = exit 0 and none of the
+    substrings ``Error:``, ``Exception:``, ``Traceback``, ``failed`` in stdout/stderr (docs/sandbox.md);
+(b) ours: ``Runner`` with the local sandbox, warm interpreters, calibrated timeouts, fail-fast, runs
+    scheduled longest expected first, ``--workers`` parallel runs (2 by default) and no verdict cache. Its
+    time includes starting the warm servers and the calibration (reference) runs.
 
-Prints both wall times, the speed-up and the verdict agreement. Works on any pset folder and interpreter:
+Prints both wall times, the speed-up, the compute floor (the sum of our runs' own durations, the reference
+runs' included, divided by the workers: what perfect scheduling with no overhead would take) and the verdict
+agreement. A disagreement is judged again by the original method, so that its flakiness shows as such.
+Works on any pset folder and interpreter:
 
-    .venv/bin/python bench/eval_speed.py [--pset examples/pset] [--python .venv-eval/bin/python] [--json]
+    .venv/bin/python bench/eval_speed.py [--pset examples/pset] [--python .venv-eval/bin/python]
+        [--mutants-per-kind 1] [--workers 2] [--json]
 """
 
 from __future__ import annotations
@@ -22,11 +27,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from researchcodebench.environments import default_python, resolve_environment  # noqa: E402
+from researchcodebench.mutants import KINDS, ast_mutants  # noqa: E402
 from researchcodebench.problems import fill_in  # noqa: E402
 from researchcodebench.pset import read_pset  # noqa: E402
 from researchcodebench.runner import EvalItem, Runner  # noqa: E402
@@ -63,6 +71,36 @@ def original_verdict(task, snippet, code: str, python: str) -> tuple[bool, float
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def bench_items(pset, per_kind: int) -> tuple[list[EvalItem], list[str]]:
+    """Every snippet's reference (kind "reference") and up to ``per_kind`` mutants of each kind."""
+    items: list[EvalItem] = []
+    kinds: list[str] = []
+    for task in pset.tasks:
+        for snippet in task.snippets:
+            items.append(EvalItem(task, snippet, snippet.code, completion_idx=0))
+            kinds.append("reference")
+            if per_kind <= 0:
+                continue
+            for index, mutant in enumerate(ast_mutants(snippet.code or "", per_kind=per_kind), start=1):
+                items.append(EvalItem(task, snippet, mutant.code, completion_idx=index))
+                kinds.append(mutant.kind)
+    return items, kinds
+
+
+def start_servers(runner: Runner, environment, workers: int) -> float:
+    """Start the runner's warm servers (one per worker, in parallel) and return the seconds it took. A
+    worker keeps its servers for many batches; the bench starts them once, inside its timed run, and shows
+    this fixed cost apart from the batch."""
+    if runner.pool is None:
+        return 0.0
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=workers) as executor:
+        servers = list(executor.map(lambda _: runner.pool.acquire(environment, False), range(workers)))
+    for server in servers:
+        runner.pool.release(server)
+    return time.monotonic() - started
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pset", default=str(Path(__file__).resolve().parent.parent / "examples" / "pset"))
@@ -70,12 +108,18 @@ def main(argv: list[str] | None = None) -> int:
         "--python", default=None, help="evaluation interpreter (default: .venv-eval/bin/python)"
     )
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--mutants-per-kind",
+        type=int,
+        default=1,
+        help="mutants of each kind (operator, constant, comparison) per snippet; 0: references only",
+    )
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     args = parser.parse_args(argv)
     python = args.python or default_python()
     environment = resolve_environment(python)
     pset = read_pset(args.pset)
-    items = [EvalItem(task, snippet, snippet.code) for task in pset.tasks for snippet in task.snippets]
+    items, kinds = bench_items(pset, args.mutants_per_kind)
     if not items:
         print(f"{args.pset}: no snippets", file=sys.stderr)
         return 2
@@ -88,46 +132,95 @@ def main(argv: list[str] | None = None) -> int:
     with Runner(
         sandbox=LocalSandbox(), environment=environment, warm=True, calibrate=True, workers=args.workers
     ) as r:
+        startup_s = start_servers(r, environment, args.workers)
+        batch_started = time.monotonic()
         ours = r.evaluate_batch(items)
-    ours_s = time.monotonic() - started
+        batch_s = time.monotonic() - batch_started
+        ours_s = time.monotonic() - started
+        references = [
+            r.expected_duration_s(task) or 0.0 for task in {i.task.root: i.task for i in items}.values()
+        ]
+    run_s = sum(v.duration_s for v in ours if not v.cached) + sum(references)
+    floor_s = run_s / max(1, args.workers)
 
     agree = [a == v.passed for a, v in zip(original, ours, strict=True)]
-    report = {
-        "pset": args.pset,
-        "environment": environment.id,
-        "snippets": len(items),
-        "original_s": round(original_s, 2),
-        "ours_s": round(ours_s, 2),
-        "speedup": round(original_s / ours_s, 2) if ours_s else None,
-        "agreement": round(sum(agree) / len(agree), 4),
-        "original_passed": sum(original),
-        "ours_passed": sum(v.passed for v in ours),
-        "disagreements": [
+    disagreements = []
+    for item, kind, a, v in zip(items, kinds, original, ours, strict=True):
+        if a == v.passed:
+            continue
+        again = original_verdict(item.task, item.snippet, item.code or "", python)[0]
+        disagreements.append(
             {
-                "task": i.task.id,
-                "snippet": i.snippet.name,
+                "task": item.task.id,
+                "snippet": item.snippet.name,
+                "kind": kind,
                 "original": a,
+                "original_again": again,
                 "ours": v.outcome,
                 "reason": v.reason,
             }
-            for i, a, v in zip(items, original, ours, strict=True)
-            if a != v.passed
-        ],
+        )
+    by_kind = {
+        kind: {
+            "items": kinds.count(kind),
+            "agree": sum(1 for k, ok in zip(kinds, agree, strict=True) if k == kind and ok),
+            "ours_passed": sum(1 for k, v in zip(kinds, ours, strict=True) if k == kind and v.passed),
+        }
+        for kind in ("reference", *KINDS)
+    }
+    report = {
+        "pset": args.pset,
+        "environment": environment.id,
+        "workers": args.workers,
+        "items": len(items),
+        "snippets": kinds.count("reference"),
+        "mutants": len(items) - kinds.count("reference"),
+        "original_s": round(original_s, 2),
+        "ours_s": round(ours_s, 2),
+        "startup_s": round(startup_s, 2),
+        "batch_s": round(batch_s, 2),
+        "floor_s": round(floor_s, 2),
+        "speedup": round(original_s / ours_s, 2) if ours_s else None,
+        "over_floor": round(ours_s / floor_s, 2) if floor_s else None,
+        "batch_over_floor": round(batch_s / floor_s, 2) if floor_s else None,
+        "agreement": round(sum(agree) / len(agree), 4),
+        "original_passed": sum(original),
+        "ours_passed": sum(v.passed for v in ours),
+        "ours_outcomes": dict(Counter(v.category for v in ours)),
+        "by_kind": by_kind,
+        "disagreements": disagreements,
     }
     if args.json:
         print(json.dumps(report, indent=1))
     else:
-        print(f"pset {args.pset}: {len(items)} snippets, reference completions, environment {environment.id}")
+        print(
+            f"pset {args.pset}: {len(items)} completions ({report['snippets']} references, "
+            f"{report['mutants']} AST mutants), environment {environment.id}"
+        )
         print(
             f"(a) original method (cold, sequential): {original_s:8.2f} s  ({report['original_passed']} passed)"
         )
         print(
             f"(b) our runner ({args.workers} workers, warm):   {ours_s:8.2f} s  ({report['ours_passed']} passed)"
         )
-        print(f"speed-up {report['speedup']}x; verdict agreement {100 * report['agreement']:.1f}%")
-        for row in report["disagreements"]:
+        print(f"    of which starting the warm servers:  {startup_s:8.2f} s, the batch {batch_s:.2f} s")
+        print(f"    compute floor (run time / workers):  {floor_s:8.2f} s")
+        print(
+            f"speed-up {report['speedup']}x; {report['over_floor']}x the floor "
+            f"(the batch after start-up {report['batch_over_floor']}x); "
+            f"verdict agreement {100 * report['agreement']:.1f}%"
+        )
+        for kind, row in by_kind.items():
             print(
-                f"  disagree: {row['task']} / {row['snippet']}: original passed={row['original']}, ours {row['ours']}"
+                f"  {kind:10} {row['items']:4} completions, {row['ours_passed']:4} passed, {row['agree']:4} agree"
+            )
+        print(
+            "  our categories: " + ", ".join(f"{k} {n}" for k, n in sorted(report["ours_outcomes"].items()))
+        )
+        for row in disagreements:
+            print(
+                f"  disagree: {row['task']} / {row['snippet']} ({row['kind']}): original passed={row['original']}"
+                f" (again: {row['original_again']}), ours {row['ours']}: {row['reason']}"
             )
     return 0
 

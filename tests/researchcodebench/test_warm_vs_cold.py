@@ -1,6 +1,8 @@
 """Warm (forked from a pre-imported interpreter) and cold (a fresh interpreter per run) evaluation must give
 identical verdicts: every example snippet with its reference and with a blank body, plus mutated
-completions for a deterministic subset (the first snippet of each task).
+completions for a deterministic subset (the first snippet of each task, and one AST mutant per task: an
+operator swap, a constant change or a comparison flip). Fail-fast applies to both paths alike, so the tests
+run and failed are compared too.
 
 Cold runs import torch afresh (~2-3 s of CPU each), so identical inputs are run cold once: every reference
 completion of a task yields the same filled-in folder, and the test groups items by the exact file they
@@ -15,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from researchcodebench.mutants import KINDS, ast_mutants
 from researchcodebench.problems import blank_body, fill_in
-from researchcodebench.pset import read_pset
+from researchcodebench.pset import Task, read_pset
 from researchcodebench.runner import EvalItem, Runner
 
 from .runner_fixtures import checked_local_sandbox, eval_python
@@ -53,10 +56,23 @@ def mutate_drop_last(code: str) -> str | None:
     return "\n".join(lines)
 
 
+def ast_mutant(task: Task, kind: str) -> EvalItem | None:
+    """The first AST mutant of ``kind`` among the task's snippets (researchcodebench/mutants.py)."""
+    for snippet in task.snippets:
+        for mutant in ast_mutants(snippet.code or ""):
+            if mutant.kind == kind:
+                return EvalItem(task, snippet, mutant.code, completion_idx=4)
+    return None
+
+
 def _items() -> list[EvalItem]:
     pset = read_pset(EXAMPLES)
     items: list[EvalItem] = []
-    for task in pset.tasks:
+    for number, task in enumerate(pset.tasks):
+        # One AST mutant per task, the kinds taken in turn, so every kind is judged warm and cold.
+        mutant = ast_mutant(task, KINDS[number % len(KINDS)])
+        if mutant is not None:
+            items.append(mutant)
         for snippet in task.snippets:
             items.append(EvalItem(task, snippet, snippet.code, completion_idx=0))
             items.append(EvalItem(task, snippet, blank_body(snippet), completion_idx=1))
@@ -108,3 +124,4 @@ def test_warm_and_cold_runs_give_identical_verdicts(tmp_path):
     assert references and all(v.outcome == "passed" for v in references)
     assert blanks and not any(v.outcome == "passed" for v in blanks)
     assert sum(1 for item in items if item.completion_idx >= 2) >= len({i.task.id for i in items})
+    assert {item.completion_idx for item in items} >= {4}, "AST mutants were judged"
