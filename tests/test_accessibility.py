@@ -148,3 +148,39 @@ def test_axe_is_the_vendored_build_the_readme_names():
     readme = (AXE.parent / "README.md").read_text()
     assert hashlib.sha256(AXE.read_bytes()).hexdigest() in readme
     assert "4.14.1" in readme and (AXE.parent / "LICENSE").is_file()
+
+
+# --- the checks can fail --------------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_audit_fails_on_an_unlabelled_image_a_missing_skip_link_and_an_invisible_focus(
+    live_server, browser
+):
+    page = browser.new_page(viewport={"width": 1200, "height": 900})
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.evaluate(
+        "() => document.querySelector('main').insertAdjacentHTML('beforeend', '<img src=\"/x.png\">')"
+    )
+    with pytest.raises(AssertionError, match="critical image-alt"):
+        audit(page)
+
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.evaluate("() => document.querySelector('.skip-link').remove()")
+    with pytest.raises(AssertionError, match="not the skip link"):
+        keyboard_reaches(page, [])
+
+    page.goto(f"{live_server.url}/accounts/login/")
+    # Through the CSSOM: the portal's Content-Security-Policy refuses an added <style>.
+    page.evaluate(
+        "() => document.querySelector('#id_password').style.setProperty('outline', 'none', 'important')"
+    )
+    with pytest.raises(AssertionError, match="no visible focus indicator on <input> '' #id_password"):
+        keyboard_reaches(page, ["#id_password"])
+
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.evaluate("() => document.querySelector('#id_login').setAttribute('disabled', '')")
+    with pytest.raises(AssertionError, match=r"never reaches \['#id_login\[disabled\]'\]"):
+        keyboard_reaches(page, ["#id_login[disabled]"])

@@ -103,6 +103,24 @@ class Journey:
         assert not self._problems(), f"{self.name}:\n" + "\n".join(self._problems())
 
 
+def test_a_journey_fails_on_a_console_error_a_failed_request_and_an_error_response(live_server, browser):
+    journey = Journey(browser, "self-check", live_server.url)
+    journey.page.route("**/unreachable/**", lambda route: route.abort())
+    journey.goto("/accounts/login/")
+    journey.page.evaluate("() => console.error('boom')")
+    journey.page.evaluate("() => fetch('/unreachable/x').catch(() => null)")
+    journey.page.evaluate("() => fetch('/no-such-page/')")
+    journey.page.wait_for_timeout(200)
+    found = "\n".join(journey._problems())
+    assert "console error" in found and "boom" in found
+    assert "request failed: GET" in found and "/unreachable/x" in found
+    assert "404 for GET" in found and "/no-such-page/" in found
+    with pytest.raises(AssertionError, match="self-check, step 'login'"):
+        journey.step("login", accessible=False)
+    with pytest.raises(AssertionError, match="boom"):
+        journey.close()
+
+
 # --- (a) the visitor ------------------------------------------------------------------------------------
 
 
