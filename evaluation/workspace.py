@@ -35,6 +35,19 @@ _runner: Runner | None = None
 _lock = threading.Lock()
 
 
+def _runner_settings() -> dict:
+    """What every portal runner takes from the settings: the sandbox, the default interpreter, the limits."""
+    return {
+        "sandbox": make_sandbox(
+            settings.RCB_SANDBOX,
+            docker_image=settings.RCB_DOCKER_IMAGE,
+            allow_unsandboxed=settings.RCB_ALLOW_UNSANDBOXED,
+        ),
+        "environment": settings.RCB_EVAL_PYTHON or None,
+        "limits": Limits(task_dir_mb=settings.RCB_TASK_DIR_MB, cpu_quota=settings.RCB_CPU_QUOTA),
+    }
+
+
 def shared_runner() -> Runner:
     """This process's core runner (created on first use, kept warm for the life of the worker)."""
     global _runner
@@ -44,13 +57,7 @@ def shared_runner() -> Runner:
                 VerdictCache(str(Path(settings.VAR_DIR) / "cache")) if settings.RCB_VERDICT_CACHE else None
             )
             _runner = Runner(
-                sandbox=make_sandbox(
-                    settings.RCB_SANDBOX,
-                    docker_image=settings.RCB_DOCKER_IMAGE,
-                    allow_unsandboxed=settings.RCB_ALLOW_UNSANDBOXED,
-                ),
-                environment=settings.RCB_EVAL_PYTHON or None,
-                limits=Limits(task_dir_mb=settings.RCB_TASK_DIR_MB, cpu_quota=settings.RCB_CPU_QUOTA),
+                **_runner_settings(),
                 cache=cache,
                 workers=1,
                 warm_memory_budget_mb=settings.RCB_WARM_MEMORY_MB,
@@ -76,13 +83,7 @@ def cold_runner() -> Runner:
     the task's cap rather than one calibrated on a warm start. Close it after use (a context manager).
     This is the independent harness path of a maintainer's re-judge (docs/integrity.md#re-judging)."""
     return Runner(
-        sandbox=make_sandbox(
-            settings.RCB_SANDBOX,
-            docker_image=settings.RCB_DOCKER_IMAGE,
-            allow_unsandboxed=settings.RCB_ALLOW_UNSANDBOXED,
-        ),
-        environment=settings.RCB_EVAL_PYTHON or None,
-        limits=Limits(task_dir_mb=settings.RCB_TASK_DIR_MB, cpu_quota=settings.RCB_CPU_QUOTA),
+        **_runner_settings(),
         cache=None,
         warm=False,
         calibrate=False,
