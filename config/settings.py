@@ -335,6 +335,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_WORKER_HEARTBEAT_S = env_int("RCB_WORKER_HEARTBEAT_S", 10, minimum=1)
+#: seconds /status/ reuses its report (queue depths, counts): a page polled under load costs no broker call
+#: and no query in between (0: every request asks again)
+RCB_STATUS_CACHE_S = env_int("RCB_STATUS_CACHE_S", 5, minimum=0)
 # Periodic work (one beat per deployment: ``celery worker -B`` in the demo, worker-site in compose): the lease
 # reaper, and a safety net that re-aggregates any run whose results changed without a signal.
 CELERY_BEAT_SCHEDULE = {

@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 
-from config.health import health_report
+from config.health import health_report, status_report
 
 
 @never_cache
@@ -18,4 +18,5 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @never_cache
 def status_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "status.html", {"report": health_report()})
+    """The same checks for people, with queue depths and work in progress (cached: ``status_report``)."""
+    return render(request, "status.html", {"report": status_report()})

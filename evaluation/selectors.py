@@ -10,11 +10,11 @@ from decimal import Decimal
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Min, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from contributions.models import Snippet
+from contributions.models import ProposalRevision, Snippet
 from contributions.roles import can_maintain
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult, WorkerHeartbeat
 from researchcodebench import scoring
@@ -632,3 +632,90 @@ def run_rejudge_summary(
 def run_tampering_count(*, run: EvaluationRun) -> int:
     """How many verdicts of record of ``run`` are harness tampering (public, like the other counts)."""
     return TestResult.objects.filter(completion__run=run, category=TAMPERING_CATEGORY).count()
+
+
+# --- The status page: validations in progress, the oldest waiting item, throughput ---------------------------
+
+#: the window over which the status page counts recorded results
+STATUS_THROUGHPUT_WINDOW_S = 3600
+_ACTIVE_RUN_STATUSES = (
+    EvaluationRun.Status.QUEUED,
+    EvaluationRun.Status.GENERATING,
+    EvaluationRun.Status.TESTING,
+)
+
+
+@dataclass(frozen=True)
+class ValidationsInProgress:
+    """Revisions whose validation battery is running. Counts only: the status page is public and an
+    unpublished proposal is visible to its author and the maintainers alone."""
+
+    count: int
+    oldest_started_at: datetime | None
+
+
+def validation_in_progress_summary() -> ValidationsInProgress:
+    """How many revisions are being validated now (``ProposalRevision`` in ``RUNNING``) and since when the
+    oldest of them runs."""
+    agg = ProposalRevision.objects.filter(
+        validation_status=ProposalRevision.ValidationStatus.RUNNING
+    ).aggregate(n=Count("id"), oldest=Min("validation_started_at"))
+    return ValidationsInProgress(count=agg["n"], oldest_started_at=agg["oldest"])
+
+
+@dataclass(frozen=True)
+class WaitingItem:
+    """The completion that has waited longest for a worker, and in which queue it waits."""
+
+    completion_id: int
+    run_id: int
+    stage: str
+    queue: str
+    queued_at: datetime
+
+    @property
+    def stage_label(self) -> str:
+        return str(Completion.Stage(self.stage).label)
+
+
+def completion_oldest_waiting() -> WaitingItem | None:
+    """The oldest completion of an unfinished run in a waiting stage (``PENDING_STAGES``), by creation
+    (``updated_at`` moves whenever the reaper re-sends an item, so it does not say how long it waited);
+    None when nothing waits."""
+    row = (
+        Completion.objects.filter(stage__in=PENDING_STAGES, run__status__in=_ACTIVE_RUN_STATUSES)
+        .order_by("created_at", "id")
+        .values_list("id", "run_id", "stage", "snippet__task_version__needs_gpu", "created_at")
+        .first()
+    )
+    if row is None:
+        return None
+    completion_id, run_id, stage, needs_gpu, created_at = row
+    return WaitingItem(
+        completion_id=completion_id,
+        run_id=run_id,
+        stage=stage,
+        queue=_queue_of(stage, needs_gpu),
+        queued_at=created_at,
+    )
+
+
+def result_throughput(
+    *, window_s: int = STATUS_THROUGHPUT_WINDOW_S, now: datetime | None = None
+) -> dict[str, int]:
+    """Test results recorded in the last ``window_s`` seconds, per test queue (``eval-cpu`` and ``eval-gpu``,
+    both always present). Results of imported runs are left out: they come from a paper's files in one go
+    and never went through a queue."""
+    since = (now or timezone.now()) - timedelta(seconds=window_s)
+    rows = (
+        TestResult.objects.filter(created_at__gte=since)
+        .exclude(completion__run__source=EvaluationRun.Source.IMPORTED)
+        .order_by()
+        .values("completion__snippet__task_version__needs_gpu")
+        .annotate(n=Count("id"))
+        .values_list("completion__snippet__task_version__needs_gpu", "n")
+    )
+    counts = {"eval-cpu": 0, "eval-gpu": 0}
+    for needs_gpu, n in rows:
+        counts["eval-gpu" if needs_gpu else "eval-cpu"] += n
+    return counts

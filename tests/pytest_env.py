@@ -15,3 +15,6 @@ os.environ.setdefault("DJANGO_STATIC_MANIFEST", "0")
 os.environ.setdefault("RCB_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test"))
 # The suite's workers consume every queue on machines without a GPU (tests of the GPU gate turn this off).
 os.environ.setdefault("RCB_GPU_QUEUE_WITHOUT_GPU", "1")
+# A status page reused across tests would show an earlier test's workers and queues: tests/config/test_status.py
+# turns the cache on where it is what is tested.
+os.environ.setdefault("RCB_STATUS_CACHE_S", "0")
