@@ -16,8 +16,8 @@ bench-eval:
 	scripts/bootstrap.sh
 	.venv/bin/python bench/eval_speed.py
 
-bench-leaderboard:
-	scripts/bootstrap.sh --dev
+bench-leaderboard:  ## installs wrk (apt-get) when missing, then measures the pages under load
+	scripts/bootstrap.sh --dev --bench
 	.venv/bin/python bench/leaderboard_load.py
 
 clean:

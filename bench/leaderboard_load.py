@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import random
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -335,6 +336,18 @@ def measure(
     return {k: float(v) for k, v in values.items()}
 
 
+def require_wrk() -> None:
+    """Stop before seeding (minutes) when the load generator is missing, saying how to get it."""
+    if shutil.which("wrk"):
+        return
+    raise SystemExit(
+        "wrk (the HTTP load generator this benchmark drives) is not installed or not on PATH.\n"
+        "`make bench-leaderboard` installs it (scripts/bootstrap.sh --bench: apt-get install wrk, as root or\n"
+        "with sudo); elsewhere install the package wrk with your package manager or build it from\n"
+        "https://github.com/wg/wrk, then run this again."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", default="rcb_bench")
@@ -348,6 +361,7 @@ def main() -> None:
         help="RCB_CACHE_URL for gunicorn (e.g. redis://127.0.0.1:6379/13); default LocMem",
     )
     args = parser.parse_args()
+    require_wrk()
 
     ensure_database(args.db, args.reseed)
     _setup_django(args.db)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up used by `make demo` and `make test`:
-#   1. system packages the portal needs (bubblewrap for the sandbox; chromium for browser tests with --dev),
+#   1. system packages the portal needs (bubblewrap for the sandbox; chromium for browser tests with --dev;
+#      wrk, the HTTP load generator of bench/leaderboard_load.py, with --bench),
 #   2. .venv      : the portal (Python >= 3.12, requirements.txt [+ requirements-dev.txt with --dev]),
 #   3. .venv-eval : the evaluation environment that runs task tests (requirements-bench.txt; torch CPU).
 # A venv is only (re)installed when its requirements files changed (hash stamp in the venv).
@@ -8,7 +9,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEV=0
-[[ "${1:-}" == "--dev" ]] && DEV=1
+BENCH=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) DEV=1 ;;
+    --bench) BENCH=1 ;;
+    *) printf 'error: unknown option %s (use --dev and/or --bench)\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -62,6 +70,7 @@ make_venv() {  # $1 = venv dir, $2 = python, rest = requirement files
 
 packages=(bubblewrap)
 [[ $DEV -eq 1 ]] && packages+=(chromium)
+[[ $BENCH -eq 1 ]] && packages+=(wrk)
 apt_install "${packages[@]}"
 
 PORTAL_PY=$(find_python 12) || die "Python >= 3.12 is required for the portal (Django 6). Install python3.12 or newer."
