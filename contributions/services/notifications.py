@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
-from django.core.mail import EmailMessage, get_connection
+from django.core.mail import EmailMessage, mailers
 from django.db import transaction
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
@@ -76,7 +76,7 @@ def _send_mail(*, subject: str, body: str, addresses: list[str]) -> None:
     # One message per recipient: maintainers' addresses are not shown to authors, nor the other way round.
     messages = [EmailMessage(subject=subject, body=body, to=[address]) for address in addresses]
     try:
-        get_connection().send_messages(messages)
+        mailers.default.send_messages(messages)
     except Exception:
         log.exception("could not send %d notification email(s): %s", len(messages), subject)
 
