@@ -367,22 +367,10 @@ def _grid(detail: selectors.ModelDetail) -> dict[str, list[dict]]:
             {
                 "v": v,
                 "url": snippet_url(v.paper_key, v.name, v.snippet_id),
-                "state": _verdict_state(v.verdicts),
+                "state": selectors.verdict_state(v.verdicts),
             }
         )
     return dict(grid)
-
-
-def _verdict_state(verdicts: str) -> str:
-    """A grid cell's class: all passed, all failed, mixed (several completions), or no result."""
-    tested = [c for c in verdicts if c in "PF"]
-    if not tested:
-        return "none"
-    if all(c == "P" for c in tested):
-        return "pass"
-    if all(c == "F" for c in tested):
-        return "fail"
-    return "partial"
 
 
 # --- paper page --------------------------------------------------------------------------------------
