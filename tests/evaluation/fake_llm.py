@@ -19,6 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from evaluation.management.commands.serve_fake_llm import chat_completion_body
+
 
 @dataclass(frozen=True)
 class Logged:
@@ -129,24 +131,12 @@ class FakeLLM:
                 fake._log(prompt, 200, "empty" if behaviour is not None else "ok")
                 self._send(
                     200,
-                    {
-                        "id": "chatcmpl-fake",
-                        "object": "chat.completion",
-                        "created": int(time.time()),
-                        "model": payload.get("model", "fake"),
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": content},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {
-                            "prompt_tokens": len(prompt) // 4,
-                            "completion_tokens": len(content) // 4,
-                            "total_tokens": len(prompt) // 4 + len(content) // 4,
-                        },
-                    },
+                    chat_completion_body(
+                        prompt=prompt,
+                        content=content,
+                        model=str(payload.get("model", "fake")),
+                        ident="chatcmpl-fake",
+                    ),
                 )
 
         return Handler

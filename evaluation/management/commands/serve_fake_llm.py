@@ -41,6 +41,26 @@ UNKNOWN_ANSWER = "I am the demo's fake model: I only answer the prompts of the e
 _BLOCK = re.compile(r'# TODO: Implement block "(.+?)"')
 
 
+def chat_completion_body(*, prompt: str, content: str, model: str, ident: str = "chatcmpl-demo") -> dict:
+    """An OpenAI chat-completions answer carrying ``content``, with token counts estimated at 4 characters a
+    token (the test suite's fake server answers with the same body)."""
+    prompt_tokens, completion_tokens = len(prompt) // 4, len(content) // 4
+    return {
+        "id": ident,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
 @dataclass(frozen=True)
 class Planned:
     """The answer to the prompts of one snippet: its masked file identifies the prompt."""
@@ -159,24 +179,9 @@ def make_server(answers: FakeAnswers, *, port: int, log: Any) -> ThreadingHTTPSe
                     log("answered an unknown prompt")
             self._send(
                 200,
-                {
-                    "id": "chatcmpl-demo",
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": str(payload.get("model") or "demo-fake"),
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": content},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {
-                        "prompt_tokens": len(prompt) // 4,
-                        "completion_tokens": len(content) // 4,
-                        "total_tokens": len(prompt) // 4 + len(content) // 4,
-                    },
-                },
+                chat_completion_body(
+                    prompt=prompt, content=content, model=str(payload.get("model") or "demo-fake")
+                ),
             )
 
     server = ThreadingHTTPServer((HOST, port), Handler)
