@@ -223,7 +223,39 @@ def _validation_context(proposal: Proposal, revision: ProposalRevision | None) -
         "report": report,
         "report_groups": _report_groups(report),
         "polling": _is_polling(proposal, revision),
-        "progress": list(revision.validation_progress or []) if revision is not None else [],
+        "progress": [_progress_row(e) for e in revision.validation_progress or [] if isinstance(e, dict)]
+        if revision is not None
+        else [],
+    }
+
+
+def _progress_row(entry: dict[str, Any]) -> dict[str, Any]:
+    """One streamed validation stage as the page shows it: its name, time and a one-line summary of its
+    data (counts, not the raw records: the full results are in the report below)."""
+    data = entry.get("data") if isinstance(entry.get("data"), dict) else {}
+    parts = []
+    runs = data.get("runs")
+    if isinstance(runs, list):
+        passed = sum(1 for r in runs if isinstance(r, dict) and r.get("passed"))
+        parts.append(f"{passed} of {len(runs)} reference runs passed")
+    if isinstance(data.get("timeout_s"), int | float):
+        parts.append(f"timeout {data['timeout_s']:.1f} s")
+    snippet = data.get("snippet")
+    if isinstance(snippet, dict) and snippet.get("name"):
+        checked = {True: "checked by the test", False: "NOT checked by the test"}.get(
+            snippet.get("checked"), "not decided"
+        )
+        parts.append(f"snippet {str(snippet['name'])[:200]!r}: {checked}")
+    report = data.get("report")
+    if isinstance(report, dict):
+        parts.append("report complete" + (": green" if report.get("ok") else ": has errors"))
+    findings = data.get("findings")
+    if isinstance(findings, list):
+        parts.append(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
+    return {
+        "stage": str(entry.get("stage", ""))[:200],
+        "at": str(entry.get("at", "")),
+        "summary": "; ".join(parts),
     }
 
 

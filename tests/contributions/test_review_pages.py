@@ -506,6 +506,25 @@ def test_the_validation_fragment_polls_while_running_and_stops_when_final(client
     assert "hx-trigger" not in final and "every check passed" in final
 
 
+def test_streamed_stages_are_summarised_in_words_not_raw_records(client):
+    proposal = proposal_submitted()
+    revision = proposal.revisions.get()
+    client.force_login(proposal.author)
+    proposal_validation_start(revision=revision)
+    runs = [{"outcome": "passed", "passed": True, "duration_s": 0.03}] * 4 + [
+        {"outcome": "failed", "passed": False}
+    ]
+    proposal_validation_progress(revision=revision, stage="reference", data={"runs": runs, "timeout_s": 10.0})
+    snippet = {"name": "shift values", "checked": False}
+    proposal_validation_progress(
+        revision=revision, stage="mutation", data={"snippet": snippet, "findings": [{}]}
+    )
+    page = client.get(f"/contribute/{proposal.pk}/").content.decode()
+    assert "4 of 5 reference runs passed; timeout 10.0 s" in page
+    assert "snippet &#x27;shift values&#x27;: NOT checked by the test; 1 finding" in page
+    assert "&#x27;outcome&#x27;" not in page and "duration_s" not in page
+
+
 def test_the_code_stylesheet_matches_the_installed_pygments():
     css = (REPO / "static" / "css" / "review.css").read_text()
     assert HtmlFormatter(style="default").get_style_defs(".hl") in css
