@@ -57,13 +57,21 @@ class WorkerProcess:
             os.killpg(self.proc.pid, sig)
             self.proc.wait(timeout=30)
 
-    def stop(self) -> None:
+    def terminate(self) -> None:
+        """Ask for a warm shutdown (SIGTERM to the process group); ``finish`` waits for it."""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
+
+    def finish(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the worker to exit, then kill it."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def stop(self) -> None:
+        self.terminate()
+        self.finish(timeout=20)
 
 
 @pytest.fixture(autouse=True)
@@ -147,8 +155,13 @@ def start_worker(transactional_db, tmp_path) -> Iterator[Callable[..., WorkerPro
             except Exception:  # a queue that does not exist yet has nothing stale in it
                 pass
     yield start
+    # After the test nothing the workers still do matters (the database is flushed next): ask them all to
+    # stop at once and kill what has not exited after a short grace period, instead of waiting for a warm
+    # shutdown that finishes in-flight retries one worker after another.
     for worker in started:
-        worker.stop()
+        worker.terminate()
+    for worker in started:
+        worker.finish(timeout=5)
 
 
 def wait_for(
