@@ -246,9 +246,6 @@ def _progress_row(entry: dict[str, Any]) -> dict[str, Any]:
             snippet.get("checked"), "not decided"
         )
         parts.append(f"snippet {str(snippet['name'])[:200]!r}: {checked}")
-    report = data.get("report")
-    if isinstance(report, dict):
-        parts.append("report complete" + (": green" if report.get("ok") else ": has errors"))
     findings = data.get("findings")
     if isinstance(findings, list):
         parts.append(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
