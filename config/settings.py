@@ -295,6 +295,11 @@ RCB_UPLOAD_MAX_CODE_BYTES = env_int("RCB_UPLOAD_MAX_CODE_BYTES", 256 * 1024, min
 RCB_UPLOAD_MAX_LINES = env_int("RCB_UPLOAD_MAX_LINES", 100_000, minimum=1)
 #: completions per snippet an upload may give (``completion_idx`` from 0 to this minus one)
 RCB_UPLOAD_MAX_COMPLETIONS = env_int("RCB_UPLOAD_MAX_COMPLETIONS", 100, minimum=1)
+# Uploads larger than FILE_UPLOAD_MAX_MEMORY_SIZE are spooled to a file here while the request is read. A web
+# process killed mid-request leaves its file behind: the beat removes files older than RCB_UPLOAD_TMP_MAX_AGE_S.
+FILE_UPLOAD_TEMP_DIR = str(VAR_DIR / "upload-tmp")
+Path(FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+RCB_UPLOAD_TMP_MAX_AGE_S = env_int("RCB_UPLOAD_TMP_MAX_AGE_S", 3600, minimum=60)
 # Safe intake of contributed code (contributions/intake.py): archives (zip, tar, tar.gz) and git fetches are
 # refused past these limits, naming the limit; git fetches only https:// URLs, and file:// ones when allowed
 # (an operator's local mirrors and the tests: on a public portal it would read the server's own disk).
@@ -348,6 +353,10 @@ CELERY_BEAT_SCHEDULE = {
     "refresh-stale-leaderboard": {
         "task": "leaderboard.tasks.refresh_stale",
         "schedule": env_float("RCB_REFRESH_STALE_INTERVAL_S", 300.0, minimum=1),
+    },
+    "sweep-upload-temp": {
+        "task": "evaluation.tasks.sweep_upload_temp",
+        "schedule": 600.0,
     },
     "validation-watchdog": {
         "task": "evaluation.tasks.validation_watchdog",

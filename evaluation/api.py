@@ -35,7 +35,7 @@ from evaluation.serializers import (
     RunQuerySerializer,
     RunSerializer,
 )
-from evaluation.services.uploads import NewModel, PredictionsInvalid, predictions_upload
+from evaluation.services.uploads import IdempotencyKeyReused, NewModel, PredictionsInvalid, predictions_upload
 from researchcodebench.predictions import shown
 
 
@@ -50,7 +50,21 @@ class RunUploadApi(APIView):
 
     @extend_schema(
         request={"multipart/form-data": PredictionsUploadInput},
-        responses={201: PredictionsUploadOutput, 400: ErrorListOutput},
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                description="optional, 1-128 visible ASCII characters (a UUID): a retry of the same file with "
+                "the same key answers 200 with the run the first attempt started instead of starting another",
+            )
+        ],
+        responses={
+            200: PredictionsUploadOutput,
+            201: PredictionsUploadOutput,
+            400: ErrorListOutput,
+            422: ErrorListOutput,
+        },
         summary="Upload predictions for a release",
     )
     def post(self, request: Request) -> Response:
@@ -66,7 +80,7 @@ class RunUploadApi(APIView):
             )
         model = LanguageModel.objects.filter(key=data["model"]).first()
         try:
-            run = predictions_upload(
+            upload = predictions_upload(
                 release=release,
                 file=data["file"],
                 template=data["template"],
@@ -74,9 +88,15 @@ class RunUploadApi(APIView):
                 requester=request.user,
                 model=model,
                 new_model=None if model else NewModel(key=data["model"], name=data.get("model_name", "")),
+                idempotency_key=request.headers.get("Idempotency-Key", ""),
             )
         except PredictionsInvalid as exc:
             return Response({"errors": _upload_errors(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        except IdempotencyKeyReused as exc:
+            return Response(
+                {"errors": [f"Idempotency-Key: {exc}"]}, status=status.HTTP_422_UNPROCESSABLE_ENTITY
+            )
+        run = upload.run
         progress = selectors.run_progress(run=run)
         body = {
             "id": run.pk,
@@ -91,6 +111,12 @@ class RunUploadApi(APIView):
             "with_paper": run.with_paper,
             "board_url": request.build_absolute_uri(run_board_url(run)),
         }
+        if upload.replayed:
+            return Response(
+                PredictionsUploadOutput(body).data,
+                status=status.HTTP_200_OK,
+                headers={"Idempotent-Replayed": "true"},
+            )
         return Response(PredictionsUploadOutput(body).data, status=status.HTTP_201_CREATED)
 
 
@@ -100,7 +126,12 @@ def _flatten(errors: dict) -> list[str]:
 
 
 #: the upload service's names of the model's fields -> this API's
-_SERVICE_FIELDS = {"model": "model", "model_key": "model", "model_name": "model_name"}
+_SERVICE_FIELDS = {
+    "model": "model",
+    "model_key": "model",
+    "model_name": "model_name",
+    "idempotency_key": "Idempotency-Key",
+}
 
 
 def _upload_errors(exc: PredictionsInvalid) -> list[str]:

@@ -4,6 +4,7 @@ language model editor."""
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from django import forms
@@ -225,9 +226,11 @@ class PredictionsUploadForm(forms.Form):
         "whether the paper was in the prompts that produced these answers", required=False
     )
     file = forms.FileField(label="Predictions (JSONL)")
+    #: a fresh key per page load: sending the same form twice (a retry after a lost answer) starts one run
+    upload_key = forms.CharField(required=False, max_length=128, widget=forms.HiddenInput)
 
     #: the upload service's field names -> this form's
-    SERVICE_FIELDS = {"model_key": "new_model_key", "model_name": "new_model_name"}
+    SERVICE_FIELDS = {"model_key": "new_model_key", "model_name": "new_model_name", "idempotency_key": None}
 
     #: the preselected release's defaults (set on an unbound form)
     release_defaults: RunDefaults | None = None
@@ -237,6 +240,7 @@ class PredictionsUploadForm(forms.Form):
         self.fields["release"] = _release_choices()
         if not self.is_bound:
             _preselect_release_defaults(self, release_name)
+            self.initial["upload_key"] = uuid.uuid4().hex
         limits = upload_limits()
         self.fields["file"].help_text = (
             f'one JSON object per line: {{"task", "snippet", "completion_idx", "code" or "response"}}; '

@@ -185,12 +185,21 @@ class EvaluationRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     requester = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    #: an uploaded run: the submitter's idempotency key (a retry with it returns this run instead of a second
+    #: one) and the SHA-256 of the file, which a retry must repeat
+    upload_key = models.CharField(max_length=128, blank=True)
+    upload_sha256 = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(n_completions__gte=1), name="run_n_completions_positive"
+            ),
+            models.UniqueConstraint(
+                fields=["requester", "upload_key"],
+                condition=~models.Q(upload_key=""),
+                name="run_upload_key_unique",
             ),
         ]
 
@@ -253,6 +262,41 @@ class Completion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}/{self.snippet.name}#{self.completion_idx}"
+
+
+class RunEvent(models.Model):
+    """Something the engine did to a run on its own, shown on the run page: the reaper's recoveries.
+
+    A worker that dies, loses its database connection or its broker leaves its item leased; the reaper
+    re-queues it when the lease expires (or fails it after ``Completion.MAX_ATTEMPTS``), re-sends the
+    message of an item that waited too long, and finishes a run with nothing left to do. Each of those is
+    one row, so what happened to a run is never a guess.
+    """
+
+    class Kind(models.TextChoices):
+        REQUEUED = "requeued", "Lease expired, re-queued"
+        FAILED = "failed", "Lease expired too often, failed"
+        RESENT = "resent", "Waiting messages sent again"
+        FINISHED = "finished", "Finished by the reaper"
+
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="events")
+    completion = models.ForeignKey(
+        Completion, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    #: how many items the event is about (a re-send covers many)
+    items = models.PositiveIntegerField(default=1)
+    detail = models.TextField(blank=True)
+    #: the lease owner (worker host, process, message) whose lease expired; shown to maintainers only
+    worker = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["run", "-created_at"], name="runevent_run_recent")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}: {self.kind}"
 
 
 class TestResult(models.Model):

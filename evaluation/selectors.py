@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from contributions.models import ProposalRevision, Snippet
 from contributions.roles import can_maintain
-from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult, WorkerHeartbeat
+from evaluation.models import Completion, EvaluationRun, LanguageModel, RunEvent, TestResult, WorkerHeartbeat
 from researchcodebench import scoring
 from researchcodebench.scoring import SnippetResult
 from researchcodebench.screen import CATEGORY as TAMPERING_CATEGORY
@@ -351,6 +351,63 @@ def run_failures(*, run: EvaluationRun, limit: int = RUN_FAILURES_SHOWN) -> tupl
     )[:limit]  # fmt: skip
     shown = [RunFailure(*row) for row in rows]
     return shown, failed.count() if len(shown) == limit else len(shown)
+
+
+RUN_EVENTS_SHOWN = 50
+
+
+@dataclass(frozen=True)
+class RunEventRow:
+    """One recovery of a run (``RunEvent``) as the run page shows it; ``worker`` is "" unless the viewer
+    maintains the portal."""
+
+    at: datetime
+    kind: str
+    kind_label: str
+    items: int
+    detail: str
+    worker: str
+    task: str
+    snippet: str
+    completion_idx: int | None
+
+
+@dataclass(frozen=True)
+class RunRecovery:
+    """What the reaper did to a run: totals per kind over all its events, and the latest ``rows``."""
+
+    totals: dict[str, int]
+    n_events: int
+    rows: list[RunEventRow]
+    max_attempts: int = Completion.MAX_ATTEMPTS
+
+
+def run_recovery(*, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser) -> RunRecovery:
+    """The reaper's events of ``run``, newest first (at most ``RUN_EVENTS_SHOWN``), and items per kind
+    over all of them (one query when there are none, three otherwise)."""
+    events = RunEvent.objects.filter(run=run)
+    totals = {row["kind"]: row["n"] for row in events.values("kind").annotate(n=Sum("items"))}
+    n_events = events.count() if totals else 0
+    show_worker = can_maintain(viewer)
+    rows = (
+        [
+            RunEventRow(
+                at=e.created_at,
+                kind=e.kind,
+                kind_label=e.get_kind_display(),
+                items=e.items,
+                detail=e.detail,
+                worker=e.worker if show_worker else "",
+                task=e.completion.snippet.task_version.task.key if e.completion else "",
+                snippet=e.completion.snippet.name if e.completion else "",
+                completion_idx=e.completion.completion_idx if e.completion else None,
+            )
+            for e in events.select_related("completion__snippet__task_version__task")[:RUN_EVENTS_SHOWN]
+        ]
+        if totals
+        else []
+    )
+    return RunRecovery(totals=totals, n_events=n_events, rows=rows)
 
 
 def _run_error(completion: Completion) -> RunError:

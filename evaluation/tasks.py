@@ -77,6 +77,9 @@ class _LeaseHeartbeat:
                         return
                 except Exception:
                     log.exception("could not renew the lease of completion %s", self.completion_id)
+                    # A connection the database dropped stays broken for this thread: open a new one at the
+                    # next beat, so a short outage does not cost the lease.
+                    connection.close()
         finally:
             connection.close()
 
@@ -170,6 +173,14 @@ def reap_expired_leases() -> dict[str, int]:
         "resent": len(report.resent),
         "runs_finished": len(report.runs_finished),
     }
+
+
+@shared_task(name="evaluation.tasks.sweep_upload_temp")
+def sweep_upload_temp() -> int:
+    """Beat: delete spooled upload files a killed web process left behind."""
+    from evaluation.services.uploads import upload_temp_sweep
+
+    return len(upload_temp_sweep())
 
 
 def _prewarm() -> None:

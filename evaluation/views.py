@@ -32,7 +32,7 @@ from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services import generation, rejudge, runs
 from evaluation.services.estimates import EstimateError, run_estimate
 from evaluation.services.language_models import language_model_create, language_model_update
-from evaluation.services.uploads import PredictionsInvalid, predictions_upload
+from evaluation.services.uploads import IdempotencyKeyReused, PredictionsInvalid, predictions_upload
 
 RUNS_PER_PAGE = 50
 
@@ -86,6 +86,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "board": run_board_place(run),
         "score": selectors.run_score(run=run),
         "failures": selectors.run_failures(run=run),
+        "recovery": selectors.run_recovery(run=run, viewer=request.user),
         # Every completion with its verdict (the API pages its results; the link asks for all of them).
         "results_csv_url": reverse("api-run-results", args=[run.pk])
         + f"?{urlencode({'format': 'csv', 'limit': max(run.total_items, 1000)})}",
@@ -178,7 +179,7 @@ def run_upload(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             upload = form.cleaned_data["file"]
             try:
-                run = predictions_upload(
+                sent = predictions_upload(
                     release=form.cleaned_data["release"],
                     file=upload,
                     template=form.cleaned_data["template"],
@@ -186,6 +187,12 @@ def run_upload(request: HttpRequest) -> HttpResponse:
                     requester=request.user,
                     model=form.cleaned_data["model"],
                     new_model=form.new_model(),
+                    idempotency_key=form.cleaned_data["upload_key"],
+                )
+            except IdempotencyKeyReused as exc:
+                form.add_error(
+                    None,
+                    f"This form already started run {exc.run.pk} with another file: reload the page to upload again.",
                 )
             except PredictionsInvalid as exc:
                 for name, problems in exc.field_errors.items():
@@ -193,8 +200,11 @@ def run_upload(request: HttpRequest) -> HttpResponse:
                         form.add_error(form.SERVICE_FIELDS.get(name, name), capfirst(problem) + ".")
                 line_errors = exc.line_errors
             else:
-                messages.success(request, f"Run {run.pk} was created from {upload.name}.")
-                return redirect("evaluation:run_detail", run_id=run.pk)
+                if sent.replayed:
+                    messages.info(request, f"Run {sent.run.pk} was already created from this upload.")
+                else:
+                    messages.success(request, f"Run {sent.run.pk} was created from {upload.name}.")
+                return redirect("evaluation:run_detail", run_id=sent.run.pk)
     else:
         form = PredictionsUploadForm(
             initial={"model": request.GET.get("model")}, release_name=request.GET.get("release")

@@ -37,9 +37,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from contributions.models import Release, Snippet, TaskVersion
-from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
+from evaluation.models import Completion, EvaluationRun, LanguageModel, RunEvent, TestResult
 from researchcodebench import errors
 from researchcodebench.predictions import Prediction, answer_code
 from researchcodebench.problems import TEMPLATES
@@ -84,18 +85,41 @@ class ReapReport:
 # ---------------------------------------------------------------------------------------------- messages
 
 
+def _send(messages: Iterable[tuple[Callable[[int], object], int]]) -> None:
+    """Publish ``(send, completion_id)`` messages; stop at the first the broker refuses. The rows are already
+    committed as waiting, so nothing is lost: the reaper sends what waits longer than
+    ``RCB_PENDING_RESEND_S`` again. A broker outage never fails the request or task that queued the work."""
+    sent = 0
+    messages = list(messages)
+    for send, completion_id in messages:
+        try:
+            send(completion_id)
+        except (KombuOperationalError, OSError):
+            log.warning(
+                "the broker refused a message (completion %s); %d of %d not sent: the reaper sends them again "
+                "after RCB_PENDING_RESEND_S",
+                completion_id,
+                len(messages) - sent,
+                len(messages),
+                exc_info=True,
+            )
+            return
+        sent += 1
+
+
 def _send_generation(ids: Sequence[int]) -> None:
     from evaluation import tasks
 
-    for completion_id in ids:
-        tasks.generate_item.delay(completion_id)
+    _send((tasks.generate_item.delay, completion_id) for completion_id in ids)
 
 
 def _send_tests(items: Sequence[tuple[int, bool]]) -> None:
     from evaluation import tasks
 
-    for completion_id, needs_gpu in items:
-        (tasks.test_item_gpu if needs_gpu else tasks.test_item_cpu).delay(completion_id)
+    _send(
+        ((tasks.test_item_gpu if needs_gpu else tasks.test_item_cpu).delay, completion_id)
+        for completion_id, needs_gpu in items
+    )
 
 
 def _enqueue(generation: Sequence[int] = (), tests: Sequence[tuple[int, bool]] = ()) -> None:
@@ -225,6 +249,8 @@ def run_create(
     requester: AbstractBaseUser | None = None,
     predictions: Iterable[Prediction] | None = None,
     label: str = "",
+    upload_key: str = "",
+    upload_sha256: str = "",
 ) -> EvaluationRun:
     """Create a run and its completions, and queue the work after commit.
 
@@ -265,6 +291,8 @@ def run_create(
         verification=verification,
         requester=requester,
         label=label,
+        upload_key=upload_key,
+        upload_sha256=upload_sha256,
         counts={"expected": len(snippets) * n_completions},
     )
     if task_versions is not None:
@@ -511,6 +539,7 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
             ).first()
             if item is None:
                 continue
+            expired_at = item.lease_expires_at.isoformat(timespec="seconds")
             if item.attempts < Completion.MAX_ATTEMPTS:
                 waiting = WAITING_STAGE[Stage(item.stage)]
                 Completion.objects.filter(pk=item.pk).update(
@@ -520,7 +549,18 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
                     updated_at=now,
                     error=(
                         f"attempt {item.attempts}: worker lost (lease of {item.lease_owner} expired at "
-                        f"{item.lease_expires_at.isoformat(timespec='seconds')}); re-queued"
+                        f"{expired_at}); re-queued"
+                    ),
+                )
+                RunEvent.objects.create(
+                    run_id=run_id,
+                    completion_id=item.pk,
+                    kind=RunEvent.Kind.REQUEUED,
+                    worker=item.lease_owner,
+                    detail=(
+                        f"attempt {item.attempts} of {Completion.MAX_ATTEMPTS} lost while "
+                        f"{Stage(item.stage).label.lower()} (no heartbeat; lease expired at {expired_at}); "
+                        f"queued for {Stage(waiting).label.lower()} again"
                     ),
                 )
                 if waiting == Stage.PENDING_GENERATION:
@@ -545,6 +585,13 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
                     updated_at=now,
                 )
                 _run_refresh(_lock_run(run_id))
+            RunEvent.objects.create(
+                run_id=run_id,
+                completion_id=item.pk,
+                kind=RunEvent.Kind.FAILED,
+                worker=item.lease_owner,
+                detail=f"{verdict.reason} ({'testing' if item.stage == Stage.TESTING else 'generation'})",
+            )
             report.failed.append(item.pk)
 
     stale = now - timedelta(seconds=settings.RCB_PENDING_RESEND_S)
@@ -557,19 +604,32 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
                 EvaluationRun.Status.GENERATING,
                 EvaluationRun.Status.TESTING,
             ),
-        ).values_list("pk", "stage")[:RESEND_BATCH]
+        ).values_list("pk", "stage", "run_id")[:RESEND_BATCH]
     )
     if waiting_items:
         with transaction.atomic():
-            ids = [pk for pk, _ in waiting_items]
+            ids = [pk for pk, _, _ in waiting_items]
             Completion.objects.filter(pk__in=ids).update(updated_at=now)
+            per_run = Counter(run_id for _, _, run_id in waiting_items)
+            RunEvent.objects.bulk_create(
+                RunEvent(
+                    run_id=run_id,
+                    kind=RunEvent.Kind.RESENT,
+                    items=n,
+                    detail=(
+                        f"{n} item{'s' if n != 1 else ''} waited over {settings.RCB_PENDING_RESEND_S} s "
+                        "for a worker (a message lost by the broker, or never sent): sent again"
+                    ),
+                )
+                for run_id, n in sorted(per_run.items())
+            )
             _enqueue(
-                generation=[pk for pk, stage in waiting_items if stage == Stage.PENDING_GENERATION],
+                generation=[pk for pk, stage, _ in waiting_items if stage == Stage.PENDING_GENERATION],
                 tests=_test_items(
-                    Completion(pk=pk) for pk, stage in waiting_items if stage == Stage.PENDING_TEST
+                    Completion(pk=pk) for pk, stage, _ in waiting_items if stage == Stage.PENDING_TEST
                 ),
             )
-        report.resent.extend(pk for pk, _ in waiting_items)
+        report.resent.extend(pk for pk, _, _ in waiting_items)
 
     idle = EvaluationRun.objects.filter(
         status__in=(
@@ -582,6 +642,12 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
         with transaction.atomic():
             run = _run_refresh(_lock_run(run_id))
             if run.is_final:
+                RunEvent.objects.create(
+                    run_id=run.pk,
+                    kind=RunEvent.Kind.FINISHED,
+                    items=0,
+                    detail=f"nothing was left to do: the run ended {run.get_status_display().lower()}",
+                )
                 report.runs_finished.append(run.pk)
     return report
 

@@ -12,13 +12,16 @@ coverage shows them as missing.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from contributions.models import Release, Snippet
 from evaluation.models import EvaluationRun, LanguageModel
@@ -42,6 +45,8 @@ from researchcodebench.predictions import (
 MODEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 #: ``LanguageModel.name``'s length
 MODEL_NAME_MAX_CHARS = 200
+#: an idempotency key: 1-128 visible ASCII characters (a UUID is the usual choice)
+IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
 
 
 def upload_limits() -> PredictionLimits:
@@ -70,6 +75,27 @@ class NewModel:
     key: str
     name: str
     developer: str = ""
+
+
+@dataclass(frozen=True)
+class Upload:
+    """The run an upload started, and whether it was started earlier by the same upload (``replayed``: a
+    retry with the same idempotency key and the same file, which creates nothing)."""
+
+    run: EvaluationRun
+    replayed: bool = False
+
+
+class IdempotencyKeyReused(Exception):
+    """The idempotency key was already used by this submitter for a different upload (another file or
+    release): nothing was created. ``run`` is the run the key belongs to."""
+
+    def __init__(self, run: EvaluationRun) -> None:
+        self.run = run
+        super().__init__(
+            f"this idempotency key was already used for another upload (run {run.pk}); "
+            "use a new key for a new file"
+        )
 
 
 class PredictionsInvalid(Exception):
@@ -222,6 +248,17 @@ def _new_model_errors(new_model: NewModel) -> dict[str, list[str]]:
     return problems
 
 
+def _replay(*, requester: AbstractBaseUser, key: str, sha256: str, release: Release) -> Upload | None:
+    """The run an earlier upload with ``key`` started, if any: the same file for the same release, or
+    ``IdempotencyKeyReused``."""
+    earlier = EvaluationRun.objects.filter(requester=requester, upload_key=key).first()
+    if earlier is None:
+        return None
+    if earlier.upload_sha256 != sha256 or earlier.release_id != release.pk:
+        raise IdempotencyKeyReused(earlier)
+    return Upload(run=earlier, replayed=True)
+
+
 @transaction.atomic
 def predictions_upload(
     *,
@@ -232,7 +269,8 @@ def predictions_upload(
     with_paper: bool | None = None,
     model: LanguageModel | None = None,
     new_model: NewModel | None = None,
-) -> EvaluationRun:
+    idempotency_key: str = "",
+) -> Upload:
     """Check an upload and start a run that tests its predictions; give ``model`` or ``new_model``.
 
     ``template`` (how code is extracted from a raw response) and ``with_paper`` (whether the paper was in
@@ -245,9 +283,21 @@ def predictions_upload(
     from its size, before it is read. The run has source and verification "uploaded"; its items are the
     file's lines, each answer turned into code exactly as ``python -m researchcodebench evaluate`` does
     (``researchcodebench.predictions.answer_code``, applied by ``run_create``).
+
+    ``idempotency_key`` (optional) makes a retry safe: a client that lost the answer (a dropped connection,
+    a web process killed while it stored the upload) sends the same file with the same key and gets the run
+    the first attempt started (``Upload.replayed``), never a second one; the same key with another file or
+    release raises ``IdempotencyKeyReused``. Keys are per submitter; two requests racing with one key
+    create one run (a unique constraint decides).
     """
     if (model is None) == (new_model is None):
         raise ValueError("give exactly one of model and new_model")
+    key = idempotency_key
+    if key and not IDEMPOTENCY_KEY_RE.match(key):
+        raise PredictionsInvalid(
+            line_errors=[],
+            field_errors={"idempotency_key": ["must be 1 to 128 visible ASCII characters (a UUID, say)"]},
+        )
     field_errors = _new_model_errors(new_model) if new_model is not None else {}
     if model is not None:
         try:
@@ -259,30 +309,63 @@ def predictions_upload(
     if size_error:
         raise PredictionsInvalid(line_errors=[], field_errors={**field_errors, "file": [size_error]})
     # At most one byte past the limit is read, so a file that did not tell its size is still bounded.
-    parsed = predictions_parse(data=file.read(limits.max_bytes + 1), release=release)
+    data = file.read(limits.max_bytes + 1)
+    sha256 = hashlib.sha256(data).hexdigest()
+    if key and (earlier := _replay(requester=requester, key=key, sha256=sha256, release=release)):
+        return earlier
+    parsed = predictions_parse(data=data, release=release)
     if parsed.errors or field_errors:
         raise PredictionsInvalid(
             line_errors=parsed.line_errors, field_errors={**field_errors, "file": parsed.file_errors}
         )
-    if new_model is not None:
-        model = language_model_create(
-            key=new_model.key,
-            name=new_model.name,
-            developer=new_model.developer,
-            management=LanguageModel.Management.SELF_REPORTED,
-            owner=requester,
-        )
     defaults = release_run_defaults(release=release)
-    return runs.run_create(
-        model=model,
-        release=release,
-        task_versions=list(release.task_versions.filter(has_files=True)),
-        template=defaults.template if template is None else template,
-        with_paper=defaults.with_paper if with_paper is None else with_paper,
-        n_completions=parsed.n_completions,
-        temperature=None,
-        source=EvaluationRun.Source.UPLOADED,
-        verification=EvaluationRun.Verification.UPLOADED,
-        requester=requester,
-        predictions=parsed.predictions,
-    )
+    try:
+        # A savepoint: when a concurrent request with the same key won the race, its run is the answer.
+        with transaction.atomic():
+            if new_model is not None:
+                model = language_model_create(
+                    key=new_model.key,
+                    name=new_model.name,
+                    developer=new_model.developer,
+                    management=LanguageModel.Management.SELF_REPORTED,
+                    owner=requester,
+                )
+            run = runs.run_create(
+                model=model,
+                release=release,
+                task_versions=list(release.task_versions.filter(has_files=True)),
+                template=defaults.template if template is None else template,
+                with_paper=defaults.with_paper if with_paper is None else with_paper,
+                n_completions=parsed.n_completions,
+                temperature=None,
+                source=EvaluationRun.Source.UPLOADED,
+                verification=EvaluationRun.Verification.UPLOADED,
+                requester=requester,
+                predictions=parsed.predictions,
+                upload_key=key,
+                upload_sha256=sha256,
+            )
+    except IntegrityError:
+        earlier = _replay(requester=requester, key=key, sha256=sha256, release=release) if key else None
+        if earlier is None:
+            raise
+        return earlier
+    return Upload(run=run)
+
+
+def upload_temp_sweep(*, older_than_s: float | None = None) -> list[str]:
+    """Delete the spooled upload files (``FILE_UPLOAD_TEMP_DIR``) not modified for ``older_than_s``
+    (default ``RCB_UPLOAD_TMP_MAX_AGE_S``): a request in progress keeps writing its file, so only what a
+    killed web process left behind is old. Returns the names deleted."""
+    folder = Path(settings.FILE_UPLOAD_TEMP_DIR)
+    limit = settings.RCB_UPLOAD_TMP_MAX_AGE_S if older_than_s is None else older_than_s
+    cutoff = time.time() - limit
+    deleted = []
+    for path in folder.glob("*.upload*") if folder.is_dir() else ():
+        try:
+            if path.is_file() and not path.is_symlink() and path.stat().st_mtime <= cutoff:
+                path.unlink()
+                deleted.append(path.name)
+        except FileNotFoundError:
+            continue
+    return deleted

@@ -87,6 +87,7 @@ def test_every_periodic_task_is_a_registered_task():
     names = {entry["task"] for entry in app.conf.beat_schedule.values()}
     assert names == {
         "evaluation.tasks.reap_expired_leases",
+        "evaluation.tasks.sweep_upload_temp",
         "evaluation.tasks.validation_watchdog",
         "leaderboard.tasks.refresh_stale",
     }

@@ -172,3 +172,65 @@ def test_upload_rate_comes_from_the_settings():
 def test_upload_endpoint_is_in_the_openapi_schema(client):
     schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/json").content.decode()
     assert "/api/v1/runs/upload/" in schema
+
+
+def test_a_retry_with_the_same_idempotency_key_returns_the_first_run_and_creates_nothing(api, release):
+    data = jsonl(
+        {"task": "alpha", "snippet": "a1", "code": "x = 1"}, {"task": "alpha", "snippet": "a2", "code": "y"}
+    )
+    fields = {"model_name": "Retried", "model": "retried"}
+    first = api.post(URL, payload(data, **fields), format="multipart", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert first.status_code == 201, first.content
+    again = api.post(URL, payload(data, **fields), format="multipart", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert again.status_code == 200, again.content
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.json()["id"] == first.json()["id"]
+    assert EvaluationRun.objects.count() == 1 and Completion.objects.count() == 2
+    assert LanguageModel.objects.filter(key="retried").count() == 1
+    # Another key is another upload.
+    other = api.post(URL, payload(data, **fields), format="multipart", HTTP_IDEMPOTENCY_KEY="k-2")
+    assert other.status_code == 201 and other.json()["id"] != first.json()["id"]
+
+
+def test_an_idempotency_key_reused_for_another_file_is_422_and_creates_nothing(api, submitter, release):
+    LanguageModelFactory(key="m1", self_reported=True, owner=submitter)
+    first = api.post(
+        URL, payload(jsonl({"task": "alpha", "snippet": "a1", "code": "x = 1"})), HTTP_IDEMPOTENCY_KEY="key"
+    )
+    assert first.status_code == 201, first.content
+    reused = api.post(
+        URL, payload(jsonl({"task": "alpha", "snippet": "a1", "code": "x = 2"})), HTTP_IDEMPOTENCY_KEY="key"
+    )
+    assert reused.status_code == 422
+    assert reused.json()["errors"] == [
+        f"Idempotency-Key: this idempotency key was already used for another upload (run {first.json()['id']}); "
+        "use a new key for a new file"
+    ]
+    assert EvaluationRun.objects.count() == 1
+
+
+def test_idempotency_keys_are_per_submitter(release):
+    data = jsonl({"task": "alpha", "snippet": "a1", "code": "x = 1"})
+    ids = []
+    for name in ("ann", "bob"):
+        user = UserFactory(username=name)
+        LanguageModelFactory(key=f"m-{name}", self_reported=True, owner=user)
+        response = token_api(user).post(
+            URL, payload(data, model=f"m-{name}"), format="multipart", HTTP_IDEMPOTENCY_KEY="shared"
+        )
+        assert response.status_code == 201, response.content
+        ids.append(response.json()["id"])
+    assert len(set(ids)) == 2
+
+
+@pytest.mark.parametrize("key", ["has space", "x" * 129, "ünïcode"])
+def test_a_malformed_idempotency_key_is_400_naming_the_header(api, submitter, release, key):
+    LanguageModelFactory(key="m1", self_reported=True, owner=submitter)
+    response = api.post(
+        URL, payload(jsonl({"task": "alpha", "snippet": "a1", "code": "x"})), HTTP_IDEMPOTENCY_KEY=key
+    )
+    assert response.status_code == 400
+    assert response.json()["errors"] == [
+        "Idempotency-Key: must be 1 to 128 visible ASCII characters (a UUID, say)"
+    ]
+    assert not EvaluationRun.objects.exists()

@@ -35,7 +35,7 @@ def upload(release, data: bytes, **kwargs):
         kwargs["requester"] = UserFactory()
     if "new_model" not in kwargs and "model" not in kwargs:
         kwargs["model"] = LanguageModelFactory(self_reported=True, owner=kwargs["requester"])
-    return predictions_upload(release=release, file=ContentFile(data), **kwargs)
+    return predictions_upload(release=release, file=ContentFile(data), **kwargs).run
 
 
 # --- checking a file against a release ----------------------------------------------------------------------
@@ -317,3 +317,32 @@ def test_form_and_api_share_one_upload_budget_per_user(client, member, release, 
     payload = {"model": "m1", "release": "r1", "file": SimpleUploadedFile("p.jsonl", jsonl(OK))}
     assert api.post("/api/v1/runs/upload/", payload, format="multipart").status_code == 201
     assert post_form(client, jsonl(OK), model="m1").status_code == 429
+
+
+def test_the_upload_form_carries_a_fresh_key_and_a_resent_form_starts_one_run(client, release):
+    user = UserFactory()
+    LanguageModelFactory(key="mine", self_reported=True, owner=user)
+    client.force_login(user)
+    page = client.get("/runs/upload/").content.decode()
+    key = page.split('name="upload_key" value="', 1)[1].split('"', 1)[0]
+    assert len(key) == 32 and key not in client.get("/runs/upload/").content.decode()
+    data = jsonl(OK)
+    posts = [
+        client.post(
+            "/runs/upload/",
+            {"model": "mine", "release": release.name, "template": "rcb-v2", "with_paper": "with",
+             "upload_key": key, "file": SimpleUploadedFile("p.jsonl", data)},
+        )
+        for _ in range(2)
+    ]  # fmt: skip
+    run = EvaluationRun.objects.get()
+    assert [p.status_code for p in posts] == [302, 302]
+    assert {p.headers["Location"] for p in posts} == {f"/runs/{run.pk}/"}
+    other = client.post(
+        "/runs/upload/",
+        {"model": "mine", "release": release.name, "template": "rcb-v2", "with_paper": "with",
+         "upload_key": key, "file": SimpleUploadedFile("p.jsonl", jsonl({**OK, "code": "return 2"}))},
+    )  # fmt: skip
+    assert other.status_code == 400
+    assert f"This form already started run {run.pk} with another file" in other.content.decode()
+    assert EvaluationRun.objects.count() == 1
