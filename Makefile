@@ -1,11 +1,14 @@
 # The two commands of the README. Everything else is a helper for them.
-.PHONY: demo test lint bench-eval bench-leaderboard clean
+.PHONY: demo test lint crash-tests bench-eval bench-leaderboard clean
 
 demo:  ## set up, migrate, load demo data, serve http://127.0.0.1:8000/ with one worker and a fake LLM (Ctrl-C stops)
 	scripts/demo.sh
 
 test:  ## set up with dev tools and run the whole suite
 	scripts/test.sh
+
+crash-tests:  ## the crash tests (workers, broker, database and web process killed mid-run) five times in a row
+	scripts/test.sh -m crash --count 5
 
 lint:
 	scripts/bootstrap.sh --dev

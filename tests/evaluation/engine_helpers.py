@@ -5,13 +5,17 @@ directly by the core library."""
 from __future__ import annotations
 
 import ast
+import os
 import re
+import signal
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 from contributions.models import Release
 from contributions.services import release_create_from_pset
+from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
+from evaluation.services import run_create
 from researchcodebench.annotations import Snippet
 from researchcodebench.predictions import extract_answer
 from researchcodebench.problems import fill_in
@@ -111,3 +115,41 @@ def core_verdict_outcomes(
         (item.task.id, item.snippet.name): (v.outcome, v.passed)
         for item, v in zip(items, verdicts, strict=True)
     }
+
+
+# ------------------------------------------------------------------------------------- runs and workers
+
+#: the worker environment of the engine tests: the fake model's key, and no verdict cache (each item tested)
+WORKER_ENV = {"RCB_LLM_KEY_FAKE": "sk-test", "RCB_VERDICT_CACHE": "0"}
+Stage = Completion.Stage
+
+
+def start_run(model: LanguageModel, release: Release) -> EvaluationRun:
+    """A generated run of ``model`` on ``release`` (queued on the configured broker)."""
+    return run_create(model=model, release=release, source="generated", verification="generated")
+
+
+def run_state(run: EvaluationRun) -> EvaluationRun:
+    run.refresh_from_db()
+    return run
+
+
+def stop_together(workers: list) -> None:
+    """Ask every worker (``tests.conftest.WorkerProcess``) to shut down at once (each takes several seconds),
+    then wait for them all."""
+    for worker in workers:
+        if worker.proc.poll() is None:
+            os.killpg(worker.proc.pid, signal.SIGTERM)
+    for worker in workers:
+        worker.stop()
+
+
+def assert_every_item_recorded_once(run: EvaluationRun) -> None:
+    """No item of ``run`` is still waiting or leased, and every done item has exactly one result."""
+    items = Completion.objects.filter(run=run)
+    assert not items.filter(
+        stage__in=(Stage.PENDING_GENERATION, Stage.GENERATING, Stage.PENDING_TEST, Stage.TESTING)
+    )
+    results = TestResult.objects.filter(completion__run=run)
+    assert results.count() == items.filter(stage=Stage.DONE).count()
+    assert results.values("completion").distinct().count() == results.count()

@@ -505,3 +505,42 @@ def test_upload_form_refuses_a_file_over_the_limit_before_reading_it(client, mem
     )
     assert response.status_code == 400
     assert "The file is too large" in response.content.decode()
+
+
+# --- recovery ---------------------------------------------------------------------------------------------
+
+
+def test_the_run_page_lists_what_the_reaper_did_and_names_workers_to_maintainers_only(client, release, staff):
+    from evaluation.models import RunEvent
+    from evaluation.services import lease_acquire, leases_reap
+
+    run = make_staged_run(model=LanguageModelFactory(key="m1"), release=release)
+    lost = run.completions.first()
+    lease_acquire(
+        completion_id=lost.pk,
+        owner="gpu-7:<b>41</b>:msg",
+        stage_from=Stage.PENDING_TEST,
+        stage_to=Stage.TESTING,
+        seconds=1,
+    )
+    leases_reap(now=timezone.now() + timedelta(seconds=30))
+    event = RunEvent.objects.get(run=run)
+    assert (event.kind, event.completion_id) == ("requeued", lost.pk)
+
+    section = lambda html: html.split('id="run-recovery"', 1)[1].split("</section>", 1)[0]  # noqa: E731
+    public = section(client.get(f"/runs/{run.pk}/").content.decode())
+    assert '<strong data-recovery="requeued">1</strong> item re-queued after a lost lease' in public
+    assert public.count('<tr data-event="requeued">') == 1
+    assert lost.snippet.name in public and "attempt 1 of 3 lost while testing" in public
+    assert "gpu-7" not in public and "Worker</th>" not in public
+    client.force_login(staff)
+    maintainer = section(
+        client.get(f"/runs/{run.pk}/", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="run-progress").content.decode()
+    )
+    assert "Worker</th>" in maintainer and "gpu-7:&lt;b&gt;41&lt;/b&gt;:msg" in maintainer
+
+
+def test_a_run_without_recoveries_says_so(client, release):
+    run = make_staged_run(model=LanguageModelFactory(key="m1"), release=release)
+    html = client.get(f"/runs/{run.pk}/").content.decode()
+    assert "Nothing to recover: no worker lost an item of this run so far." in html

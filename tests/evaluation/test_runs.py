@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from evaluation.models import Completion, EvaluationRun, TestResult
+from evaluation.models import Completion, EvaluationRun, RunEvent, TestResult
 from evaluation.services import (
     LeaseResult,
     Prediction,
@@ -207,6 +207,17 @@ def test_reaper_requeues_a_lost_item_then_fails_it_as_worker_lost_after_max_atte
     )
     assert result.exception_message.startswith(f"worker lost {Completion.MAX_ATTEMPTS} times")
     assert take(item, "w9") is LeaseResult.UNAVAILABLE
+    # Every recovery is on record for the run page, with the worker whose lease expired.
+    events = list(RunEvent.objects.filter(run=run).order_by("pk"))
+    kinds = [e.kind for e in events]
+    assert kinds[: Completion.MAX_ATTEMPTS] == ["requeued"] * (Completion.MAX_ATTEMPTS - 1) + ["failed"]
+    assert [e.worker for e in events[: Completion.MAX_ATTEMPTS]] == [
+        f"w{a}" for a in range(1, Completion.MAX_ATTEMPTS + 1)
+    ]
+    assert all(e.completion_id == item.pk for e in events[: Completion.MAX_ATTEMPTS])
+    assert events[0].detail.startswith(f"attempt 1 of {Completion.MAX_ATTEMPTS} lost while testing")
+    assert events[0].detail.endswith("queued for waiting for a test worker again")
+    assert "worker lost" in events[Completion.MAX_ATTEMPTS - 1].detail
 
 
 def test_reaper_leaves_live_leases_alone(model, release):
@@ -215,6 +226,49 @@ def test_reaper_leaves_live_leases_alone(model, release):
     report = leases_reap()
     assert report.requeued == [] and report.failed == []
     assert Completion.objects.get(pk=item.pk).stage == Stage.TESTING
+    assert not RunEvent.objects.exists()
+
+
+def test_reaper_resends_messages_of_items_waiting_too_long_and_records_it_per_run(model, release, settings):
+    settings.RCB_PENDING_RESEND_S = 60
+    runs = [uploaded_run(model, release), uploaded_run(model, release)]
+    later = timezone.now() + timedelta(seconds=61)
+    report = leases_reap(now=later)
+    waiting = Completion.objects.filter(stage=Stage.PENDING_TEST).count()
+    assert len(report.resent) == waiting > 0
+    for run in runs:
+        event = RunEvent.objects.get(run=run)
+        n = run.completions.count()
+        assert (event.kind, event.items, event.completion_id) == ("resent", n, None)
+        assert (
+            event.detail
+            == f"{n} items waited over 60 s for a worker (a message lost by the broker, or never sent): sent again"
+        )
+    # Just sent: not again at once.
+    assert leases_reap(now=later).resent == []
+
+
+def test_a_broker_that_refuses_messages_fails_nothing_and_the_reaper_sends_them_later(
+    model, release, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    from kombu.exceptions import OperationalError
+
+    from evaluation import tasks
+
+    sent = []
+
+    def refused(completion_id):
+        raise OperationalError("[Errno 111] Connection refused")
+
+    monkeypatch.setattr(tasks.test_item_cpu, "delay", refused)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = uploaded_run(model, release)
+    assert run.completions.filter(stage=Stage.PENDING_TEST).count() == run.completions.count() > 0
+    monkeypatch.setattr(tasks.test_item_cpu, "delay", sent.append)
+    settings.RCB_PENDING_RESEND_S = 1
+    with django_capture_on_commit_callbacks(execute=True):
+        report = leases_reap(now=timezone.now() + timedelta(seconds=2))
+    assert sorted(sent) == sorted(report.resent) == sorted(run.completions.values_list("pk", flat=True))
 
 
 def test_cancel_stops_waiting_and_running_items_and_refuses_their_verdicts(model, release):

@@ -1,64 +1,38 @@
 """The engine end to end: real database, the configured broker and real Celery worker processes.
 
-A model on the fake LLM server is evaluated on the example pset; workers are killed with SIGKILL while
-they test; the provider fails; a run is cancelled. Every run must end with one recorded outcome per
-completion and a reason for anything that did not pass -- never "stuck".
+A model on the fake LLM server is evaluated on the example pset by two workers; the provider fails; a run
+is cancelled. Every run must end with one recorded outcome per completion and a reason for anything that
+did not pass -- never "stuck". Parts killed or cut off mid-run: test_crashes.py.
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 
 import pytest
 
 from evaluation.models import Completion, EvaluationRun, TestResult
 from evaluation.selectors import run_snippet_results
-from evaluation.services import leases_reap, run_cancel, run_create
+from evaluation.services import run_cancel
 from researchcodebench.scoring import SnippetResult, line_rates, score_model, task_rates
-from tests.conftest import WorkerProcess, wait_for
+from tests.conftest import wait_for
 from tests.evaluation.engine_helpers import (
+    WORKER_ENV,
     answer_by_prompt,
+    assert_every_item_recorded_once,
     core_verdict_outcomes,
     example_tasks,
     import_release,
+    run_state,
     scripted_answers,
+    start_run,
+    stop_together,
 )
 from tests.factories import fake_llm_model
 
 pytestmark = pytest.mark.slow
 
 Stage = Completion.Stage
-WORKER_ENV = {"RCB_LLM_KEY_FAKE": "sk-test", "RCB_VERDICT_CACHE": "0"}
-
-
-def start_run(model, release) -> EvaluationRun:
-    return run_create(model=model, release=release, source="generated", verification="generated")
-
-
-def run_state(run: EvaluationRun) -> EvaluationRun:
-    run.refresh_from_db()
-    return run
-
-
-def stop_together(workers: list[WorkerProcess]) -> None:
-    """Ask every worker to shut down at once (each takes several seconds), then wait for them all."""
-    for worker in workers:
-        if worker.proc.poll() is None:
-            os.killpg(worker.proc.pid, signal.SIGTERM)
-    for worker in workers:
-        worker.stop()
-
-
-def assert_every_item_recorded_once(run: EvaluationRun) -> None:
-    items = Completion.objects.filter(run=run)
-    assert not items.filter(
-        stage__in=(Stage.PENDING_GENERATION, Stage.GENERATING, Stage.PENDING_TEST, Stage.TESTING)
-    )
-    results = TestResult.objects.filter(completion__run=run)
-    assert results.count() == items.filter(stage=Stage.DONE).count()
-    assert results.values("completion").distinct().count() == results.count()
 
 
 def test_generated_run_on_the_example_pset_with_two_workers_scores_like_the_core_library(
@@ -103,66 +77,6 @@ def test_generated_run_on_the_example_pset_with_two_workers_scores_like_the_core
     assert run.input_tokens > 0 and run.cost_usd > 0
     assert elapsed < 45, f"the run took {elapsed:.1f} s"
     stop_together(workers)
-
-
-def test_a_worker_killed_while_testing_loses_and_duplicates_nothing(
-    start_worker, tmp_path, fake_llm, settings
-):
-    names = ("rmsnorm", "roformer", "focal-loss")
-    tasks = example_tasks(names)
-    fake_llm.answer = answer_by_prompt(tasks, scripted_answers(tasks))
-    release = import_release(tmp_path, name="crash", task_ids=names)
-    model = fake_llm_model(fake_llm.base_url)
-    settings.RCB_PENDING_RESEND_S = 5
-    env = {**WORKER_ENV, "RCB_LEASE_SECONDS": "2"}
-    first = start_worker(concurrency=1, extra_env=env)
-    run = start_run(model, release)
-    total = run.total_items
-
-    def testing_midway() -> bool:
-        done = TestResult.objects.filter(completion__run=run).count()
-        return 3 <= done < total - 3 and Completion.objects.filter(run=run, stage=Stage.TESTING).exists()
-
-    def leased() -> list[int]:
-        return list(
-            Completion.objects.filter(run=run, stage__in=(Stage.GENERATING, Stage.TESTING)).values_list(
-                "pk", flat=True
-            )
-        )
-
-    # The worker may finish its item between our look at the database and the kill, and a worker killed
-    # between two items loses nothing. So freeze it first (SIGSTOP: it can record nothing more), read what
-    # it holds from the frozen state, and kill it only while it holds a lease; else let it go on and retry.
-    lost: list[int] = []
-    deadline = time.monotonic() + 60
-    while not lost:
-        assert time.monotonic() < deadline, "never caught the worker holding a lease mid-run"
-        wait_for(
-            testing_midway, timeout=60, interval=0.02, what="a test in flight with some results recorded"
-        )
-        os.killpg(first.proc.pid, signal.SIGSTOP)
-        lost = leased()
-        if not lost:
-            os.killpg(first.proc.pid, signal.SIGCONT)
-    first.kill()
-    before = TestResult.objects.filter(completion__run=run).count()
-    assert set(leased()) == set(lost)
-    second = start_worker(concurrency=1, extra_env=env)
-
-    def finished() -> bool:
-        leases_reap()
-        return run_state(run).is_final
-
-    wait_for(finished, timeout=120, interval=0.5, what="the run to finish after the crash")
-    print(f"\nkilled after {before}/{total} results with {len(lost)} leased item(s) lost")
-    assert run.status == EvaluationRun.Status.FINISHED, run.status_reason
-    assert TestResult.objects.filter(completion__run=run).count() == total
-    assert_every_item_recorded_once(run)
-    assert not TestResult.objects.filter(completion__run=run, category="worker_lost").exists()
-    assert max(Completion.objects.filter(run=run).values_list("attempts", flat=True)) <= 2
-    # The items the dead worker held were taken again after their lease expired.
-    assert lost and set(Completion.objects.filter(pk__in=lost).values_list("attempts", flat=True)) == {2}
-    stop_together([first, second])
 
 
 def test_a_provider_outage_ends_in_recorded_errors_not_a_hang(start_worker, tmp_path, fake_llm):
