@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is a helper for them.
-.PHONY: demo test lint crash-tests bench-eval bench-leaderboard clean
+.PHONY: demo test lint crash-tests bench-eval bench-leaderboard bench-mixed clean
 
 demo:  ## set up, migrate, load demo data, serve http://127.0.0.1:8000/ with one worker and a fake LLM (Ctrl-C stops)
 	scripts/demo.sh
@@ -22,6 +22,10 @@ bench-eval:
 bench-leaderboard:  ## installs wrk (apt-get) when missing, then measures the pages under load
 	scripts/bootstrap.sh --dev --bench
 	.venv/bin/python bench/leaderboard_load.py
+
+bench-mixed:  ## 60 s of mixed load (pages, API, uploads, a run in progress) on gunicorn, PostgreSQL and RabbitMQ
+	scripts/bootstrap.sh
+	.venv/bin/python bench/mixed_load.py
 
 clean:
 	rm -rf var staticfiles .pytest_cache

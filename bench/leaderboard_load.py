@@ -49,7 +49,9 @@ end
 """
 
 
-def _env(db: str) -> dict[str, str]:
+def bench_env(db: str) -> dict[str, str]:
+    """The environment of the bench's processes (this one after ``_setup_django``, gunicorn, workers): the
+    caller's, on database ``db``, with debug off and the baseline view routed."""
     return {
         **os.environ,
         "DATABASE_URL": f"{PG}/{db}",
@@ -64,7 +66,7 @@ def _env(db: str) -> dict[str, str]:
 
 
 def _setup_django(db: str) -> None:
-    os.environ.update(_env(db))
+    os.environ.update(bench_env(db))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     sys.path.insert(0, str(REPO))
     import django
@@ -83,7 +85,10 @@ def ensure_database(db: str, reseed: bool) -> None:
         if not exists:
             conn.execute(f'CREATE DATABASE "{db}"')
     subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=REPO, env=_env(db), check=True
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=REPO,
+        env=bench_env(db),
+        check=True,
     )
 
 
@@ -291,6 +296,53 @@ def aggregate(db: str, run_ids: list[int], processes: int = 2) -> None:
     )
 
 
+def prepare_database(db: str, reseed: bool) -> None:
+    """Create and migrate ``db``, set Django up on it, and seed and aggregate the synthetic benchmark unless
+    it is there complete (then it is reused)."""
+    ensure_database(db, reseed)
+    _setup_django(db)
+    if is_seeded():
+        print(f"reusing the seeded database {db}")
+        return
+    from django.db import connection
+
+    connection.close()
+    ensure_database(db, reseed=True)
+    aggregate(db, seed())
+
+
+def bench_model_key() -> str:
+    """The synthetic model whose pages are measured (the 51st of 100: a middling one)."""
+    from evaluation.models import LanguageModel
+
+    return (
+        LanguageModel.objects.filter(key__startswith="BENCH_MODEL_")
+        .order_by("key")
+        .values_list("key", flat=True)[50]
+    )
+
+
+def start_gunicorn(*, port: int, workers: int, env: dict[str, str]) -> subprocess.Popen:
+    """gunicorn serving ``config.wsgi`` with ``workers`` sync workers on 127.0.0.1:``port``, in a session of
+    its own (so that a terminal's Ctrl-C reaches it only through the caller's clean-up)."""
+    gunicorn = Path(sys.executable).with_name("gunicorn")
+    return subprocess.Popen(
+        [
+            str(gunicorn),
+            "config.wsgi",
+            "-w",
+            str(workers),
+            "-b",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -363,24 +415,8 @@ def main() -> None:
     args = parser.parse_args()
     require_wrk()
 
-    ensure_database(args.db, args.reseed)
-    _setup_django(args.db)
-    if is_seeded():
-        print(f"reusing the seeded database {args.db}")
-    else:
-        from django.db import connection
-
-        connection.close()
-        ensure_database(args.db, reseed=True)
-        aggregate(args.db, seed())
-
-    from evaluation.models import LanguageModel
-
-    model_key = (
-        LanguageModel.objects.filter(key__startswith="BENCH_MODEL_")
-        .order_by("key")
-        .values_list("key", flat=True)[50]
-    )
+    prepare_database(args.db, args.reseed)
+    model_key = bench_model_key()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     urls = {
@@ -397,21 +433,8 @@ def main() -> None:
         # Again at the end: how much the machine's noise moved the baseline during the run.
         "trivial view, again": "/api/v1/bench/trivial/",
     }
-    gunicorn = Path(sys.executable).with_name("gunicorn")
-    server = subprocess.Popen(
-        [
-            str(gunicorn),
-            "config.wsgi",
-            "-w",
-            str(args.workers),
-            "-b",
-            f"127.0.0.1:{port}",
-            "--log-level",
-            "warning",
-        ],
-        cwd=REPO,
-        env={**_env(args.db), "RCB_CACHE_URL": args.cache_url},
-        start_new_session=True,
+    server = start_gunicorn(
+        port=port, workers=args.workers, env={**bench_env(args.db), "RCB_CACHE_URL": args.cache_url}
     )
     # The lazy parts are what htmx fetches when they scroll into view: measured with its header.
     headers = {name: ("HX-Request: true",) for name in urls if name.endswith("(htmx)")}
