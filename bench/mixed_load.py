@@ -481,9 +481,13 @@ def profile_contamination(board_run: int, top: int = 20) -> str:
 
 
 def load_rows(stats: dict[str, UrlStats], seconds: float) -> dict[str, dict]:
+    """Per URL and in total; ``time_share``: the URL's part of the time all requests took (what the
+    clients spent waiting on it), where the load's time went."""
     rows = {}
+    busy = sum(sum(s.latencies) for s in stats.values()) or 1.0
     for name, s in stats.items():
         rows[name] = {
+            "time_share": sum(s.latencies) / busy,
             "requests": len(s.latencies),
             "rps": len(s.latencies) / seconds,
             "p50_ms": percentile(s.latencies, 50),
@@ -495,6 +499,7 @@ def load_rows(stats: dict[str, UrlStats], seconds: float) -> dict[str, dict]:
         }
     every = [ms for s in stats.values() for ms in s.latencies]
     rows["TOTAL"] = {
+        "time_share": 1.0,
         "requests": len(every),
         "rps": len(every) / seconds,
         "p50_ms": percentile(every, 50),
@@ -514,14 +519,18 @@ def _ms(value: float | None) -> str:
 def print_load(rows: dict[str, dict], paths: dict[str, str]) -> None:
     print(
         f"{'URL':38s} {'requests':>8s} {'req/s':>7s} {'p50 ms':>8s} {'p95 ms':>8s} {'p99 ms':>8s} "
-        f"{'max ms':>8s} {'errors':>6s}"
+        f"{'max ms':>8s} {'errors':>6s} {'time %':>6s}"
     )
     for name, r in rows.items():
         if name == "TOTAL":
-            print("-" * 98)
+            print("-" * 105)
         ms = " ".join(_ms(r[k]) for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms"))
-        print(f"{name:38s} {r['requests']:8d} {r['rps']:7.1f} {ms} {r['errors']:6d}")
-    print("URLs: " + "; ".join(f"{name}: {path}" for name, path in paths.items()))
+        share = 100 * r["time_share"]
+        print(f"{name:38s} {r['requests']:8d} {r['rps']:7.1f} {ms} {r['errors']:6d} {share:6.1f}")
+    print("time %: the URL's part of the time every request took together")
+    print("paths:")
+    for name, path in paths.items():
+        print(f"  {name:38s} {path}")
     failed = {name: r for name, r in rows.items() if r["errors"]}
     if failed:
         print("\nERRORS (must be 0): first bodies per URL")
