@@ -13,18 +13,25 @@ Entry points:
   (catches bulk inserts that send no signal).
 - ``leaderboard_refresh_after_bulk_write()``: the synchronous refresh a bulk command asks for when it
   finishes (``contributions.signals.bulk_write_finished``), so its data is on the board when it returns.
+
+Every entry point that writes is one transaction, and one at a time (``serialized``: a PostgreSQL advisory
+lock; SQLite's write lock does the same): a reader never sees a run's rows deleted and not yet rebuilt,
+and two workers aggregating runs of one release (which share ``SnippetStat`` rows and the ``global`` rows)
+never interleave their delete-and-insert.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import ParamSpec, TypeVar
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
@@ -42,6 +49,28 @@ from leaderboard.models import (
 from researchcodebench import scoring
 
 PASS, FAIL, MISSING = "P", "F", "-"
+#: the PostgreSQL advisory lock key of aggregation writes (any constant unique to this purpose)
+AGGREGATION_LOCK_KEY = 0x52434241  # "RCBA"
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def serialized(func: Callable[P, R]) -> Callable[P, R]:
+    """Run ``func`` in one transaction holding the aggregation lock (re-entrant: nested entry points
+    share the outer transaction and lock)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", [AGGREGATION_LOCK_KEY])
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
 #: seconds between the first result of a burst and the aggregation that covers the whole burst
 DEBOUNCE_S_DEFAULT = 5
 
@@ -226,6 +255,7 @@ def release_global_selections(
 
 
 @transaction.atomic
+@serialized
 def leaderboard_refresh_run(*, run: EvaluationRun, defer_shared: bool = False) -> RunScore:
     """Rebuild every read model row of ``run`` from its results of record; return its ``none`` score.
 
@@ -400,6 +430,7 @@ def combine_rates(num: Sequence[int], den: Sequence[int], present: Sequence[int]
     )
 
 
+@serialized
 def leaderboard_refresh_global(*, cutoffs: Iterable[str | None] | None = None) -> int:
     """Bring every run's ``global`` row to the paper set of its release's global cutoff; return how many
     rows were rebuilt. A row whose stored selection already matches is left alone (the usual case).
@@ -459,6 +490,7 @@ def _refresh_global_rows(release_id: int | None, wanted: list[str]) -> int:
     return len(stale)
 
 
+@serialized
 def snippet_stats_refresh(*, snippet_ids: Iterable[int]) -> None:
     """Recompute ``SnippetStat`` for these snippets from ``RunSnippetScore`` (one grouped query)."""
     ids = sorted(set(snippet_ids))
@@ -524,6 +556,7 @@ def leaderboard_request_refresh(*, run_id: int) -> bool:
     return True
 
 
+@serialized
 def leaderboard_refresh_stale() -> list[int]:
     """Re-aggregate every run whose number of results of record differs from the last aggregation (a bulk
     insert sends no ``post_save``); return the ids of the runs refreshed."""
@@ -541,6 +574,7 @@ def _runs_with_moved_results() -> set[int]:
     return {rid for rid, n in counts.items() if seen.get(rid) != n}
 
 
+@serialized
 def leaderboard_refresh_runs(*, runs: Iterable[EvaluationRun]) -> None:
     """Aggregate many runs, then the shared rows (global contamination, snippet stats) once."""
     snippet_ids: set[int] = set()
@@ -551,6 +585,7 @@ def leaderboard_refresh_runs(*, runs: Iterable[EvaluationRun]) -> None:
     snippet_stats_refresh(snippet_ids=snippet_ids)
 
 
+@serialized
 def leaderboard_refresh_after_bulk_write() -> list[int]:
     """Bring every read model up to date now, without a worker; return the ids of the runs re-aggregated.
 

@@ -152,7 +152,10 @@ def _common_error(errors_text: Iterable[str]) -> str:
 
 
 def _lock_run(run_id: int) -> EvaluationRun:
-    return EvaluationRun.objects.select_for_update().get(pk=run_id)
+    # FOR NO KEY UPDATE: it serialises the run's writers like FOR UPDATE, but does not block the key-share
+    # lock an insert referencing the run takes (the leaderboard's aggregation inserting score rows), which
+    # would otherwise deadlock with a writer that holds the run and waits for the aggregation's marker row.
+    return EvaluationRun.objects.select_for_update(no_key=True).get(pk=run_id)
 
 
 def _run_refresh(run: EvaluationRun) -> EvaluationRun:

@@ -189,3 +189,52 @@ def test_a_burst_of_results_schedules_one_refresh_after_commit(transactional_db,
     assert RunScore.objects.get(run=run, mode="none").line_mean == 100.0
     results_recorded.send(sender=TestResult, run_id=run.pk)
     assert len(sent) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_aggregations_of_one_release_never_collide_and_end_as_a_serial_one():
+    """Workers aggregate runs of one release at once (they share SnippetStat and the global rows): every
+    refresh succeeds and the read models equal a serial aggregation. Without the aggregation lock these
+    raced on the snippet stats' unique constraint and deadlocked (seen under bench/mixed_load.py)."""
+    import threading
+
+    from django.db import connection as main_connection
+    from django.db import connections
+
+    if main_connection.vendor != "postgresql":
+        pytest.skip("needs concurrent writers: SQLite takes one writer at a time whatever the code does")
+    rel, snippets = make_benchmark(PAPERS)
+    runs = [make_run(snippets, random_verdicts(seed), release=rel) for seed in range(4)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(runs) * 2)
+
+    def refresh(run) -> None:
+        try:
+            start.wait(timeout=30)
+            for _ in range(3):
+                leaderboard_refresh_run(run=run)
+        except BaseException as exc:  # noqa: BLE001  (reported by the assertion below)
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=refresh, args=(run,)) for run in runs for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == []
+    concurrent = {
+        "stats": sorted(SnippetStat.objects.values_list("snippet_id", "runs", "results", "passed")),
+        "scores": sorted(RunScore.objects.values_list("run_id", "mode", "line_mean", "task_mean")),
+        "papers": sorted(RunPaperScore.objects.values_list("run_id", "paper_id", "line_num", "task_den")),
+    }
+    for run in runs:
+        leaderboard_refresh_run(run=run)
+    serial = {
+        "stats": sorted(SnippetStat.objects.values_list("snippet_id", "runs", "results", "passed")),
+        "scores": sorted(RunScore.objects.values_list("run_id", "mode", "line_mean", "task_mean")),
+        "papers": sorted(RunPaperScore.objects.values_list("run_id", "paper_id", "line_num", "task_den")),
+    }
+    assert concurrent == serial
+    assert RunAggregation.objects.filter(run__in=runs, refreshes__gte=6).count() == len(runs)
