@@ -335,7 +335,7 @@ class TestResult(models.Model):
     worker_host = models.CharField(max_length=255, blank=True)
     attempt = models.PositiveIntegerField(default=1)
     cached = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # A maintainer's cold, independent re-judge of a pass (evaluation/services/rejudge.py,
     # docs/integrity.md#re-judging). Only passes are re-judged, so a verdict the re-judge changed was
     # "passed" before; its fields above then hold the re-judged verdict.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -48,11 +49,9 @@ class RunFilters:
 
 
 def run_list(*, filters: RunFilters) -> QuerySet[EvaluationRun]:
-    """Runs, newest first, narrowed by model key, status, source and release name.
-
-    Each run carries ``n_items`` (completions) and ``n_final`` (completions that are done, failed or
-    cancelled) for a progress column without one query per row.
-    """
+    """Runs, newest first, narrowed by model key, status, source and release name. A page of them gets its
+    progress from ``runs_with_progress`` (counting every run's items before paging costs seconds on a
+    large database)."""
     qs = EvaluationRun.objects.select_related("model", "release", "requester")
     if filters.model:
         qs = qs.filter(model__key=filters.model)
@@ -62,10 +61,23 @@ def run_list(*, filters: RunFilters) -> QuerySet[EvaluationRun]:
         qs = qs.filter(source=filters.source)
     if filters.release:
         qs = qs.filter(release__name=filters.release)
-    return qs.annotate(
-        n_items=Count("completions"),
-        n_final=Count("completions", filter=Q(completions__stage__in=FINAL_STAGES)),
-    ).order_by("-created_at", "-id")
+    return qs.order_by("-created_at", "-id")
+
+
+def runs_with_progress(runs: Iterable[EvaluationRun]) -> list[EvaluationRun]:
+    """The runs (a page of ``run_list``), each with ``n_items`` (completions) and ``n_final`` (done, failed
+    or cancelled) set from one grouped query over these runs' items."""
+    runs = list(runs)
+    counts = {
+        row["run_id"]: row
+        for row in Completion.objects.filter(run_id__in=[r.pk for r in runs])
+        .values("run_id")
+        .annotate(n_items=Count("id"), n_final=Count("id", filter=Q(stage__in=FINAL_STAGES)))
+    }
+    for run in runs:
+        row = counts.get(run.pk, {})
+        run.n_items, run.n_final = row.get("n_items", 0), row.get("n_final", 0)
+    return runs
 
 
 def run_get(*, run_id: int) -> EvaluationRun:

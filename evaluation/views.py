@@ -57,6 +57,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
     values = form.values()
     runs = selectors.run_list(filters=selectors.RunFilters(**values))
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = selectors.runs_with_progress(page.object_list)
     query = {k: v for k, v in values.items() if v}
     context = {
         "form": form,

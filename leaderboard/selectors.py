@@ -29,7 +29,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection
 from django.db.models import Exists, Q, QuerySet, Subquery
@@ -244,7 +244,22 @@ def _score_from_row(row: RunScore) -> Score:
     )
 
 
-def score_from_papers(rows: Iterable[RunPaperScore]) -> Score:
+class PaperSums(NamedTuple):
+    """The fields of a ``RunPaperScore`` that ``score_from_papers`` reads, as a plain tuple."""
+
+    run_id: int
+    paper_id: int
+    line_num: list[int]
+    line_den: list[int]
+    task_num: list[int]
+    task_den: list[int]
+    snippets: int
+    expected_snippets: int
+    lines: int
+    results: int
+
+
+def score_from_papers(rows: Iterable[RunPaperScore | PaperSums]) -> Score:
     """Recombine per-paper sums into one score (exact for line/task rates; ``ci95`` None)."""
     rows = list(rows)
     width = max((len(r.task_den) for r in rows), default=0)
@@ -1034,15 +1049,18 @@ def contamination_overview(*, filters: LeaderboardFilters | None = None) -> Cont
     releases = {s.run.release_id for s in board}
     cutoffs = [c for cs in release_cutoffs(releases).values() for c in cs]
     kept = {k for keys in release_global_selections(releases).values() for k in keys}
-    per_run: dict[int, list[RunPaperScore]] = defaultdict(list)
-    for p in RunPaperScore.objects.filter(run_id__in=[s.run_id for s in board]).select_related("paper"):
-        per_run[p.run_id].append(p)
+    # Plain tuples, unordered: building model instances (and a Paper per row) was most of a cold page.
+    per_run: dict[int, list[PaperSums]] = defaultdict(list)
+    sums = RunPaperScore.objects.filter(run_id__in=[s.run_id for s in board]).order_by()
+    for row in sums.values_list(*PaperSums._fields):
+        per_run[row[0]].append(PaperSums(*row))
+    dates = {p.pk: p.first_commit_date for p in papers}
     models = []
     for s in sorted(board, key=lambda s: (s.line_mean is None, -(s.line_mean or 0), s.run.model.name)):
         cutoff = model_cutoff(s.run.model)
         rows = per_run[s.run_id]
-        after = [p for p in rows if _after(p.paper.first_commit_date, cutoff) is True]
-        before = [p for p in rows if _after(p.paper.first_commit_date, cutoff) is False]
+        after = [p for p in rows if _after(dates[p.paper_id], cutoff) is True]
+        before = [p for p in rows if _after(dates[p.paper_id], cutoff) is False]
         models.append(
             ModelContamination(
                 run_id=s.run_id,
