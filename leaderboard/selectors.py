@@ -1189,24 +1189,28 @@ def paper_scores_table(*, filters: LeaderboardFilters | None = None) -> list[Pap
     queries."""
     filters = filters or LeaderboardFilters()
     board = {s.run_id: s for s in _board_scores(filters, Contamination.NONE)}
+    cutoffs = {run_id: model_cutoff(score.run.model) for run_id, score in board.items()}
     out = []
-    for p in (
-        RunPaperScore.objects.filter(run_id__in=list(board)).select_related("paper").order_by("paper__key")
-    ):
-        model = board[p.run_id].run.model
+    # Plain tuples: the per-index sums (JSON) are not needed here, and model instances cost most of the time.
+    rows = RunPaperScore.objects.filter(run_id__in=list(board)).order_by().values_list(
+        "run_id", "paper__key", "paper__first_commit_date", "line_mean", "line_std", "snippets",
+        "expected_snippets", "lines",
+    )  # fmt: skip
+    for run_id, paper_key, first_commit, line_mean, line_std, snippets, expected, lines in rows:
+        model = board[run_id].run.model
         out.append(
             PaperTableRow(
-                run_id=p.run_id,
+                run_id=run_id,
                 model_key=model.key,
                 model_name=model.name,
-                paper_key=p.paper.key,
-                first_commit_date=p.paper.first_commit_date,
-                after_cutoff=_after(p.paper.first_commit_date, model_cutoff(model)),
-                scaled_pass_at_1=p.line_mean,
-                scaled_pass_at_1_std=p.line_std,
-                snippets=p.snippets,
-                expected_snippets=p.expected_snippets,
-                lines=p.lines,
+                paper_key=paper_key,
+                first_commit_date=first_commit,
+                after_cutoff=_after(first_commit, cutoffs[run_id]),
+                scaled_pass_at_1=line_mean,
+                scaled_pass_at_1_std=line_std,
+                snippets=snippets,
+                expected_snippets=expected,
+                lines=lines,
             )
         )
     out.sort(key=lambda r: (r.paper_key, r.model_name.lower(), r.run_id))
