@@ -54,7 +54,6 @@ import statistics
 import subprocess
 import sys
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -264,22 +263,6 @@ def upload_files() -> list[tuple[str, bytes]]:
         line = {"task": p.task, "snippet": p.snippet, "completion_idx": 0, "response": p.answer}
         by_task.setdefault(p.task, []).append(json.dumps(line))
     return [(task, ("\n".join(lines) + "\n").encode()) for task, lines in sorted(by_task.items())]
-
-
-def multipart(fields: dict[str, str], file: bytes) -> tuple[bytes, str]:
-    boundary = uuid.uuid4().hex
-    parts = [
-        f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
-        for k, v in fields.items()
-    ]
-    parts.append(
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="predictions.jsonl"\r\n'
-        "Content-Type: application/jsonl\r\n\r\n".encode()
-        + file
-        + b"\r\n"
-    )
-    parts.append(f"--{boundary}--\r\n".encode())
-    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
 def start_generated_run(release) -> int:
@@ -631,7 +614,9 @@ def main() -> None:
     logs = Path(env["RCB_VAR_DIR"]) / "mixed-load"
     logs.mkdir(parents=True, exist_ok=True)
 
+    from django.core.files.uploadedfile import SimpleUploadedFile
     from django.db import connections
+    from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 
     from evaluation.models import EvaluationRun
 
@@ -754,15 +739,16 @@ def main() -> None:
         while time.time() < deadline:
             if time.time() >= next_upload:
                 task, data = files[n_uploads % len(files)]
-                body, content_type = multipart(
+                body = encode_multipart(
+                    BOUNDARY,
                     {
                         "model": UPLOAD_MODEL,
                         "model_name": "Bench uploads",
                         "release": EXAMPLES_RELEASE,
                         "template": "rcb-v2",
                         "with_paper": "true",
+                        "file": SimpleUploadedFile("predictions.jsonl", data),
                     },
-                    data,
                 )
                 started = time.perf_counter()
                 try:
@@ -770,7 +756,7 @@ def main() -> None:
                         "POST",
                         UPLOAD_URL,
                         body=body,
-                        headers={"Authorization": f"Token {secret}", "Content-Type": content_type},
+                        headers={"Authorization": f"Token {secret}", "Content-Type": MULTIPART_CONTENT},
                     )
                     response = upload.getresponse()
                     status, answer = response.status, response.read()

@@ -32,7 +32,9 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, transaction
+from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 
 from evaluation.models import Completion, EvaluationRun, RunEvent, TestResult
 from evaluation.services import leases_reap
@@ -221,14 +223,20 @@ def test_a_broker_restart_mid_run_loses_and_duplicates_nothing(start_worker, cra
 # ----------------------------------------------------------------------------------------- database
 
 
-def cut_database_connections() -> int:
-    """Terminate every other connection to the test database (the workers'); keep this test's own."""
+def other_backends(what: str = "count(*)", where: str = "TRUE") -> int:
+    """``what`` over the other PostgreSQL sessions of the test database (not this test's own) that match
+    ``where``."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            f"SELECT {what} FROM pg_stat_activity "
+            f"WHERE datname = current_database() AND pid <> pg_backend_pid() AND {where}"
         )
         return cursor.fetchone()[0]
+
+
+def cut_database_connections() -> int:
+    """Terminate every other connection to the test database (the workers'); keep this test's own."""
+    return other_backends("count(pg_terminate_backend(pid))")
 
 
 def test_database_connections_cut_mid_run_lose_and_duplicate_nothing(start_worker, crash_run, client):
@@ -312,21 +320,6 @@ class WebProcess:
         self.proc.wait(timeout=30)
 
 
-def multipart(fields: dict[str, str], data: bytes) -> tuple[str, bytes]:
-    boundary = uuid.uuid4().hex
-    parts = [
-        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
-        for name, value in fields.items()
-    ]
-    parts.append(
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="p.jsonl"\r\n'
-        "Content-Type: application/octet-stream\r\n\r\n".encode()
-        + data
-        + f"\r\n--{boundary}--\r\n".encode()
-    )
-    return f"multipart/form-data; boundary={boundary}", b"".join(parts)
-
-
 def big_predictions(tasks) -> tuple[bytes, int]:
     """Every snippet's reference body, three completions each, padded with a comment so that the file is
     over Django's in-memory limit (the web process spools it to a file while it reads the request)."""
@@ -370,25 +363,11 @@ def hold_the_write_lock():
 
 
 def upload_is_waiting_for_the_lock() -> bool:
-    if connection.vendor != "postgresql":
-        return True
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
-        )
-        return cursor.fetchone()[0] > 0
+    return connection.vendor != "postgresql" or other_backends(where="wait_event_type = 'Lock'") > 0
 
 
 def no_other_backend() -> bool:
-    if connection.vendor != "postgresql":
-        return True
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
-            "AND backend_type = 'client backend'"
-        )
-        return cursor.fetchone()[0] == 0
+    return connection.vendor != "postgresql" or other_backends(where="backend_type = 'client backend'") == 0
 
 
 def test_the_web_process_killed_while_storing_an_upload_leaves_nothing_half_written(
@@ -400,7 +379,16 @@ def test_the_web_process_killed_while_storing_an_upload_leaves_nothing_half_writ
     LanguageModelFactory(key="uploader", self_reported=True, owner=user)
     token = api_token_for(user)
     data, n_lines = big_predictions(tasks)
-    content_type, body = multipart({"model": "uploader", "release": release.name, "template": "rcb-v2"}, data)
+    content_type = MULTIPART_CONTENT
+    body = encode_multipart(
+        BOUNDARY,
+        {
+            "model": "uploader",
+            "release": release.name,
+            "template": "rcb-v2",
+            "file": SimpleUploadedFile("p.jsonl", data),
+        },
+    )
     key = uuid.uuid4().hex
     head = (
         f"POST /api/v1/runs/upload/ HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token {token}\r\n"
