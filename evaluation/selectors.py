@@ -396,10 +396,11 @@ class RunRecovery:
 
 def run_recovery(*, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser) -> RunRecovery:
     """The reaper's events of ``run``, newest first (at most ``RUN_EVENTS_SHOWN``), and items per kind
-    over all of them (one query when there are none, three otherwise)."""
+    over all of them (one query when there are none, two otherwise)."""
     events = RunEvent.objects.filter(run=run)
-    totals = {row["kind"]: row["n"] for row in events.values("kind").annotate(n=Sum("items"))}
-    n_events = events.count() if totals else 0
+    per_kind = list(events.order_by().values("kind").annotate(n=Sum("items"), events=Count("id")))
+    totals = {row["kind"]: row["n"] for row in per_kind}
+    n_events = sum(row["events"] for row in per_kind)
     show_worker = can_maintain(viewer)
     rows = (
         [
