@@ -52,13 +52,16 @@ class Environment:
     requirements_hash: str
     heavy_modules: tuple[str, ...]
     bind_paths: tuple[str, ...]
+    #: ``sys.prefix`` and ``sys.base_prefix`` (different for a venv); "" when unknown (an image's).
+    prefix: str = ""
+    base_prefix: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> Environment:
-        values = {k: data[k] for k in cls.__dataclass_fields__}
+        values = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         for key in ("packages", "heavy_modules", "bind_paths"):
             values[key] = tuple(values[key])
         return cls(**values)
@@ -147,6 +150,8 @@ def resolve_environment(python: str | None = None) -> Environment:
         requirements_hash=req,
         heavy_modules=tuple(info["heavy"]),
         bind_paths=_bind_paths(info, path),
+        prefix=os.path.realpath(info["prefix"]),
+        base_prefix=os.path.realpath(info["base_prefix"]),
     )
     with _LOCK:
         _CACHE[path] = env

@@ -71,6 +71,9 @@ class RunSpec:
     image: str | None = None
     hidden_paths: tuple[str, ...] = ()
     stdin: bytes | None = None
+    #: False when the process copies the task folder into ``/task`` itself (the harness does, in the fresh
+    #: namespaces it makes for a run); backends that always start a fresh container may ignore it.
+    copy_task: bool = True
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,11 @@ class WarmCapableSandbox(Sandbox, Protocol):
     """
 
     scratch_root: str
+    #: "fresh": every run gets namespaces of its own from the harness (``isolation``).
+    slate: str
+
+    def isolation(self, limits: Limits, *, read_only: Sequence[str] = ()) -> dict:
+        """What the harness mounts for one run in its fresh namespaces (see ``LocalSandbox.isolation``)."""
 
     def spawn(
         self,

@@ -251,6 +251,8 @@ class DockerSandbox:
     """
 
     name = "docker"
+    #: Every run is a new container: nothing of an earlier run is there (docs/sandbox.md).
+    slate = "container"
 
     def __init__(
         self,

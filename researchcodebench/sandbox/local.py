@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import glob
 import itertools
+import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -56,6 +58,23 @@ _TASK_COPY_FAILED = 112
 #: CFS period of the CPU quota (the kernel's default): short enough that a throttled run stays responsive.
 _CPU_PERIOD_US = 100_000
 _SANDBOX_UID = 65534
+#: Device nodes of a sandbox's /dev.
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+#: Run first inside a sandbox that bwrap set up as uid 0 of its namespace (the host runs as root): lift the
+#: covers bwrap puts on parts of /proc (the harness mounts a /proc of its own for each run, which a covered
+#: /proc forbids; uid 65534 cannot write what they cover), then become uid 65534 (host uid 65534) for good,
+#: with no capability left.
+DROP_PREFIX = [
+    "/bin/sh",
+    "-c",
+    "umount -n /proc/irq 2>/dev/null; umount -n /proc/bus 2>/dev/null; "
+    f'exec setpriv --reuid={65534} --regid={65534} --clear-groups --inh-caps=-all -- "$@"',
+    "rcb-drop",
+]
+#: Seconds the host waits for bwrap to say which process to map.
+_USERNS_TIMEOUT_S = 30.0
+#: Size of a run's /dev/shm.
+SHM_MB = 64
 _CGROUP_JOIN_FAILED = 111
 _counter = itertools.count()
 
@@ -348,6 +367,80 @@ class SandboxedProcess:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+#: Where the evaluation interpreter appears inside a sandbox (a venv, and the Python it is made from), so
+#: that no host path of either is visible there: not in sys.executable, module paths or /proc.
+ENV_VIEW = "/opt/rcb/env"
+PYTHON_VIEW = "/opt/rcb/python"
+
+
+@dataclass(frozen=True)
+class EnvironmentView:
+    """How a sandbox shows an evaluation environment: read-only ``binds`` (host folder or file -> path
+    inside), ``symlinks`` (target, path inside), the interpreter's path inside (``python``) and the
+    variables it needs (``env``)."""
+
+    python: str
+    binds: tuple[tuple[str, str], ...]
+    symlinks: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+    def translate(self, argv: Sequence[str], host_pythons: Sequence[str]) -> list[str]:
+        """``argv`` with the host interpreter in first place replaced by its path inside."""
+        argv = list(argv)
+        if argv and argv[0] in host_pythons:
+            argv[0] = self.python
+        return argv
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def environment_view(environment, scratch: str) -> EnvironmentView:
+    """The view of ``environment`` at ``ENV_VIEW``/``PYTHON_VIEW`` (a Python under /usr stays where it is);
+    an environment whose layout is unknown is shown at its host paths."""
+    prefix, base, exe = environment.prefix, environment.base_prefix, environment.executable
+    at_host = EnvironmentView(python=environment.python, binds=tuple((p, p) for p in environment.bind_paths))
+    if not prefix or not base or not _under(exe, base) and not _under(exe, prefix):
+        return at_host
+    system = _under(base, "/usr")
+    base_inside = base if system else PYTHON_VIEW
+    binds: list[tuple[str, str]] = [] if system else [(base, PYTHON_VIEW)]
+    symlinks: list[tuple[str, str]] = []
+    exe_inside = base_inside + exe[len(base) :] if _under(exe, base) else None
+    if prefix != base:
+        config = os.path.join(prefix, "pyvenv.cfg")
+        try:
+            lines = _read(config).splitlines()
+        except OSError:
+            return at_host
+        home = os.path.dirname(exe_inside) if exe_inside else base_inside + "/bin"
+        kept = [
+            line for line in lines if line.split("=", 1)[0].strip() not in ("home", "executable", "command")
+        ]
+        _write(os.path.join(scratch, "pyvenv.cfg"), "\n".join([f"home = {home}", *kept]) + "\n")
+        os.chmod(os.path.join(scratch, "pyvenv.cfg"), 0o644)
+        binds += [(os.path.join(scratch, "pyvenv.cfg"), f"{ENV_VIEW}/pyvenv.cfg")]
+        binds += [(os.path.join(prefix, "lib"), f"{ENV_VIEW}/lib"), (exe, f"{ENV_VIEW}/bin/python")]
+        if os.path.lexists(os.path.join(prefix, "lib64")):
+            symlinks.append(("lib", f"{ENV_VIEW}/lib64"))
+        python = f"{ENV_VIEW}/bin/python"
+    elif exe_inside is not None:
+        python = exe_inside
+    else:
+        return at_host
+    covered = [base, prefix]
+    for path in environment.bind_paths:
+        if not any(_under(path, c) or _under(os.path.realpath(path), c) for c in covered):
+            binds.append((path, path))
+    env = (
+        ()
+        if system or not os.path.isdir(os.path.join(base, "lib"))
+        else (("LD_LIBRARY_PATH", base_inside + "/lib"),)
+    )
+    return EnvironmentView(python=python, binds=tuple(binds), symlinks=tuple(symlinks), env=env)
+
+
 class LocalSandbox:
     """Bubblewrap backend (see the module docstring). Thread-safe: runs share no mutable state."""
 
@@ -481,42 +574,57 @@ class LocalSandbox:
         needs_gpu: bool = False,
         hidden_paths: Sequence[str] = (),
         io_dir: str | None = None,
+        userns_fds: tuple[int, int] | None = None,
+        view: EnvironmentView | None = None,
     ) -> list[str]:
-        """The bwrap argv (without the command to run inside) for one sandbox."""
-        args = [
-            self.bwrap,
-            "--unshare-all",
-            "--unshare-user",
-            "--uid", str(_SANDBOX_UID),
-            "--gid", str(_SANDBOX_UID),
+        """The bwrap argv (without the command to run inside) for one sandbox.
+
+        ``userns_fds`` (block fd, info fd): the host writes the user namespace's maps itself (``spawn``, when
+        it runs as root), so that the sandbox's uid is the unprivileged host uid 65534, not root; the
+        command is then started through ``DROP_PREFIX``."""
+        args = [self.bwrap, "--unshare-all", "--unshare-user"]
+        if userns_fds is not None:
+            # bwrap sets up the sandbox as uid 0 of a namespace whose maps the host writes (0 -> 0 for the
+            # set-up, 65534 -> 65534); DROP_PREFIX then becomes 65534 for good, dropping every capability.
+            args += ["--userns-block-fd", str(userns_fds[0]), "--info-fd", str(userns_fds[1])]
+            args += ["--uid", "0", "--gid", "0", "--cap-drop", "ALL"]
+            args += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            args += ["--uid", str(_SANDBOX_UID), "--gid", str(_SANDBOX_UID), "--cap-drop", "ALL"]
+        args += [
             "--hostname", "rcb-sandbox",
             "--die-with-parent",
             "--new-session",
-            "--cap-drop", "ALL",
             "--ro-bind", "/usr", "/usr",
             *self._system_links(),
         ]  # fmt: skip
         args += self._etc(scratch)
-        args += ["--proc", "/proc", "--dev", "/dev"]
-        tmp_bytes = max(64, min(limits.memory_mb, 2048)) * 1024 * 1024
-        args += [
-            "--size",
-            str(tmp_bytes),
-            "--tmpfs",
-            "/tmp",
-            "--size",
-            str(64 * 1024 * 1024),
-            "--tmpfs",
-            "/dev/shm",
-        ]
+        args += ["--proc", "/proc", *self._dev()]
+        tmp_bytes = self.tmp_mb(limits) * 1024 * 1024
+        args += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+        args += ["--perms", "1777", "--size", str(SHM_MB * 1024 * 1024), "--tmpfs", "/dev/shm"]
         # After the private /tmp: an interpreter that lives under /tmp (a checkout there) must stay visible.
-        for path in bind_paths:
-            args += ["--ro-bind", path, path]
+        binds = list(view.binds) if view is not None else [(p, p) for p in bind_paths]
+        made: set[str] = {"/", "/usr", "/tmp", "/etc", "/proc", "/dev"}
+        for source, target in binds:
+            # Folders bwrap makes on the way to a bind are private to root; the sandbox's uid must pass.
+            parts = target.strip("/").split("/")[:-1]
+            for depth in range(1, len(parts) + 1):
+                parent = "/" + "/".join(parts[:depth])
+                if parent not in made and not any(
+                    parent == t or parent.startswith(t + "/") for _, t in binds
+                ):
+                    made.add(parent)
+                    args += ["--perms", "0755", "--dir", parent]
+            args += ["--ro-bind", source, target]
+        for link, target in view.symlinks if view is not None else ():
+            args += ["--symlink", link, target]
         if needs_gpu:
             args += self._gpu_devices()
         # The task folder is a tmpfs of its own size (never the host's disk), filled from a read-only view
         # of the prepared folder; hidden oracles are masked in that view, so they are never copied in.
-        args += ["--size", str(limits.task_dir_mb * 1024 * 1024), "--tmpfs", TASK_DIR]
+        args += ["--perms", "0777", "--size", str(limits.task_dir_mb * 1024 * 1024), "--tmpfs", TASK_DIR]
+        args += ["--perms", "0755", "--dir", os.path.dirname(SOURCE_DIR)]
         args += ["--ro-bind", workdir, SOURCE_DIR]
         for rel in hidden_paths:
             target = os.path.join(workdir, rel)
@@ -528,18 +636,53 @@ class LocalSandbox:
                 empty = os.path.join(scratch, "empty")
                 if not os.path.exists(empty):
                     open(empty, "wb").close()
+                    os.chmod(empty, 0o644)
                 args += ["--ro-bind", empty, inside]
         if io_dir is not None:
             # File by file, not the folder: the sandbox can write its output, never add files on the host.
+            args += ["--perms", "0755", "--dir", IO_DIR]
             for name in IO_FILES:
                 path = os.path.join(io_dir, name)
                 if not os.path.exists(path):
                     open(path, "wb").close()
+                _give_to_sandbox(path)
                 args += ["--bind", path, f"{IO_DIR}/{name}"]
         args += ["--remount-ro", "/", "--chdir", TASK_DIR, "--clearenv"]
-        for key, value in sorted(env.items()):
+        for key, value in sorted({**env, **dict(view.env if view is not None else ())}.items()):
             args += ["--setenv", key, value]
         return args
+
+    @staticmethod
+    def _dev() -> list[str]:
+        """A minimal /dev of the standard nodes. bwrap's own ``--dev`` mounts devpts through a second user
+        namespace, which would stop the harness from giving each run a /proc of its own."""
+        args = ["--perms", "0755", "--tmpfs", "/dev"]
+        for name in DEVICES:
+            if os.path.exists(f"/dev/{name}"):
+                args += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
+        for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                             ("stderr", "/proc/self/fd/2"), ("core", "/proc/kcore")):  # fmt: skip
+            args += ["--symlink", target, f"/dev/{name}"]
+        return args
+
+    #: Runs here get namespaces of their own from the harness (``isolation``); see docs/sandbox.md.
+    slate = "fresh"
+
+    @staticmethod
+    def tmp_mb(limits: Limits) -> int:
+        """The size of a run's /tmp: its memory limit, between 64 MB and 2 GB."""
+        return max(64, min(limits.memory_mb, 2048))
+
+    def isolation(self, limits: Limits, *, read_only: Sequence[str] = ()) -> dict:
+        """What the harness mounts for one run in its fresh namespaces (``_harness._isolate``)."""
+        return {
+            "source": SOURCE_DIR,
+            "workdir": TASK_DIR,
+            "tmp_mb": self.tmp_mb(limits),
+            "shm_mb": SHM_MB,
+            "task_dir_mb": limits.task_dir_mb,
+            "read_only": list(read_only),
+        }
 
     def _rlimit_fallback(self, limits: Limits) -> dict[str, int]:
         """Extra rlimits the harness applies when no cgroup limits memory and processes."""
@@ -581,6 +724,7 @@ class LocalSandbox:
         passes False and copies the current slot contents itself for each run."""
         self.check()
         environment = resolve_environment(python)
+        grant_read(workdir)
         os.makedirs(self.scratch_root, exist_ok=True)
         scratch = tempfile.mkdtemp(prefix=f"box-{os.getpid()}-", dir=self.scratch_root)
         cgroup = None
@@ -592,17 +736,27 @@ class LocalSandbox:
                     limits.max_procs + extra_pids,
                     cpu_quota=limits.cpu_quota,
                 )
+            fds: tuple[int, ...] = ()
+            if os.geteuid() == 0:
+                block_r, block_w = os.pipe()
+                info_r, info_w = os.pipe()
+                fds = (block_r, block_w, info_r, info_w)
+            view = environment_view(environment, scratch)
+            argv = view.translate(argv, (python, environment.python, environment.executable))
             inner = self.command(
                 scratch=scratch,
                 workdir=workdir,
                 bind_paths=environment.bind_paths,
+                view=view,
                 env=env,
                 limits=limits,
                 needs_gpu=needs_gpu,
                 hidden_paths=hidden_paths,
                 io_dir=io_dir,
+                userns_fds=(fds[0], fds[3]) if fds else None,
             )
-            full = [*inner, *(_copy_task_argv(limits) if copy_task else []), *argv]
+            drop = DROP_PREFIX if fds else []
+            full = [*inner, *drop, *(_copy_task_argv(limits) if copy_task else []), *argv]
             if cgroup is not None:
                 # Join the cgroup before exec'ing bwrap, so that every process of the sandbox is inside it.
                 join = (
@@ -610,14 +764,33 @@ class LocalSandbox:
                     f'exit {_CGROUP_JOIN_FAILED}; }}; done; shift; exec "$@"'
                 )
                 full = ["/bin/sh", "-c", join, "rcb-join", " ".join(cgroup.procs_files()), *full]
+            pass_fds = tuple(fds[i] for i in (0, 3)) if fds else ()
             popen = _SPAWNER.submit(
-                subprocess.Popen, full, stdin=stdin, stdout=stdout, stderr=stderr, close_fds=True, env={}
+                subprocess.Popen,
+                full,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
+                close_fds=True,
+                pass_fds=pass_fds,
+                env={},
             ).result()
+            if fds:
+                for fd in (fds[0], fds[3]):
+                    os.close(fd)
+                _write_user_maps(fds[2], fds[1])
+                fds = ()
         except BaseException:
             if cgroup is not None:
                 cgroup.remove()
             shutil.rmtree(scratch, ignore_errors=True)
             raise
+        finally:
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
         return SandboxedProcess(popen, cgroup, scratch)
 
     def run(self, spec: RunSpec) -> RunResult:
@@ -644,6 +817,7 @@ class LocalSandbox:
                     stdin=subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL,
                     stdout=out,
                     stderr=err,
+                    copy_task=spec.copy_task,
                 )
             except (OSError, RuntimeError) as exc:
                 return RunResult(exit_code=None, duration_s=time.monotonic() - started, infra_error=str(exc))
@@ -689,15 +863,75 @@ class LocalSandbox:
             err.close()
 
 
+def grant_read(folder: str) -> None:
+    """Let the sandbox's unprivileged uid read a prepared task folder (it copies it into its own /task):
+    folders a+rx, files a+r. Only needed when the host runs as root (otherwise the sandbox's uid is the
+    host's own)."""
+    if os.geteuid() != 0:
+        return
+    os.chmod(folder, os.stat(folder).st_mode | 0o755)
+    for parent, dirs, files in os.walk(folder):
+        for name in dirs:
+            path = os.path.join(parent, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode | 0o755)
+        for name in files:
+            path = os.path.join(parent, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode | 0o644)
+
+
+def _give_to_sandbox(path: str) -> None:
+    """Let the sandbox's uid write a file the host made (its output files)."""
+    if os.geteuid() == 0:
+        os.chown(path, _SANDBOX_UID, _SANDBOX_UID)
+
+
+def _write_user_maps(info_fd: int, block_fd: int) -> None:
+    """Map the new user namespace of the bwrap child named on ``info_fd`` (0 -> 0 for bwrap's set-up,
+    65534 -> 65534 for the sandbox), then let it go on. A bwrap that died before naming its child has its
+    error on stderr; nothing is mapped then."""
+    try:
+        buffer = b""
+        deadline = time.monotonic() + _USERNS_TIMEOUT_S
+        info = None
+        while info is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([info_fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            chunk = os.read(info_fd, 4096)
+            if not chunk:
+                break
+            buffer += chunk
+            try:
+                info = json.loads(buffer)
+            except ValueError:
+                continue
+        if info is not None:
+            pid = int(info["child-pid"])
+            maps = f"0 0 1\n{_SANDBOX_UID} {_SANDBOX_UID} 1\n"
+            for name in ("uid_map", "gid_map"):
+                _write(f"/proc/{pid}/{name}", maps)
+            os.write(block_fd, b"1")
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    finally:
+        os.close(info_fd)
+        os.close(block_fd)
+
+
 def _copy_task_argv(limits: Limits) -> list[str]:
     """A prefix that copies the read-only task view into the sandbox's /task, then execs the rest.
 
     The copy runs inside the sandbox (its uid, cgroup and tmpfs size), so even a task folder larger than
     ``task_dir_mb`` cannot spill onto the host; it then fails with a message naming the limit."""
+    # Entry by entry: /task itself belongs to the sandbox's root, so its own times cannot be copied.
     script = (
-        f'cp -R --preserve=mode,timestamps {SOURCE_DIR}/. {TASK_DIR}/ || {{ echo "rcb-task: cannot copy '
+        f"for f in {SOURCE_DIR}/* {SOURCE_DIR}/.[!.]* {SOURCE_DIR}/..?*; do "
+        '{ [ -e "$f" ] || [ -L "$f" ]; } || continue; '
+        f'cp -R --preserve=mode,timestamps "$f" {TASK_DIR}/ || {{ echo "rcb-task: cannot copy '
         f'the task folder into {TASK_DIR} (task folder limit {limits.task_dir_mb} MB)" >&2; '
-        f'exit {_TASK_COPY_FAILED}; }}; exec "$@"'
+        f'exit {_TASK_COPY_FAILED}; }}; done; exec "$@"'
     )
     return ["/bin/sh", "-c", script, "rcb-task"]
 

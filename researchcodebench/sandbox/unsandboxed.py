@@ -24,6 +24,8 @@ class UnsandboxedRunner:
     """Runs a ``RunSpec`` as a plain subprocess in ``spec.workdir`` (see the module docstring)."""
 
     name = "none"
+    #: Runs share the host: their verdicts are never cached.
+    slate = "unsandboxed"
 
     def __init__(self, *, allowed: bool = False) -> None:
         self.allowed = allowed

@@ -49,10 +49,14 @@ def test_process_sees_only_the_task_folder_loopback_and_its_own_environment(sand
     seen = json.loads(result.stdout)
     assert seen["uid"] == 65534
     assert seen["cwd"] == "/task"
-    # PWD comes from bwrap's --chdir, LC_CTYPE from Python's own C-locale coercion (PEP 538).
-    assert seen["env"]["ONLY"] == "this" and set(seen["env"]) <= {"ONLY", "PWD", "LC_CTYPE"}
+    # PWD comes from bwrap's --chdir, LC_CTYPE from Python's own C-locale coercion (PEP 538),
+    # LD_LIBRARY_PATH from the interpreter's view (a shared libpython shown at /opt/rcb/python/lib).
+    assert seen["env"]["ONLY"] == "this"
+    assert set(seen["env"]) <= {"ONLY", "PWD", "LC_CTYPE", "LD_LIBRARY_PATH"}
+    assert seen["env"].get("LD_LIBRARY_PATH", "/opt/rcb/python/lib") == "/opt/rcb/python/lib"
     assert seen["net"] == ["lo"]
-    assert "root" in seen["root"] and "home" not in seen["root"] and "var" not in seen["root"]
+    # The interpreter appears at /opt/rcb (never at its host path: here /root/.pyenv and the checkout).
+    assert "opt" in seen["root"] and not {"root", "home", "var", "work"} & set(seen["root"])
     assert "shadow" not in seen["etc"] and "passwd" in seen["etc"]
     assert seen["hidden"] == "" and seen["visible"] == "data"
     assert max(seen["pids"]) < 10  # a private pid namespace
