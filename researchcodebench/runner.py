@@ -55,8 +55,13 @@ from .warm import HARNESS_SOURCE, ServerLost, WarmPool
 
 START_MARK = "@@RCB-START@@"
 RESULT_MARK = "@@RCB-RESULT@@"
-#: Libraries whose comparison functions the harness guards when a task imports them.
-WATCHED_LIBRARIES = ("torch", "numpy")
+#: A line the harness streams for every failing test, when unittest records it.
+FAIL_MARK = "@@RCB-FAIL@@"
+#: The harness's exit status when a run's namespaces or task folder could not be set up.
+SETUP_FAILED = 113
+#: Where a verdict's run took place: "fresh" namespaces or a new container (cacheable); anything else
+#: (the unsandboxed development backend, a backend that does not say) is never cached.
+CACHEABLE_SLATES = ("", "fresh", "container")
 #: Findings named in a screen verdict's reason (the rest are counted).
 REASON_FINDINGS = 5
 #: Characters of each stream kept in a verdict.
@@ -112,6 +117,8 @@ class Verdict:
     environment: str = ""
     cached: bool = False
     warm: bool = False
+    #: "fresh" (own namespaces), "container" (a new container), "unsandboxed", or "" (nothing ran)
+    slate: str = ""
 
     @property
     def passed(self) -> bool:
@@ -336,7 +343,7 @@ class VerdictCache:
             return None
 
     def put(self, key: str, verdict: Verdict) -> None:
-        if verdict.tier == errors.INFRASTRUCTURE:
+        if verdict.tier == errors.INFRASTRUCTURE or verdict.slate not in CACHEABLE_SLATES:
             return
         path = self._path(key)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -385,7 +392,7 @@ def parse_run(result: RunResult, nonce: str) -> tuple[dict | None, bool, str, st
             if isinstance(data, dict) and data.get("nonce") == nonce:
                 record = data
                 continue
-        if line == f"{START_MARK} {nonce}":
+        if line == f"{START_MARK} {nonce}" or line == FAIL_MARK:
             continue
         kept.append(line)
     text = "\n".join(kept)
@@ -393,10 +400,73 @@ def parse_run(result: RunResult, nonce: str) -> tuple[dict | None, bool, str, st
     return record, started, stdout, text.strip("\n") + ("\n" if text.strip("\n") else "")
 
 
-def verdict_from_run(result: RunResult, nonce: str, *, facts: TaskFacts | None, environment: str) -> Verdict:
-    """Turn what the sandbox observed into a ``Verdict`` (pure; used for warm and cold runs alike)."""
+def streamed_failures(result: RunResult) -> int:
+    """How many failing tests the harness streamed while the run went on (they cannot be taken back)."""
+    lines = result.stderr.decode("utf-8", "replace").split("\n")
+    return sum(1 for line in lines if line == FAIL_MARK)
+
+
+@dataclass(frozen=True)
+class GuardBaseline:
+    """What the reference run of a task changes on its own (the harness's ``tampered`` labels and the origins
+    of the functions and classes of the task's own namespaces): a completion's run is judged only on what it
+    changes beyond that (docs/integrity.md)."""
+
+    tampered: frozenset[str]
+    origins: dict[str, dict[str, str]]
+    passed: bool
+
+    @classmethod
+    def of(cls, record: dict | None) -> GuardBaseline:
+        record = record or {}
+        tampered = record.get("tampered") if isinstance(record.get("tampered"), list) else []
+        origins = record.get("origins") if isinstance(record.get("origins"), dict) else {}
+        passed = record.get("status") == 0 and isinstance(record.get("origins"), dict)
+        return cls(frozenset(str(t) for t in tampered), origins, passed)
+
+    def beyond(self, record: dict) -> list[str]:
+        """The changes of ``record`` (a completion's run) that the reference run does not make."""
+        found = [str(t) for t in record.get("tampered") or [] if str(t) not in self.tampered]
+        if not self.passed:
+            return found
+        origins = record.get("origins") if isinstance(record.get("origins"), dict) else {}
+        for label, names in sorted(origins.items()):
+            expected = self.origins.get(label)
+            if expected is None or not isinstance(names, dict):
+                continue
+            for name in sorted(set(names) | set(expected)):
+                now, before = names.get(name), expected.get(name)
+                if now == before:
+                    continue
+                where = "test" if label == "test" else label
+                if before is None:
+                    found.append(f"{where}.{name} (added: {now})")
+                elif now is None:
+                    found.append(f"{where}.{name} (removed)")
+                else:
+                    found.append(f"{where}.{name} (now {now}, was {before})")
+        return found
+
+
+def verdict_from_run(
+    result: RunResult,
+    nonce: str,
+    *,
+    facts: TaskFacts | None,
+    environment: str,
+    baseline: GuardBaseline | None = None,
+    reference: bool = False,
+    file: str | None = None,
+) -> Verdict:
+    """Turn what the sandbox observed into a ``Verdict`` (pure; used for warm and cold runs alike).
+
+    ``reference``: the run is a task's unchanged reference, whose own changes to the interpreter are the
+    baseline and never tampering. Otherwise what the harness's guard reports is judged beyond ``baseline``
+    (None: against nothing). ``file``: the completed file, named in the reasons of the screen's findings."""
     record, started, stdout, stderr = parse_run(result, nonce)
     exc = (record or {}).get("exception") or {}
+    streamed = streamed_failures(result)
+    failed = (record or {}).get("tests_failed")
     common: dict[str, Any] = {
         "exit_code": result.exit_code,
         "signal": result.signal,
@@ -404,11 +474,12 @@ def verdict_from_run(result: RunResult, nonce: str, *, facts: TaskFacts | None, 
         "stdout_tail": _tail_text(stdout),
         "stderr_tail": _tail_text(stderr),
         "tests_run": (record or {}).get("tests_run"),
-        "tests_failed": (record or {}).get("tests_failed"),
+        "tests_failed": max(failed, streamed) if isinstance(failed, int) else (streamed or failed),
         "tests_skipped": (record or {}).get("tests_skipped"),
         "environment": environment,
         "exception_type": exc.get("type"),
         "exception_message": exc.get("message"),
+        "slate": str((record or {}).get("slate") or ""),
     }
 
     def make(c: errors.Classification) -> Verdict:
@@ -416,6 +487,9 @@ def verdict_from_run(result: RunResult, nonce: str, *, facts: TaskFacts | None, 
 
     if result.infra_error:
         return make(errors.classify("infra_error", infra_reason=result.infra_error))
+    if result.exit_code == SETUP_FAILED and "rcb-isolation:" in stderr and record is None:
+        reason = stderr[stderr.index("rcb-isolation:") :].strip()[:500]
+        return make(errors.classify("infra_error", infra_reason="the run could not be set up: " + reason))
     if result.timed_out:
         return make(errors.classify("timeout"))
     if result.oom:
@@ -431,15 +505,37 @@ def verdict_from_run(result: RunResult, nonce: str, *, facts: TaskFacts | None, 
         if result.signal is not None:
             return make(errors.classify("failed", signal_name=_signal_name(result.signal)))
         return make(errors.classify("failed", early_exit=True))
+    findings = record.get("screen")
+    if isinstance(findings, list) and findings:
+        shown = [
+            screen.Finding(int(f.get("line", 0)), str(f.get("construct", "")))
+            for f in findings
+            if isinstance(f, dict)
+        ]
+        return make(tampering(screen_reason(shown, file or "the completion")))
+    audit = record.get("audit")
+    if isinstance(audit, dict):
+        reason = str(audit.get("reason", audit.get("event", "")))
+        if "the oracle" in reason or "the test script" in reason:
+            c = errors.Classification("failed", "oracle_access", errors.MODEL, reason[:500])
+            return make(c)
+        return make(tampering(reason))
     tampered = record.get("tampered")
-    if tampered or not isinstance(tampered, list):
-        what = ", ".join(str(t) for t in tampered[:REASON_FINDINGS]) if tampered else "the harness's checks"
-        return make(tampering(f"the run replaced {what}"))
+    if not isinstance(tampered, list):
+        return make(tampering("the run's result lacks the harness's checks"))
+    if not reference:
+        changes = (baseline or GuardBaseline(frozenset(), {}, False)).beyond(record)
+        if changes:
+            shown = ", ".join(changes[:REASON_FINDINGS])
+            more = f" (and {len(changes) - REASON_FINDINGS} more)" if len(changes) > REASON_FINDINGS else ""
+            return make(tampering(f"the run replaced {shown}{more}"))
     if forged_results(result):
         return make(tampering("the run wrote a result line of its own"))
     if record.get("early_exit"):
         return make(errors.classify("failed", early_exit=True))
-    if record.get("status") == 0 and result.exit_code == 0 and not record.get("tests_failed"):
+    if streamed and not record.get("tests_failed") and record.get("status") == 0:
+        return make(tampering("tests failed during the run but its result reports none"))
+    if record.get("status") == 0 and result.exit_code == 0 and not common["tests_failed"]:
         return make(errors.classify("passed"))
     return make(
         errors.classify(
@@ -467,11 +563,6 @@ def screen_reason(findings: Sequence[screen.Finding], file: str) -> str:
     shown = "; ".join(f.describe(file) for f in findings[:REASON_FINDINGS])
     more = len(findings) - REASON_FINDINGS
     return shown + (f" (and {more} more)" if more > 0 else "")
-
-
-def watched_libraries(facts: TaskFacts) -> list[str]:
-    """The comparison libraries the task's files import (the harness guards their functions)."""
-    return [name for name in WATCHED_LIBRARIES if name in facts.task_imports]
 
 
 def environment_failure_verdict(error: EnvironmentBuildError) -> Verdict:
@@ -514,6 +605,14 @@ def prepare_workdir(
             handle.write(fill_in(task.read_text(snippet.file), snippet, code))
 
 
+def protected_modules(task: Task, facts: TaskFacts) -> set[str]:
+    """Module names a completion may never reach: the test script's and every oracle's."""
+    names = _module_names(task.manifest.test_entry)
+    for oracle in facts.oracles:
+        names |= _module_names(oracle)
+    return names
+
+
 def harness_limits(sandbox: Any, limits: Limits) -> dict[str, int]:
     """The rlimits the harness applies: the backend's choice when it has one."""
     method = getattr(sandbox, "harness_limits", None)
@@ -551,12 +650,15 @@ class Runner:
         workers: int = 2,
         timeout_floor_s: float = TIMEOUT_FLOOR_S,
         static_screen: bool = True,
+        audit_hook: bool = True,
         warm_memory_budget_mb: int | None = None,
     ) -> None:
         sandbox.check()
-        # ``static_screen=False`` exists for the sandbox's own tests, which must reach the sandbox with code
-        # the screen would refuse; every evaluation path of the portal and the CLI keeps the default.
+        # ``static_screen=False`` exists for the tests of the layers under the screen (the audit hook and
+        # the guard, which must see code the screen would refuse), ``audit_hook=False`` for the sandbox's own
+        # tests; every evaluation path of the portal and the CLI keeps both (docs/integrity.md).
         self.static_screen = static_screen
+        self.audit_hook = audit_hook
         self.timeout_floor_s = timeout_floor_s
         self.sandbox = sandbox
         self.environment = (
@@ -580,6 +682,7 @@ class Runner:
         self._facts: dict[str, TaskFacts] = {}
         self._timeouts: dict[str, float] = {}
         self._references: dict[str, Verdict] = {}
+        self._baselines: dict[str, GuardBaseline] = {}
         self._lock = threading.Lock()
         self._task_locks: dict[str, threading.Lock] = {}
         self._assigned: dict[str, Environment | EnvironmentBuildError] = {}
@@ -663,6 +766,12 @@ class Runner:
                 self._references.setdefault(task.root, runs[0])
         return runs
 
+    def guard_baseline(self, task: Task) -> GuardBaseline:
+        """What the task's reference run changes on its own (running it first when it has not run)."""
+        self.reference(task)
+        with self._lock:
+            return self._baselines.get(task.root, GuardBaseline(frozenset(), {}, False))
+
     def _check_counts(self, task: Task, verdict: Verdict, *, is_reference: bool) -> Verdict:
         """A passing run must have run as many tests (and skipped as many) as the reference run: a test that
         vanished or was skipped did not test the completion."""
@@ -681,31 +790,70 @@ class Runner:
 
     # -------------------------------------------------------------- one run
 
-    def _run(
-        self, task: Task, snippet: Snippet | None, code: str | None, facts: TaskFacts, limits: Limits
-    ) -> Verdict:
-        nonce = secrets.token_hex(16)
-        watch = watched_libraries(facts)
+    def run_spec(
+        self,
+        task: Task,
+        snippet: Snippet | None,
+        code: str | None,
+        facts: TaskFacts,
+        limits: Limits,
+        environment: Environment,
+        screening: screen.Screening | None,
+    ) -> dict[str, Any]:
+        """What the harness needs for one run (``sandbox/_harness.py``: ``run`` and the warm requests)."""
         entry = task.manifest.test_entry
         completed = [snippet.file] if snippet is not None else sorted({s.file for s in task.snippets})
-        hl = harness_limits(self.sandbox, limits)
+        spec: dict[str, Any] = {
+            "entry": entry,
+            "completed": completed,
+            "limits": harness_limits(self.sandbox, limits),
+            "preload": list(environment.heavy_modules),
+            "oracles": [o for o in facts.oracles if o not in set(facts.hidden)],
+            "completion": None,
+            "screen": None,
+            "slate": getattr(self.sandbox, "slate", "unknown"),
+        }
+        if snippet is not None and code is not None and self.audit_hook:
+            if screening is None:
+                _filled, first, last = screen.completion_range(task.read_text(snippet.file), snippet, code)
+            else:
+                first, last = screening.first, screening.last
+            spec["completion"] = {"file": snippet.file, "first": first, "last": last}
+            if screening is not None and screening.chains:
+                spec["screen"] = {
+                    "chains": [c.to_dict() for c in screening.chains],
+                    "policy": screen.policy(
+                        local_modules=facts.local_modules, protected_modules=protected_modules(task, facts)
+                    ),
+                }
+        return spec
+
+    def _run(
+        self,
+        task: Task,
+        snippet: Snippet | None,
+        code: str | None,
+        facts: TaskFacts,
+        limits: Limits,
+        screening: screen.Screening | None = None,
+    ) -> Verdict:
+        nonce = secrets.token_hex(16)
         try:
             environment = self.environment_of(task)
         except EnvironmentBuildError as exc:
             return environment_failure_verdict(exc)
-        env_id = environment.id
+        spec = self.run_spec(task, snippet, code, facts, limits, environment, screening)
+        result: RunResult | None = None
+        warm = False
         if self.pool is not None:
             server = None
             try:
                 server = self.pool.acquire(environment, task.manifest.needs_gpu)
                 result = server.run(
                     lambda slot: prepare_workdir(slot, task, snippet, code, facts.hidden),
-                    entry=entry,
-                    completed=completed,
+                    spec=spec,
                     limits=limits,
-                    harness_limits=hl,
                     nonce=nonce,
-                    watch=watch,
                 )
             except ServerLost:
                 if server is not None:
@@ -714,16 +862,47 @@ class Runner:
                 # The item is re-run cold once (below): the server's failure says nothing about it. A
                 # calibrated timeout measured warm does not cover a cold start, so the cap applies.
                 limits = replace(limits, timeout_s=max(limits.timeout_s, self.cap_s(task)))
+                spec = dict(spec, limits=harness_limits(self.sandbox, limits))
             else:
                 self.pool.release(server)
-                return replace(
-                    verdict_from_run(result, nonce, facts=facts, environment=env_id),
-                    timeout_s=limits.timeout_s,
-                    warm=True,
-                )
-        return self._run_cold(
-            task, snippet, code, facts, limits, nonce, entry, completed, hl, watch, environment
+                warm = True
+        if result is None:
+            result = self._run_cold(task, snippet, code, facts, limits, nonce, spec, environment)
+        return self._interpret(task, snippet, result, nonce, facts, environment, limits, warm=warm)
+
+    def _interpret(
+        self,
+        task: Task,
+        snippet: Snippet | None,
+        result: RunResult,
+        nonce: str,
+        facts: TaskFacts,
+        environment: Environment,
+        limits: Limits,
+        *,
+        warm: bool,
+    ) -> Verdict:
+        reference = snippet is None
+        baseline = None
+        if reference:
+            record = parse_run(result, nonce)[0]
+            with self._lock:
+                if task.root not in self._baselines and record is not None and record.get("status") == 0:
+                    self._baselines[task.root] = GuardBaseline.of(record)
+        else:
+            record = parse_run(result, nonce)[0]
+            if record is not None and (record.get("tampered") or record.get("origins")):
+                baseline = self.guard_baseline(task)
+        verdict = verdict_from_run(
+            result,
+            nonce,
+            facts=facts,
+            environment=environment.id,
+            baseline=baseline,
+            reference=reference,
+            file=snippet.file if snippet is not None else None,
         )
+        return replace(verdict, timeout_s=limits.timeout_s, warm=warm)
 
     def _run_cold(
         self,
@@ -733,28 +912,17 @@ class Runner:
         facts: TaskFacts,
         limits: Limits,
         nonce: str,
-        entry: str,
-        completed: list[str],
-        hl: dict[str, int],
-        watch: list[str],
+        spec: dict[str, Any],
         environment: Environment,
-    ) -> Verdict:
+    ) -> RunResult:
         workdir = tempfile.mkdtemp(prefix="rcb-run-")
         try:
             prepare_workdir(workdir, task, snippet, code, facts.hidden)
-            argv = (
-                environment.python,
-                "-I",
-                "-B",
-                "-c",
-                HARNESS_SOURCE,
-                "run",
-                entry,
-                json.dumps(completed),
-                json.dumps(hl),
-                json.dumps(watch),
-            )
-            spec = RunSpec(
+            isolation = getattr(self.sandbox, "isolation", None)
+            iso = isolation(limits) if callable(isolation) else None
+            spec = dict(spec, isolation=iso)
+            argv = (environment.python, "-I", "-B", "-c", HARNESS_SOURCE, "run", json.dumps(spec))
+            run = RunSpec(
                 workdir=workdir,
                 argv=argv,
                 env=sandbox_env(task.manifest.needs_gpu),
@@ -763,12 +931,11 @@ class Runner:
                 python=environment.python,
                 hidden_paths=facts.hidden,
                 stdin=(nonce + "\n").encode(),
+                copy_task=iso is None,
             )
-            result = self.sandbox.run(spec)
+            return self.sandbox.run(run)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        verdict = verdict_from_run(result, nonce, facts=facts, environment=environment.id)
-        return replace(verdict, timeout_s=limits.timeout_s)
 
     def evaluate(
         self,
@@ -795,26 +962,29 @@ class Runner:
                 return hit
         reason = oracle_access(task, snippet, code, facts.oracles)
         original = task.read_text(snippet.file)
-        findings = (
-            screen.screen_completion(
-                original=original, snippet=snippet, code=code, test_entry=task.manifest.test_entry
+        screening = None
+        if self.static_screen and reason is None:
+            screening = screen.screen_completion(
+                original=original,
+                snippet=snippet,
+                code=code,
+                test_entry=task.manifest.test_entry,
+                local_modules=facts.local_modules,
+                protected_modules=protected_modules(task, facts),
             )
-            if self.static_screen and reason is None
-            else []
-        )
         if reason is not None:
             c = errors.Classification("failed", "oracle_access", errors.MODEL, reason)
             verdict = Verdict(
                 outcome=c.outcome, category=c.category, tier=c.tier, reason=c.reason, environment=env_id
             )
-        elif findings:
-            c = tampering(screen_reason(findings, snippet.file))
+        elif screening is not None and screening.findings:
+            c = tampering(screen_reason(screening.findings, snippet.file))
             verdict = Verdict(
                 outcome=c.outcome, category=c.category, tier=c.tier, reason=c.reason, environment=env_id
             )
         else:
             run_limits = limits or replace(self.limits, timeout_s=self.timeout_for(task))
-            verdict = self._run(task, snippet, code, facts, run_limits)
+            verdict = self._run(task, snippet, code, facts, run_limits, screening)
             is_reference = fill_in(original, snippet, code) == original
             verdict = self._check_counts(task, verdict, is_reference=is_reference)
         if self.cache is not None and key is not None:

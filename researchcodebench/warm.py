@@ -25,12 +25,12 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from .environments import Environment
 from .sandbox.base import Limits, RunResult
-from .sandbox.local import IO_DIR, IO_FILES, SOURCE_DIR, TASK_DIR, LocalSandbox, SandboxedProcess, read_tail
+from .sandbox.local import IO_DIR, IO_FILES, TASK_DIR, LocalSandbox, SandboxedProcess, grant_read, read_tail
 
 HARNESS_SOURCE = (Path(__file__).parent / "sandbox" / "_harness.py").read_text()
 #: Seconds a server may take to import the heavy libraries before it counts as broken.
@@ -82,6 +82,8 @@ class WarmServer:
         self.io = os.path.join(self.base, "io")
         os.mkdir(self.slot)
         os.mkdir(self.io)
+        for folder in (self.base, self.slot):
+            os.chmod(folder, 0o755)
         self._log = open(os.path.join(self.base, "server.log"), "wb")  # noqa: SIM115 - closed in close()
         self._buffer = b""
         self._next_id = 0
@@ -109,6 +111,8 @@ class WarmServer:
             raise
         try:
             ready = self._read_line(time.monotonic() + START_TIMEOUT_S)
+            if not ready.get("ready"):
+                raise ServerLost(f"the warm server refused to serve: {ready.get('refused')}")
             self.preloaded = list(ready.get("preloaded", []))
             if self.box.cgroup is not None:
                 self.baseline = self.box.cgroup.usage()
@@ -147,16 +151,15 @@ class WarmServer:
         self,
         prepare: Callable[[str], None],
         *,
-        entry: str,
-        completed: list[str],
+        spec: dict,
         limits: Limits,
-        harness_limits: dict[str, int],
         nonce: str,
-        watch: Sequence[str] = (),
     ) -> RunResult:
-        """Run one test: ``prepare(slot)`` fills the emptied slot with the task folder, then the server forks.
+        """Run one test: ``prepare(slot)`` fills the emptied slot with the task folder, then the server forks a
+        child that runs ``spec`` (``Runner.run_spec``) in fresh namespaces of its own.
 
-        Raises ``ServerLost`` when the server cannot give a trustworthy result.
+        Raises ``ServerLost`` when the server cannot give a trustworthy result, or cannot prove that the run
+        left nothing behind (the server is then retired).
         """
         if not self.alive():
             raise ServerLost("the warm server is not running: " + self.log_tail())
@@ -169,6 +172,7 @@ class WarmServer:
             # Truncated in place: the sandbox sees these very files (bound one by one), not the folder.
             open(os.path.join(self.io, name), "wb").close()
         prepare(self.slot)
+        grant_read(self.slot)
         oom_before = 0
         if self.box.cgroup is not None:
             self.box.cgroup.set_memory(self.baseline + limits.memory_mb * 1024 * 1024)
@@ -177,18 +181,15 @@ class WarmServer:
             oom_before = self.box.cgroup.oom_kills()
         self._next_id += 1
         request = {
+            **spec,
             "op": "run",
             "id": self._next_id,
             "workdir": TASK_DIR,
-            "source": SOURCE_DIR,
             "stdout": f"{IO_DIR}/stdout",
             "stderr": f"{IO_DIR}/stderr",
-            "entry": entry,
-            "completed": completed,
-            "limits": harness_limits,
             "nonce": nonce,
-            "watch": list(watch),
             "timeout_s": limits.timeout_s,
+            "isolation": self.sandbox.isolation(limits, read_only=[f"{IO_DIR}/{n}" for n in IO_FILES]),
         }
         stdin = self.box.popen.stdin
         assert stdin is not None
@@ -203,7 +204,8 @@ class WarmServer:
             if answer.get("id") == self._next_id:
                 break
         if not answer.get("clean", False):
-            raise ServerLost("the warm server could not kill every process of the run")
+            unclean = "; ".join(str(u) for u in answer.get("unclean") or ["unknown"])
+            raise ServerLost(f"the warm server could not prove a clean slate after the run: {unclean}")
         oom = self.box.cgroup is not None and self.box.cgroup.oom_kills() > oom_before
         return RunResult(
             exit_code=answer.get("exit_code"),

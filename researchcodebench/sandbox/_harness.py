@@ -1,38 +1,54 @@
 """The code that runs INSIDE the sandbox, under the evaluation interpreter (Python 3.11+, stdlib only).
 
 It is never imported by the host: the runner passes this file's source to ``python -I -B -c`` (so it works
-in any backend, a container included, without mounting anything) with one of two commands:
+in any backend, a container included, without mounting anything) with one of three commands:
 
-``run ENTRY COMPLETED_JSON LIMITS_JSON [WATCH_JSON]``
-    Reads a per-run nonce from stdin, then executes ``ENTRY`` (normally ``paper2code_test.py``) exactly as
-    ``python ENTRY`` would in the current directory (``__main__``, ``sys.argv``, ``sys.path[0]``), and ends
-    the process itself with the script's exit status.
+``run SPEC_JSON``
+    A cold run. Reads a per-run nonce from stdin, prepares the interpreter (below), then runs the test
+    described by the spec (``entry``: normally ``paper2code_test.py``) exactly as ``python ENTRY`` would in
+    the task folder (``__main__``, ``sys.argv``, ``sys.path[0]``), and ends the process itself.
 ``serve PRELOAD_JSON``
-    The warm fork server: imports the heavy libraries once, then reads one JSON request per line on stdin
-    and answers one JSON line per request on stdout. Each ``run`` request forks a child that does exactly
-    what ``run`` does; after the child the server kills every other process of its pid namespace and wipes
-    ``/tmp`` and ``/dev/shm``, so nothing of one run survives into the next.
+    The warm fork server: prepares the interpreter once, then reads one JSON request per line on stdin and
+    answers one JSON line per request on stdout. Each ``run`` request forks a child that does exactly what
+    ``run`` does after the preparation. After each run the server kills every other process of its pid
+    namespace and proves that nothing of the run is left in its own view (``_slate_clean``); a server that
+    cannot prove it answers ``clean: false`` and the host retires it.
+``resolve SPEC_JSON``
+    Only the screen's resolution step (below) for a batch of chains, printed as JSON (the screen's
+    false-positive corpus uses it; nothing of a task runs).
 
-Structured outcome: before the test starts, ``START_MARK nonce`` goes to fd 2; after the script returned
-normally, or ended through a ``SystemExit`` that was not raised from a completed (model-written) file, one
-``RESULT_MARK {json}`` line holding the nonce goes to fd 2 and the process ends with ``os._exit``. A
-missing result line therefore means the run ended early (``os._exit`` in the completion, a signal, ...).
-The nonce is only in this process's memory; this is a guard against accidental or naive early exits, not
-against code that searches the interpreter's memory for it (the static screen, researchcodebench/screen.py,
-refuses such code before it runs).
+Preparation (``prepare``): the heavy libraries are imported and exercised once, unittest's result methods
+are hooked (tests run, failed and skipped are counted, every failure is also streamed at once as a
+``FAIL_MARK`` line so that it cannot be taken back), and the guard (``_Guard``) records the identity of
+every function, class and module in every loaded module and of every method of every class found there.
 
-Runtime integrity (docs/integrity.md): before the test starts the harness hooks unittest's result methods,
-imports the comparison libraries the task uses (``WATCH_JSON``) and records the identity of every function
-and class of the test machinery (unittest), of those libraries (``torch.allclose``, ``numpy.testing``...,
-``torch.Tensor``'s methods) and of the builtins. After the run it compares them again: anything replaced
-is listed in the result's ``tampered`` field, which fails the run whatever the exit status. The result line
-goes to a duplicate of fd 2 taken before the test (closing or redirecting fd 2 cannot swallow it), written
-with ``os.write``/``json.dumps`` captured when the harness loaded. Tests run, failed and skipped are counted
-by hooks installed before any test code ran; the runner compares them with the reference run's.
+Fresh state for every run (``_isolate``, local sandbox; docs/sandbox.md): the run gets a user namespace of
+its own (same uid) with new mount, IPC and pid namespaces. Inside them a fresh ``/proc`` shows only the run's
+processes, ``/tmp``, ``/dev/shm`` and ``/task`` are new size-capped tmpfs mounts (the task folder is copied
+from the read-only view at ``/run/rcb-src``), ``/dev`` and the output files are read-only, no further user
+namespace can be made, and every capability is dropped before any task code runs. Everything a run writes
+lives in those mounts and is gone, memory included, when its last process ends. A docker run is a new
+container and needs none of this (the spec's ``isolation`` is null).
 
-Fail-fast: every ``TextTestRunner.run`` (``unittest.main`` included) stops at its first failing test. The
-run fails whatever the later tests would do, so the outcome is exact; its category is the first failing
-test's (a later timeout, crash or tampering of that run is no longer seen, and the run fails anyway).
+Integrity (docs/integrity.md), for the run of a completion:
+
+* the screen's resolution step (``resolve_chains``): every attribute chain the host's screen found rooted at
+  an imported module is resolved against the real libraries, before any task code runs; a chain through a
+  module or object outside the allow-list refuses the completion, which then never runs;
+* a PEP 578 audit hook (``_AuditHook``), installed before the task's modules import and impossible to remove,
+  ends the run as tampering when code on the completion's own lines (directly, or through a library it
+  called) reaches frames, the garbage collector, ctypes, tracing or profiling hooks, code or function
+  surgery, the oracle or test files, a file descriptor, or writes a file Python would import;
+* after a run that would pass, the guard lists every replaced, removed or added entry (``tampered``), the
+  origin of every function and class in the test module, its TestCase classes and the task's other modules
+  (``origins``) and every comparison or conversion hook defined by task code. The runner compares these with
+  the reference run of the same task and fails the run only for what the reference run does not do too.
+
+Structured outcome: before the test starts, ``START_MARK nonce`` goes to fd 2; at the end one ``RESULT_MARK
+{json}`` line holding the nonce goes to a private duplicate of fd 2, written with ``os.write`` and
+``json.dumps`` captured when this file loaded, and the process ends with ``os._exit``. A missing result line
+means the run ended early. Fail-fast: every ``TextTestRunner.run`` (``unittest.main`` included) stops at its
+first failing test.
 """
 
 import json
@@ -51,12 +67,28 @@ _exit = os._exit
 _dumps = json.dumps
 _fstat = os.fstat
 _dup = os.dup
+_getframe = sys._getframe
+_realpath = os.path.realpath
 
 START_MARK = "@@RCB-START@@"
 RESULT_MARK = "@@RCB-RESULT@@"
+#: One line per failing test, streamed when unittest records it (the runner counts them).
+FAIL_MARK = "@@RCB-FAIL@@"
 _MESSAGE_LIMIT = 2000
+#: Exit status of a run whose namespaces or task folder could not be set up (an infrastructure failure).
+SETUP_FAILED = 113
 #: The warm server's answer channel; closed in every child so that a run cannot forge answers.
 _PROTOCOL_FD = None
+#: Where the current run writes its result and failure lines (set per run, before any task code runs).
+_CHANNEL = [2]
+
+
+def _emit(line, fd=None):
+    data = ("\n" + line + "\n").encode("utf-8", "replace")
+    try:
+        _write(_CHANNEL[0] if fd is None else fd, data)
+    except OSError:
+        pass
 
 
 def _apply_limits(limits):
@@ -100,11 +132,14 @@ def _exception_info(exc):
     return info
 
 
+# ---------------------------------------------------------------- counting tests
+
+
 class _Tally:
     """Totals over every unittest run of the script, and the first error/failure seen."""
 
-    def __init__(self, completed_real):
-        self.completed_real = completed_real
+    def __init__(self):
+        self.completed_real = set()
         self.early_exit = False
         self.unittest = False
         self.run = 0
@@ -114,11 +149,14 @@ class _Tally:
         self.noted = 0
         self.first_error = None
         self.first_failure = None
+        #: Called once, at the first TextTestRunner.run (the guard records the test's classes then).
+        self.on_first_run = None
 
     def note(self, exc_info, failure):
         if exc_info is None or exc_info[1] is None:
             return
         self.noted += 1
+        _emit(FAIL_MARK)
         if isinstance(exc_info[1], SystemExit) and _raised_from(exc_info[2], self.completed_real):
             # unittest turns SystemExit into a test error; from model code it is still an early exit.
             self.early_exit = True
@@ -129,16 +167,25 @@ class _Tally:
             self.first_error = _exception_info(exc_info[1])
 
 
-def _hook_unittest(tally):
-    """Count tests and remember the first error/failure of every ``TextTestRunner.run``."""
+_TALLY = _Tally()
+
+
+def _hook_unittest():
+    """Count tests and remember the first error/failure of every ``TextTestRunner.run`` (installed once,
+    before the guard's snapshot, so the hooks are part of what it guards)."""
     import unittest
 
+    tally = _TALLY
     original_run = unittest.TextTestRunner.run
     original_error = unittest.TestResult.addError
     original_failure = unittest.TestResult.addFailure
     original_subtest = unittest.TestResult.addSubTest
+    original_unexpected = unittest.TestResult.addUnexpectedSuccess
 
     def run(self, test):
+        if tally.on_first_run is not None:
+            first, tally.on_first_run = tally.on_first_run, None
+            first(test)
         # Fail-fast: once a test has failed the run's verdict is "failed" whatever the later tests do, so
         # they are not run (docs/sandbox.md). A passing run still runs every test, and the runner still
         # compares its count with the reference run's. The caller's own setting is restored afterwards.
@@ -169,100 +216,948 @@ def _hook_unittest(tally):
             tally.note(err, failure=issubclass(err[0], test.failureException))
         return original_subtest(self, test, subtest, err)
 
+    def add_unexpected_success(self, test):
+        tally.noted += 1
+        _emit(FAIL_MARK)
+        return original_unexpected(self, test)
+
     unittest.TextTestRunner.run = run
     unittest.TestResult.addError = add_error
     unittest.TestResult.addFailure = add_failure
     unittest.TestResult.addSubTest = add_subtest
-
-
-_UNITTEST_CLASSES = (
-    "BaseTestSuite",
-    "FunctionTestCase",
-    "TestCase",
-    "TestLoader",
-    "TestProgram",
-    "TestResult",
-    "TestSuite",
-    "TextTestResult",
-    "TextTestRunner",
-)
-_UNITTEST_MODULES = ("case", "loader", "main", "result", "runner", "suite", "util")
-#: Per watched library: submodules and classes whose functions a test compares with.
-_LIBRARY_PARTS = {
-    "torch": (("testing", "nn", "nn.functional", "linalg", "special", "fft"), ("Tensor", "nn.Module")),
-    "numpy": (("testing", "linalg", "random"), ("ndarray",)),
-}
-
-
-def _resolve(root, dotted):
-    obj = root
-    for part in dotted.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj
-
-
-def _namespaces(watch):
-    """(label, namespace) pairs to guard: unittest, builtins, and the watched libraries (imported here)."""
-    import builtins
-    import unittest
-
-    pairs = [("builtins", builtins.__dict__), ("unittest", unittest.__dict__)]
-    for name in _UNITTEST_MODULES:
-        module = sys.modules.get("unittest." + name)
-        if module is not None:
-            pairs.append(("unittest." + name, module.__dict__))
-    for name in _UNITTEST_CLASSES:
-        cls = getattr(unittest, name, None)
-        if isinstance(cls, type):
-            pairs.append(("unittest." + name, cls.__dict__))
-    for name in watch:
-        try:
-            library = __import__(name)
-        except Exception:
-            # A missing library is the test's own ModuleNotFoundError to report.
-            continue
-        pairs.append((name, library.__dict__))
-        modules, classes = _LIBRARY_PARTS.get(name, ((), ()))
-        for dotted in modules + classes:
-            obj = _resolve(library, dotted)
-            if obj is not None and hasattr(obj, "__dict__"):
-                pairs.append((name + "." + dotted, obj.__dict__))
-    return pairs
-
-
-def _guarded(value):
-    return callable(value) or isinstance(value, type) or type(value).__name__ == "module"
-
-
-def snapshot(watch):
-    """The identities to verify after the run: (label, live namespace, copy of its guarded entries)."""
-    return [
-        (label, namespace, {k: v for k, v in list(namespace.items()) if _guarded(v)})
-        for label, namespace in _namespaces(watch)
-    ]
-
-
-def replaced(saved):
-    """Labels of every guarded entry that is gone or no longer the very same object."""
-    missing = object()
-    changed = []
-    for label, namespace, entries in saved:
-        for key, value in entries.items():
-            if namespace.get(key, missing) is not value:
-                changed.append(f"{label}.{key}")
-    return changed
+    unittest.TestResult.addUnexpectedSuccess = add_unexpected_success
 
 
 def _raised_from(tb, files):
     """True if any frame of the traceback runs code of one of ``files`` (absolute real paths)."""
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
-        if filename and os.path.realpath(filename) in files:
+        if filename and _realpath(filename) in files:
             return True
         tb = tb.tb_next
     return False
+
+
+# ---------------------------------------------------------------- the guard
+
+
+def _is_module(value):
+    # issubclass on the value's real type: isinstance would ask the value for __class__, which runs its code.
+    return issubclass(type(value), type(sys))
+
+
+def _is_type(value):
+    return issubclass(type(value), type)
+
+
+def _is_function(value):
+    return type(value) is type(_emit)
+
+
+_TYPE_DICT = type.__dict__["__dict__"].__get__
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+
+
+def _descriptor(value):
+    """Callable, or an instance of a class with ``__get__`` (read without running the value's code)."""
+    return callable(value) or any("__get__" in _TYPE_DICT(k) for k in _TYPE_MRO(type(value)))
+
+
+def _text(value):
+    """``value`` when it is a plain str, else a placeholder (never calls code of the value's class)."""
+    return value if type(value) is str else "?"
+
+
+def _qualified(cls):
+    return _text(type.__dict__["__module__"].__get__(cls)) + "." + _text(cls.__qualname__)
+
+
+class _Guard:
+    """Identities of every function, class and module in every module loaded at ``take`` time, and of every
+    method and descriptor of every class found there (docs/integrity.md)."""
+
+    def __init__(self):
+        self.modules = []
+        self.classes = []
+        self.module_ids = set()
+
+    def take(self):
+        seen = set()
+        modules = []
+        classes = []
+        for name, module in list(sys.modules.items()):
+            namespace = getattr(module, "__dict__", None) if _is_module(module) else None
+            if type(namespace) is not dict:
+                continue
+            entries = {}
+            for key, value in list(namespace.items()):
+                if callable(value) or _is_module(value):
+                    entries[key] = value
+                    if _is_type(value) and id(value) not in seen:
+                        seen.add(id(value))
+                        classes.append(value)
+            modules.append((name, namespace, tuple(entries), tuple(entries.values())))
+            self.module_ids.add(id(module))
+        for cls in classes:
+            items = [(k, v) for k, v in list(_TYPE_DICT(cls).items()) if _descriptor(v)]
+            self.classes.append(
+                (
+                    _qualified(cls),
+                    cls,
+                    tuple(k for k, _ in items),
+                    tuple(v for _, v in items),
+                    len(_TYPE_DICT(cls)),
+                )
+            )
+        self.modules = modules
+
+    def changes(self):
+        """Labels of every guarded entry replaced or removed, and of methods added to a guarded class."""
+        from operator import is_
+
+        missing = object()
+        found = []
+        for name, namespace, keys, values in self.modules:
+            if all(map(is_, map(namespace.get, keys), values)):
+                continue
+            for key, value in zip(keys, values, strict=True):
+                if namespace.get(key, missing) is not value:
+                    found.append(f"{name}.{key}")
+        for label, cls, keys, values, size in self.classes:
+            proxy = _TYPE_DICT(cls)
+            if len(proxy) == size and all(map(is_, map(proxy.get, keys), values)):
+                continue
+            known = set(keys)
+            for key, value in zip(keys, values, strict=True):
+                if proxy.get(key, missing) is not value:
+                    found.append(f"{label}.{key}")
+            for key, value in list(proxy.items()):
+                if key not in known and _descriptor(value):
+                    found.append(f"{label}.{key} (added)")
+        return found
+
+
+_GUARD = _Guard()
+
+#: Methods that let an object answer a comparison, a conversion or an operator any way it likes.
+HOOK_DUNDERS = frozenset(
+    {
+        "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__float__", "__int__",
+        "__index__", "__complex__", "__abs__", "__neg__", "__pos__", "__round__", "__add__", "__radd__",
+        "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__", "__pow__",
+        "__matmul__", "__torch_function__", "__torch_dispatch__", "__array__", "__array_function__",
+        "__array_ufunc__", "__array_wrap__", "__array_priority__", "__instancecheck__",
+        "__subclasscheck__", "__getattr__", "__getattribute__",
+    }
+)  # fmt: skip
+
+
+def _all_classes():
+    found = []
+    seen = set()
+    stack = [object]
+    while stack:
+        cls = stack.pop()
+        try:
+            subclasses = type.__subclasses__(cls)
+        except TypeError:
+            continue
+        for sub in subclasses:
+            if id(sub) not in seen:
+                seen.add(id(sub))
+                found.append(sub)
+                stack.append(sub)
+    return found
+
+
+class _Origins:
+    """Where the functions and classes of task-owned namespaces come from (compared with the reference run)."""
+
+    def __init__(self, workdir):
+        self.prefix = workdir.rstrip("/") + "/"
+        self.test_classes = []
+
+    def of(self, value):
+        if _is_type(value):
+            return "class " + _qualified(value)
+        if _is_module(value):
+            return "module " + _text(dict.get(value.__dict__, "__name__"))
+        if _is_function(value):
+            code = value.__code__
+            filename = code.co_filename
+            where = filename[len(self.prefix) :] if filename.startswith(self.prefix) else filename
+            return f"function {where}:{code.co_firstlineno}"
+        if callable(value):
+            return "callable " + _text(type(value).__qualname__)
+        return None
+
+    def namespace(self, namespace):
+        found = {}
+        for key, value in list(namespace.items()):
+            origin = self.of(value)
+            if origin is not None:
+                found[_text(key)] = origin
+        return found
+
+    def task_module(self, module):
+        filename = dict.get(module.__dict__, "__file__")
+        return type(filename) is str and filename.startswith(self.prefix)
+
+    def collect(self, guard, completed_real):
+        """(origins by namespace label, labels of hook methods defined by task code, labels of task-defined
+        callables placed into library modules loaded during the run)."""
+        origins = {}
+        implants = []
+        task_modules = set()
+        for name, module in list(sys.modules.items()):
+            if not _is_module(module) or type(getattr(module, "__dict__", None)) is not dict:
+                continue
+            if name == "__main__" or self.task_module(module):
+                task_modules.add(name)
+                filename = dict.get(module.__dict__, "__file__")
+                if name == "__main__" or _realpath(filename) not in completed_real:
+                    origins[name if name != "__main__" else "test"] = self.namespace(module.__dict__)
+            elif id(module) not in guard.module_ids:
+                for key, value in list(module.__dict__.items()):
+                    origin = self.of(value)
+                    if (
+                        origin is not None
+                        and origin.startswith("function ")
+                        and not origin[9:].startswith(("/", "<"))
+                    ):
+                        implants.append(f"{name}.{key} (defined in task code: {origin[9:]})")
+        for cls in self.test_classes:
+            origins["test class " + _qualified(cls)] = self.namespace(_TYPE_DICT(cls))
+        hooks = []
+        for cls in _all_classes():
+            module = _text(type.__dict__["__module__"].__get__(cls))
+            if module in task_modules or module == "__main__":
+                for key in _TYPE_DICT(cls):
+                    if key in HOOK_DUNDERS:
+                        hooks.append(f"{_qualified(cls)}.{key} (a comparison or conversion hook)")
+        return origins, sorted(hooks), implants
+
+    def record_test_classes(self, test):
+        """The TestCase classes of the suite about to run (called at the first TextTestRunner.run)."""
+        stack = [test]
+        seen = set()
+        while stack:
+            item = stack.pop()
+            inner = getattr(item, "_tests", None)
+            if type(inner) is list:
+                stack.extend(inner)
+                continue
+            cls = type(item)
+            if id(cls) in seen:
+                continue
+            seen.add(id(cls))
+            name = _text(type.__dict__["__module__"].__get__(cls))
+            module = sys.modules.get(name)
+            if name == "__main__" or (_is_module(module) and self.task_module(module)):
+                self.test_classes.append(cls)
+
+
+# ---------------------------------------------------------------- preparing the interpreter
+
+
+def _warm_up():
+    """Exercise lazily imported paths once (e.g. torch.testing pulls in sympy on first use, about 0.6 s), so
+    that runs start with them loaded. Warm and cold runs both do this before the guard's snapshot."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            torch.set_num_threads(1)
+            x = torch.ones(2, requires_grad=True)
+            (torch.nn.functional.softmax(x * 2, 0)).sum().backward()
+            torch.testing.assert_close(x.detach(), torch.ones(2))
+        except Exception:
+            pass
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        try:
+            numpy.testing.assert_allclose(numpy.ones(2), numpy.ones(2))
+        except Exception:
+            pass
+
+
+def prepare(preload):
+    """Import ``preload`` (what is missing is the test's own ModuleNotFoundError), warm up, hook unittest,
+    take the guard's snapshot. Returns the names imported."""
+    loaded = []
+    for name in preload:
+        try:
+            __import__(name)
+            loaded.append(name)
+        except Exception:
+            pass
+    _warm_up()
+    import importlib.machinery  # noqa: F401 - the audit hook reads its suffixes
+    import unittest  # noqa: F401 - every run hooks it; importing once here keeps forks cheap
+
+    _hook_unittest()
+    _GUARD.take()
+    return loaded
+
+
+# ---------------------------------------------------------------- fresh namespaces per run
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LIBC = []
+
+
+class SetupError(Exception):
+    """The run's namespaces or task folder could not be set up (the run must not start)."""
+
+
+def _libc():
+    if not _LIBC:
+        import ctypes
+
+        _LIBC.append((ctypes, ctypes.CDLL(None, use_errno=True)))
+    return _LIBC[0]
+
+
+def _call(what, result):
+    if result != 0:
+        ctypes, _ = _libc()
+        errno = ctypes.get_errno()
+        raise SetupError(f"{what}: {os.strerror(errno)} (errno {errno})")
+
+
+def _put(path, text):
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def _mount(source, target, fstype, flags, data=None):
+    _ctypes, libc = _libc()
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    _call(f"mount {target}", libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)))
+
+
+def _remount_read_only(target):
+    """A read-only view of an existing mount; the flags it was made with must be kept (they are locked)."""
+    last = None
+    for extra in (MS_NOSUID | MS_NODEV | MS_NOEXEC, MS_NOSUID | MS_NODEV, MS_NOSUID, 0):
+        try:
+            _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | extra)
+            return
+        except SetupError as exc:
+            last = exc
+    raise SetupError(f"cannot make {target} read-only: {last}")
+
+
+def _drop_capabilities():
+    ctypes, libc = _libc()
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        ]
+
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as handle:
+            last = int(handle.read())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    _call("capset", libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()))
+    _call("no_new_privs", libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+    with open("/proc/self/status") as handle:
+        status = handle.read()
+    for field in ("CapEff:", "CapPrm:", "CapBnd:"):
+        value = status.split(field, 1)[1].split()[0]
+        if int(value, 16) != 0:
+            raise SetupError(f"capabilities left after dropping them ({field} {value})")
+
+
+OPEN_TREE_CLONE = 1
+OPEN_TREE_CLOEXEC = 0o2000000
+AT_FDCWD = -100
+AT_RECURSIVE = 0x8000
+MOVE_MOUNT_F_EMPTY_PATH = 0x4
+#: open_tree(2) and move_mount(2): the same numbers on x86_64 and arm64.
+_SYS_OPEN_TREE = 428
+_SYS_MOVE_MOUNT = 429
+
+
+def _interpreter_paths():
+    """The folders the interpreter and its libraries live in."""
+    found = set()
+    for path in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path):
+        if path and os.path.isabs(path) and os.path.exists(path):
+            found.add(_realpath(path) if os.path.isdir(path) else os.path.dirname(_realpath(path)))
+    return found
+
+
+def _stash(targets):
+    """Detached copies of the interpreter's folders that lie under ``targets`` (the folders about to get a
+    fresh tmpfs), to put back into the fresh ones (``_restore``): an environment built under /tmp stays."""
+    _ctypes, libc = _libc()
+    under = sorted(p for p in _interpreter_paths() if any(p.startswith(t + "/") for t in targets))
+    outermost = [p for i, p in enumerate(under) if not any(p.startswith(q + "/") for q in under[:i])]
+    kept = []
+    for path in outermost:
+        fd = libc.syscall(
+            _SYS_OPEN_TREE, AT_FDCWD, path.encode(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE
+        )
+        if fd < 0:
+            _call(f"open_tree {path}", -1)
+        kept.append((path, fd))
+    return kept
+
+
+def _restore(kept):
+    _ctypes, libc = _libc()
+    for path, fd in kept:
+        os.makedirs(path, exist_ok=True)
+        _call(
+            f"move_mount {path}",
+            libc.syscall(_SYS_MOVE_MOUNT, fd, b"", AT_FDCWD, path.encode(), MOVE_MOUNT_F_EMPTY_PATH),
+        )
+        os.close(fd)
+
+
+def _mounts(iso):
+    """In the run's first process (pid 2 of its pid namespace): its own /proc, tmpfs and read-only views."""
+    # No process of the run can make a user namespace (and so no mount, pid or network namespace) again.
+    # Written through the sandbox's /proc, before the run's own one covers it (that one has no /proc/sys).
+    _put("/proc/sys/user/max_user_namespaces", "0")
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _remount_read_only("/dev")
+    fresh = (
+        ("/tmp", iso["tmp_mb"], "1777"),
+        ("/dev/shm", iso["shm_mb"], "1777"),
+        (iso["workdir"], iso["task_dir_mb"], "755"),
+    )
+    kept = _stash([target for target, _size, _mode in fresh])
+    for target, size, mode in fresh:
+        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={int(size)}m,mode={mode}")
+    _restore(kept)
+    for path in iso.get("read_only", ()):
+        _remount_read_only(path)
+    others = [n for n in os.listdir("/proc") if n.isdigit() and int(n) not in (1, os.getpid())]
+    if others:
+        raise SetupError(f"the run's /proc shows processes that are not the run's: {others}")
+
+
+def _copy_task(source, workdir):
+    """Copy the read-only task view into the run's private, size-limited task folder."""
+    import shutil
+
+    try:
+        shutil.copytree(source, workdir, symlinks=True, dirs_exist_ok=True)
+    except (OSError, shutil.Error) as exc:
+        raise SetupError(f"rcb-task: cannot copy the task folder into {workdir}: {exc}") from exc
+
+
+def _sleeper():
+    for path in ("/usr/bin/sleep", "/bin/sleep"):
+        if os.path.exists(path):
+            return path
+    raise SetupError("no sleep program for the run's init process")
+
+
+def _mirror(status):
+    """End this process the way the run's process ended (exit status or signal)."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            signal.signal(number, signal.SIG_DFL)
+            os.kill(os.getpid(), number)
+        except (OSError, ValueError):
+            pass
+        _exit(128 + number)
+    _exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def _isolate(iso):
+    """Put the rest of this run into fresh namespaces (see the module docstring). Returns in the run's
+    process; the calling process waits for it and ends with its status, never returning."""
+    _ctypes, libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    sleeper = _sleeper()
+    try:
+        _call("unshare", libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID))
+        _put("/proc/self/setgroups", "deny")
+        _put("/proc/self/uid_map", f"{uid} {uid} 1")
+        _put("/proc/self/gid_map", f"{gid} {gid} 1")
+        _mount("none", "/", None, MS_REC | MS_PRIVATE)
+        # pid 1 of the run: a sleeper, so that the test itself keeps ordinary signal semantics.
+        init = os.posix_spawn(sleeper, [sleeper, "infinity"], {})
+    except (SetupError, OSError) as exc:
+        _setup_failed(exc)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            # A session of its own: no signal the run sends to its process group reaches this process.
+            os.setsid()
+            _mounts(iso)
+            _copy_task(iso["source"], iso["workdir"])
+            _drop_capabilities()
+            os.chdir(iso["workdir"])
+        except (SetupError, OSError, ValueError, IndexError) as exc:
+            _setup_failed(exc)
+        return
+    _done, status = os.waitpid(pid, 0)
+    try:
+        os.kill(init, signal.SIGKILL)
+        os.waitpid(init, 0)
+    except OSError:
+        pass
+    _mirror(status)
+
+
+def _setup_failed(exc):
+    try:
+        sys.stderr.write(f"rcb-isolation: {exc}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+    _exit(SETUP_FAILED)
+
+
+# ---------------------------------------------------------------- the screen's resolution step
+
+
+def _module_name(module):
+    return _text(dict.get(module.__dict__, "__name__"))
+
+
+class _Resolver:
+    """Resolves attribute chains against the real libraries (the policy comes from the host's screen)."""
+
+    def __init__(self, policy):
+        import importlib
+
+        self.import_module = importlib.import_module
+        self.stdlib = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
+        self.allowed = tuple(policy.get("stdlib_allowed", ()))
+        self.partial = {k: set(v) for k, v in policy.get("partial", {}).items()}
+        self.denied = tuple(policy.get("denied", ()))
+        self.members = {k: set(v) for k, v in policy.get("members", {}).items()}
+        self.local = set(policy.get("local", ()))
+        self.protected = set(policy.get("protected", ()))
+        self.dangerous = {}
+        for dotted in policy.get("dangerous", ()):
+            obj = self._lookup(dotted)
+            if obj is not None:
+                self.dangerous[id(obj)] = dotted
+
+    def _lookup(self, dotted):
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = self.import_module(".".join(parts[:cut]))
+            except Exception:
+                continue
+            try:
+                for part in parts[cut:]:
+                    obj = getattr(obj, part)
+            except Exception:
+                return None
+            return obj
+        return None
+
+    @staticmethod
+    def _under(name, prefixes):
+        return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+    def module_refusal(self, name, *, root):
+        """Why a chain may not pass through the module called ``name`` (None: it may)."""
+        top = name.split(".", 1)[0]
+        if name in self.protected or top in self.protected or name == "__main__":
+            return f"the module {name} belongs to the test or holds an oracle"
+        if top in self.local:
+            return None
+        if top in self.stdlib:
+            if self._under(name, self.allowed):
+                return None
+            if root and name in self.partial:
+                return None
+            return f"the module {name} is not on the allow-list"
+        if self._under(name, self.denied):
+            return f"the module {name} is not on the allow-list"
+        return None
+
+    def object_refusal(self, obj):
+        dotted = self.dangerous.get(id(obj))
+        if dotted is None:
+            func = getattr(type(obj), "__func__", None) and getattr(obj, "__func__", None)
+            dotted = self.dangerous.get(id(func)) if func is not None else None
+        return None if dotted is None else f"use of {dotted}"
+
+    def resolve(self, chain):
+        """A refusal (str) for one chain, or None. Unresolvable chains are none of the screen's business:
+        the run fails on its own."""
+        root = chain["root"]
+        attrs = list(chain.get("attrs", ()))
+        use = chain.get("use", "load")
+        reason = self.module_refusal(root, root=True)
+        if reason is not None:
+            return reason
+        try:
+            obj = self.import_module(root)
+        except Exception:
+            return None
+        path = root
+        parents = []
+        for index, attr in enumerate(attrs):
+            if _is_module(obj):
+                name = _module_name(obj)
+                if index == 0 and name in self.partial and attr not in self.partial[name]:
+                    return f"use of {name}.{attr}"
+                members = self.members.get(name)
+                if members is not None and attr not in members:
+                    return f"use of {name}.{attr}"
+            parents.append(obj)
+            try:
+                nxt = getattr(obj, attr)
+            except Exception:
+                nxt = None
+                if _is_module(obj):
+                    try:
+                        nxt = self.import_module(_module_name(obj) + "." + attr)
+                    except Exception:
+                        nxt = None
+                if nxt is None:
+                    if use in ("store", "del") and index == len(attrs) - 1:
+                        break
+                    return None
+            path = path + "." + attr
+            if _is_module(nxt):
+                reason = self.module_refusal(_module_name(nxt), root=False)
+                if reason is not None:
+                    return reason + f" (reached as {path})"
+            reason = self.object_refusal(nxt)
+            if reason is not None:
+                return reason + (f" (reached as {path})" if not reason.endswith(path) else "")
+            obj = nxt
+        else:
+            if not attrs:
+                reason = self.object_refusal(obj)
+                if reason is not None:
+                    return reason
+        if use == "value" and _is_module(obj) and len(parents) == len(attrs):
+            return f"the module {path} used as a value"
+        if use in ("store", "del") and attrs:
+            container = parents[-1] if parents else None
+            if _is_type(container):
+                return f"assignment to an attribute of the class {_qualified(container)} ({attrs[-1]})"
+            if _is_module(container):
+                current = dict.get(container.__dict__, attrs[-1], None)
+                if current is None or callable(current) or _is_module(current) or use == "del":
+                    return f"assignment to {_module_name(container)}.{attrs[-1]}"
+        return None
+
+
+def resolve_chains(screen):
+    """Findings ``[{"line", "construct"}]`` for the chains of ``screen`` (see ``_Resolver``)."""
+    resolver = _Resolver(screen.get("policy", {}))
+    findings = []
+    for chain in screen.get("chains", ()):
+        try:
+            reason = resolver.resolve(chain)
+        except Exception as exc:
+            reason = f"the chain {chain.get('root')}.{'.'.join(chain.get('attrs', ()))} cannot be checked ({type(exc).__name__})"
+        if reason is not None:
+            findings.append({"line": chain.get("line", 0), "construct": reason})
+    return findings
+
+
+# ---------------------------------------------------------------- the audit hook
+
+
+#: (module, qualname prefix) of library functions that may obtain or read a frame while a completion is on
+#: the stack: they read it for names and line numbers and never hand it to their caller.
+FRAME_USERS = (
+    ("logging", ""),
+    ("collections", "namedtuple"),
+    ("typing", "_caller"),
+    ("typing", "TypeVar"),
+    ("typing", "ParamSpec"),
+    ("enum", ""),
+    ("warnings", ""),
+    ("traceback", "_walk_tb_with_full_positions"),
+    ("traceback", "StackSummary"),
+    ("traceback", "extract_stack"),
+    ("traceback", "format_stack"),
+    ("traceback", "print_stack"),
+)
+#: Library functions that may execute generated code for a completion (they build it from validated names).
+EXEC_USERS = (
+    ("collections", "namedtuple"),
+    ("dataclasses", ""),
+    ("importlib._bootstrap", ""),
+    ("importlib._bootstrap_external", ""),
+)
+#: Library functions that may set a special attribute of a class or function the completion made.
+CLASS_WRITERS = (
+    ("collections", ""),
+    ("dataclasses", ""),
+    ("typing", ""),
+    ("enum", ""),
+    ("abc", ""),
+    ("functools", ""),
+)
+_FRAME_READS = frozenset(
+    {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code", "gi_code", "cr_code", "ag_code"}
+)
+_ALLOWED_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"})
+_ALWAYS = frozenset(
+    {
+        "sys._current_frames", "sys._current_exceptions", "gc.get_objects", "gc.get_referrers",
+        "gc.get_referents", "sys.settrace", "sys.setprofile", "sys._settraceallthreads",
+        "sys._setprofileallthreads", "sys.addaudithook", "setopencodehook",
+        "pickle.find_class", "os.kill", "os.killpg", "signal.pthread_kill", "os.fork", "os.forkpty",
+        "os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen", "sys.monitoring.register_callback",
+    }
+)  # fmt: skip
+#: Every audit event of ctypes (raw memory, foreign calls, loading native code).
+_CTYPES = frozenset(
+    "ctypes." + name
+    for name in (
+        "addressof", "call_function", "cdata", "cdata/buffer", "create_string_buffer",
+        "create_unicode_buffer", "dlopen", "dlsym", "dlsym/handle", "get_errno", "get_last_error",
+        "seh_exception", "set_errno", "set_last_error", "string_at", "wstring_at", "PyObj_FromPtr",
+    )
+)  # fmt: skip
+_ALWAYS = _ALWAYS | _CTYPES
+#: Events the import system raises for the modules it loads (bytecode from __pycache__).
+_IMPORT_EVENTS = frozenset({"marshal.loads", "marshal.load"})
+_IMPORTERS = (("importlib._bootstrap", ""), ("importlib._bootstrap_external", ""), ("zipimport", ""))
+_WATCHED = (
+    _ALWAYS
+    | _IMPORT_EVENTS
+    | {
+        "sys._getframe",
+        "object.__getattr__",
+        "object.__setattr__",
+        "object.__delattr__",
+        "code.__new__",
+        "function.__new__",
+        "exec",
+        "open",
+        "os.rename",
+        "os.link",
+        "os.symlink",
+        "shutil.copyfile",
+    }
+)
+
+
+def _matches(pairs, module, qualname):
+    return any(module == m and qualname.startswith(q) for m, q in pairs)
+
+
+class _AuditHook:
+    """The run's audit hook (see the module docstring and docs/integrity.md). Judges only events on behalf of
+    the completion: the innermost frame on the stack whose code lives in the task folder is one of the
+    completion's lines. Never calls code of the objects it is handed."""
+
+    def __init__(self, ctx):
+        import _thread
+        import importlib.machinery
+        import pathlib
+
+        self.ident = _thread.get_ident
+        self.busy = set()
+        self.prefix = ctx["workdir"].rstrip("/") + "/"
+        self.cwd = ctx["workdir"]
+        completion = ctx.get("completion") or {}
+        self.file = completion.get("file")
+        self.first = completion.get("first", 0)
+        self.last = completion.get("last", -1)
+        self.completed_real = set(ctx.get("completed_real", ()))
+        self.oracles = {os.path.join(ctx["workdir"], p) for p in ctx.get("oracles", ())}
+        self.test = os.path.join(ctx["workdir"], ctx["entry"])
+        self.suffixes = tuple(importlib.machinery.all_suffixes()) + (".pth",)
+        self.paths = (pathlib.PurePath, pathlib.PurePosixPath, pathlib.Path, pathlib.PosixPath)
+        self.nonce = ctx["nonce"]
+        self.ended = False
+
+    # -- attribution
+
+    def _in_completion(self, frame):
+        code = frame.f_code
+        if code.co_filename != self.file:
+            return False
+        return self.first <= frame.f_lineno <= self.last or self.first <= code.co_firstlineno <= self.last
+
+    def _attributed(self, frame):
+        """The completion's frame the event is on behalf of (the innermost task frame, when it runs one of
+        the completion's lines), or None."""
+        while frame is not None:
+            if frame.f_code.co_filename.startswith(self.prefix):
+                return frame if self._in_completion(frame) else None
+            frame = frame.f_back
+        return None
+
+    @staticmethod
+    def _where(frame):
+        return _text(dict.get(frame.f_globals, "__name__", "")), frame.f_code.co_qualname
+
+    # -- the hook
+
+    def __call__(self, event, args):
+        if event not in _WATCHED or self.file is None or self.ended:
+            return
+        ident = self.ident()
+        if ident in self.busy:
+            return
+        self.busy.add(ident)
+        where = ""
+        try:
+            frame = _getframe(1)
+            owner = self._attributed(frame)
+            reason = self._judge(event, args, frame) if owner is not None else None
+            if owner is not None:
+                where = f"{owner.f_code.co_filename[len(self.prefix) :]}:{owner.f_lineno}: "
+        except Exception as exc:
+            reason = f"an event the audit hook could not judge ({event}: {type(exc).__name__})"
+        finally:
+            self.busy.discard(ident)
+        if reason is not None:
+            self._end(event, where + reason)
+
+    def _judge(self, event, args, frame):
+        direct = self._in_completion(frame)
+        module, qualname = self._where(frame)
+        if event in _ALWAYS:
+            return f"{event}"
+        if event in _IMPORT_EVENTS:
+            return None if not direct and _matches(_IMPORTERS, module, qualname) else f"{event}"
+        if event == "sys._getframe":
+            if direct or not _matches(FRAME_USERS, module, qualname):
+                return "frame access (sys._getframe)"
+            return None
+        if event == "object.__getattr__":
+            name = args[1] if len(args) > 1 else None
+            if name == "__code__":
+                return "reading a function's __code__" if direct else None
+            if name in _FRAME_READS:
+                if direct or not _matches(FRAME_USERS, module, qualname):
+                    return f"frame access ({name})"
+            return None
+        if event in ("object.__setattr__", "object.__delattr__"):
+            return self._judge_write(args, direct, module, qualname)
+        if event in ("code.__new__", "function.__new__"):
+            return f"code surgery ({event})" if direct else None
+        if event == "exec":
+            if direct:
+                return "exec of code"
+            top = module.split(".", 1)[0]
+            if top in getattr(sys, "stdlib_module_names", ()) and not _matches(EXEC_USERS, module, qualname):
+                return f"exec of code through {module}.{qualname}"
+            return None
+        if event == "open":
+            return self._judge_open(args)
+        if event in ("os.rename", "os.link", "os.symlink", "shutil.copyfile"):
+            target = args[1] if len(args) > 1 else None
+            if type(target) in (str, bytes) and self._importable(target):
+                return f"{event} to a file Python would import ({_text(os.fsdecode(target))})"
+            return None
+        return None
+
+    def _judge_write(self, args, direct, module, qualname):
+        obj, name = args[0], args[1] if len(args) > 1 else None
+        if name == "__class__":
+            return "changing an object's class (__class__)"
+        if _is_function(obj):
+            filename = obj.__code__.co_filename
+            if filename.startswith("<") or _realpath(filename) in self.completed_real:
+                return None
+            return f"code surgery ({name} of a function the completion did not define)"
+        if _is_type(obj):
+            owner = _text(type.__dict__["__module__"].__get__(obj))
+            module_obj = sys.modules.get(owner)
+            filename = dict.get(module_obj.__dict__, "__file__") if _is_module(module_obj) else None
+            if type(filename) is str and _realpath(filename) in self.completed_real:
+                return None
+            if not direct and _matches(CLASS_WRITERS, module, qualname):
+                value = args[2] if len(args) > 2 else None
+                if owner in ("collections", "typing", "enum") or (
+                    name == "__module__" and type(value) is str and value in self._completed_modules()
+                ):
+                    return None
+            return f"writing {name} of the class {_qualified(obj)}"
+        return None
+
+    def _completed_modules(self):
+        names = set()
+        for key, module in list(sys.modules.items()):
+            if _is_module(module):
+                filename = dict.get(module.__dict__, "__file__")
+                if type(filename) is str and _realpath(filename) in self.completed_real:
+                    names.add(key)
+        return names
+
+    def _importable(self, path):
+        text = os.fsdecode(path) if type(path) is bytes else path
+        return text.endswith(self.suffixes)
+
+    def _judge_open(self, args):
+        path = args[0] if args else None
+        mode = args[1] if len(args) > 1 and type(args[1]) is str else "r"
+        if type(path) is int:
+            return f"open() of file descriptor {path}"
+        if type(path) in self.paths:
+            path = self.paths[0].__fspath__(path)
+        if type(path) is bytes:
+            path = os.fsdecode(path)
+        if type(path) is not str:
+            return f"open() of an object of type {_text(type(path).__qualname__)}"
+        full = path if path.startswith("/") else os.path.join(self.cwd, path)
+        real = _realpath(full)
+        if real in self.oracles or full in self.oracles:
+            return f"reading the oracle {os.path.basename(real)}"
+        if real == self.test or full == self.test:
+            return "reading the test script"
+        if real.startswith("/proc/") or real == "/proc":
+            return f"open() of {real}"
+        if real.startswith("/dev/") and not real.startswith("/dev/shm/") and real not in _ALLOWED_DEVICES:
+            return f"open() of {real}"
+        if any(c in mode for c in "wax+") and self._importable(real):
+            return f"writing a file Python would import ({os.path.basename(real)})"
+        return None
+
+    def _end(self, event, reason):
+        self.ended = True
+        record = {
+            "nonce": self.nonce,
+            "status": 1,
+            "early_exit": False,
+            "exception": None,
+            "tampered": [],
+            "audit": {"event": event, "reason": reason[:_MESSAGE_LIMIT]},
+        }
+        _emit(RESULT_MARK + " " + _dumps(record))
+        _exit(1)
+
+
+# ---------------------------------------------------------------- one run
 
 
 def _exit_status(code):
@@ -278,20 +1173,12 @@ def _exit_status(code):
     return 1
 
 
-def _flush():
-    for stream in (sys.stdout, sys.stderr):
+def _flush(streams):
+    for flush in streams:
         try:
-            stream.flush()
+            flush()
         except Exception:
             pass
-
-
-def _emit(line, fd=2):
-    data = ("\n" + line + "\n").encode("utf-8", "replace")
-    try:
-        _write(fd, data)
-    except OSError:
-        pass
 
 
 def _identity(fd):
@@ -302,27 +1189,60 @@ def _identity(fd):
     return (info.st_dev, info.st_ino)
 
 
-def run_test(entry, completed, limits, nonce, watch=()):
-    """Run ``entry`` like ``python entry`` in the current directory; never returns (ends the process)."""
-    _apply_limits(limits)
+def run_test(spec, nonce):
+    """Run the test of ``spec`` in the current directory (after ``prepare``); never returns."""
+    _apply_limits(spec.get("limits", {}))
+    if spec.get("isolation"):
+        _isolate(spec["isolation"])
+        slate = "fresh"
+    else:
+        slate = spec.get("slate", "container")
     workdir = os.getcwd()
-    completed_real = {os.path.realpath(os.path.join(workdir, path)) for path in completed}
+    completed_real = {_realpath(os.path.join(workdir, path)) for path in spec.get("completed", ())}
     channel = _dup(2)
+    _CHANNEL[0] = channel
     channel_identity = _identity(channel)
-    _emit(START_MARK + " " + nonce, channel)
-    tally = _Tally(completed_real)
-    record = {"nonce": nonce, "early_exit": False, "status": 1, "exception": None}
-    _hook_unittest(tally)
-    saved = snapshot(watch)
+    flushes = [sys.stdout.flush, sys.stderr.flush]
+    _emit(START_MARK + " " + nonce)
+    record = {"nonce": nonce, "early_exit": False, "status": 1, "exception": None, "slate": slate}
+    completion = spec.get("completion")
+    if completion:
+        completion = dict(completion, file=os.path.join(workdir, completion["file"]))
+    hook = _AuditHook(
+        {
+            "workdir": workdir,
+            "entry": spec["entry"],
+            "completion": completion,
+            "completed_real": completed_real,
+            "oracles": spec.get("oracles", ()),
+            "nonce": nonce,
+        }
+    )
+    sys.addaudithook(hook)
+    # ctypes calls through function pointers raise no audit event; a run that wants ctypes has to import it
+    # again, whose own start-up (loading libpython) does. Libraries keep the module they hold.
+    for name in [n for n in sys.modules if n == "_ctypes" or n == "ctypes" or n.startswith("ctypes.")]:
+        del sys.modules[name]
+    screen = spec.get("screen")
+    if screen and screen.get("chains"):
+        findings = resolve_chains(screen)
+        if findings:
+            record.update({"tampered": [], "screen": findings})
+            _emit(RESULT_MARK + " " + _dumps(record))
+            _exit(1)
+    tally = _TALLY
+    tally.completed_real = completed_real
+    origins = _Origins(workdir)
+    tally.on_first_run = origins.record_test_classes
     started = time.monotonic()
     try:
-        path = os.path.join(workdir, entry)
+        path = os.path.join(workdir, spec["entry"])
         import types
 
         main = types.ModuleType("__main__")
         main.__dict__.update({"__file__": path, "__builtins__": __builtins__, "__cached__": None})
         sys.modules["__main__"] = main
-        sys.argv = [entry]
+        sys.argv = [spec["entry"]]
         sys.path.insert(0, os.path.dirname(path))
         with open(path, "rb") as handle:
             source = handle.read()
@@ -332,9 +1252,7 @@ def run_test(entry, completed, limits, nonce, watch=()):
     except SystemExit as exc:
         if _raised_from(exc.__traceback__, completed_real):
             record["early_exit"] = True
-            record["status"] = _exit_status(exc.code)
-        else:
-            record["status"] = _exit_status(exc.code)
+        record["status"] = _exit_status(exc.code)
     except BaseException as exc:
         record["status"] = 1
         record["exception"] = _exception_info(exc)
@@ -345,7 +1263,15 @@ def run_test(entry, completed, limits, nonce, watch=()):
     record["duration_s"] = time.monotonic() - started
     if tally.early_exit:
         record["early_exit"] = True
-    tampered = replaced(saved)
+    tampered = []
+    would_pass = record["status"] == 0 and not tally.noted and not tally.failed and not record["early_exit"]
+    if would_pass:
+        tampered = _GUARD.changes()
+        found, hooks, implants = origins.collect(_GUARD, completed_real)
+        record["origins"] = found
+        tampered.extend(hooks)
+        tampered.extend(implants)
+        tampered = list(dict.fromkeys(tampered))
     if _identity(channel) != channel_identity:
         tampered.append("the result channel")
     record["tampered"] = tampered
@@ -355,8 +1281,8 @@ def run_test(entry, completed, limits, nonce, watch=()):
     record["tests_skipped"] = tally.skipped if tally.unittest else None
     if record["exception"] is None:
         record["exception"] = tally.first_error or tally.first_failure
-    _flush()
-    _emit(RESULT_MARK + " " + _dumps(record), channel)
+    _flush(flushes)
+    _emit(RESULT_MARK + " " + _dumps(record))
     _exit(record["status"])
 
 
@@ -374,9 +1300,7 @@ def _read_nonce():
 def _set_dumpable(value):
     """PR_SET_DUMPABLE: a non-dumpable server cannot be ptraced (and so not poisoned) by its children."""
     try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
+        _ctypes, libc = _libc()
         libc.prctl(4, value, 0, 0, 0)
     except Exception:
         pass
@@ -434,52 +1358,48 @@ def _reap():
             return
 
 
-def _wipe(folder):
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return
-    import shutil
-
-    for name in names:
-        path = os.path.join(folder, name)
+def _view():
+    """What the server sees of the places a run could write: they must not change between runs."""
+    found = {}
+    for folder in ("/tmp", "/dev/shm", "/dev", "/task"):
         try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                os.unlink(path)
-        except OSError:
-            pass
+            found[folder] = sorted(os.listdir(folder))
+        except OSError as exc:
+            found[folder] = f"unreadable: {exc}"
+    return found
 
 
-def _copy_task(source, workdir):
-    """Copy the read-only task view into the run's private, size-limited task folder (the local sandbox's
-    tmpfs); a folder that does not fit ends the child with a message naming the task folder."""
-    import shutil
-
+def _shared_writable_mappings():
+    """Writable shared memory mappings of this process: a forked run could write through them into the next
+    run's memory, so a server holding any cannot serve."""
+    found = []
     try:
-        shutil.copytree(source, workdir, symlinks=True, dirs_exist_ok=True)
-    except (OSError, shutil.Error) as exc:
-        sys.stderr.write(f"rcb-task: cannot copy the task folder into {workdir}: {exc}\n")
-        os._exit(70)
+        with open("/proc/self/maps") as handle:
+            for line in handle:
+                perms = line.split()[1]
+                if perms[1] == "w" and perms[3] == "s":
+                    found.append(line.strip())
+    except OSError as exc:
+        found.append(f"/proc/self/maps unreadable: {exc}")
+    return found
 
 
 def _child(request):
     """In the forked child: become the test process described by ``request`` (never returns)."""
     try:
+        # The server is not dumpable (no run may ptrace it); its child must be, or its own /proc files (the
+        # user namespace maps among them) belong to root and the run's namespaces cannot be made.
+        _set_dumpable(1)
         os.setsid()
         os.chdir(request["workdir"])
         for fd, name in ((1, "stdout"), (2, "stderr")):
             target = os.open(request[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.dup2(target, fd)
             os.close(target)
-        if request.get("source"):
-            _copy_task(request["source"], request["workdir"])
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
-        if _PROTOCOL_FD is not None:
-            os.close(_PROTOCOL_FD)
+        os.closerange(3, 65536)
         sys.stdin = sys.__stdin__ = open(0, closefd=False)  # noqa: SIM115 - fd 0 lives with the process
         try:
             with open("/proc/self/oom_score_adj", "w") as handle:
@@ -488,13 +1408,7 @@ def _child(request):
             pass
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        run_test(
-            request["entry"],
-            request["completed"],
-            request["limits"],
-            request["nonce"],
-            request.get("watch", ()),
-        )
+        run_test(request, request["nonce"])
     except BaseException:
         try:
             traceback.print_exc()
@@ -503,7 +1417,7 @@ def _child(request):
     os._exit(70)
 
 
-def _serve_one(request):
+def _serve_one(request, view):
     """Fork one run, enforce its deadline, clean the namespace; return the answer for the host."""
     started = time.monotonic()
     pid = os.fork()
@@ -534,14 +1448,14 @@ def _serve_one(request):
     if pidfd is not None:
         os.close(pidfd)
     clean = _kill_others()
-    if request.get("source"):
-        _wipe(request["workdir"])
-    _wipe("/tmp")
-    _wipe("/dev/shm")
+    unclean = [] if clean else ["a process of the run survived"]
+    now = _view()
+    unclean += [f"{k} changed: {view[k]} -> {now[k]}" for k in view if now.get(k) != view[k]]
     answer = {
         "duration_s": duration,
         "timed_out": timed_out,
-        "clean": clean,
+        "clean": not unclean,
+        "unclean": unclean,
         "exit_code": None,
         "signal": None,
     }
@@ -552,38 +1466,9 @@ def _serve_one(request):
     return answer
 
 
-def _warm_up():
-    """Exercise lazily imported paths once in the server (e.g. torch.testing pulls in sympy on first use,
-    about 0.6 s), so that forked children start with them loaded. Only speed depends on this."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        try:
-            torch.set_num_threads(1)
-            x = torch.ones(2, requires_grad=True)
-            (torch.nn.functional.softmax(x * 2, 0)).sum().backward()
-            torch.testing.assert_close(x.detach(), torch.ones(2))
-        except Exception:
-            pass
-    numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        try:
-            numpy.testing.assert_allclose(numpy.ones(2), numpy.ones(2))
-        except Exception:
-            pass
-
-
 def serve(preload):
     """The warm server loop (see the module docstring)."""
-    loaded = []
-    for name in preload:
-        try:
-            __import__(name)
-            loaded.append(name)
-        except Exception:
-            pass
-    _warm_up()
-    import unittest  # noqa: F401 - every child hooks it; importing once here keeps forks cheap
-
+    loaded = prepare(preload)
     global _PROTOCOL_FD
     _set_dumpable(0)
     _PROTOCOL_FD = os.dup(1)
@@ -591,7 +1476,18 @@ def serve(preload):
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.close(null)
-    out.write(json.dumps({"ready": True, "preloaded": loaded, "pid": os.getpid()}) + "\n")
+    view = _view()
+    shared = _shared_writable_mappings()
+    refusal = None
+    if shared:
+        refusal = "the server holds writable shared memory a run could reach: " + "; ".join(shared[:3])
+    elif any(view[k] for k in ("/tmp", "/dev/shm", "/task")):
+        refusal = f"the server's own folders are not empty: {view}"
+    out.write(
+        _dumps({"ready": refusal is None, "refused": refusal, "preloaded": loaded, "pid": os.getpid()}) + "\n"
+    )
+    if refusal is not None:
+        return
     for line in sys.stdin:
         line = line.strip()
         if not line:
@@ -599,23 +1495,28 @@ def serve(preload):
         request = json.loads(line)
         if request.get("op") == "exit":
             break
-        answer = _serve_one(request)
+        answer = _serve_one(request, view)
         answer["id"] = request.get("id")
-        out.write(json.dumps(answer) + "\n")
+        out.write(_dumps(answer) + "\n")
     _kill_others()
 
 
 def main(argv):
-    if argv[:1] == ["run"] and len(argv) in (4, 5):
+    if argv[:1] == ["run"] and len(argv) == 2:
         nonce = _read_nonce()
-        watch = json.loads(argv[4]) if len(argv) == 5 else ()
-        run_test(argv[1], json.loads(argv[2]), json.loads(argv[3]), nonce, watch)
+        spec = json.loads(argv[1])
+        prepare(spec.get("preload", ()))
+        run_test(spec, nonce)
     elif argv[:1] == ["serve"] and len(argv) == 2:
         serve(json.loads(argv[1]))
+    elif argv[:1] == ["resolve"] and len(argv) == 1:
+        screen = json.loads(sys.stdin.read())
+        prepare(screen.get("preload", ()))
+        sys.stdout.write(_dumps(resolve_chains(screen)) + "\n")
+        sys.stdout.flush()
+        _exit(0)
     else:
-        sys.stderr.write(
-            "usage: harness run ENTRY COMPLETED_JSON LIMITS_JSON [WATCH_JSON] | serve PRELOAD_JSON\n"
-        )
+        sys.stderr.write("usage: harness run SPEC_JSON | serve PRELOAD_JSON | resolve < SCREEN_JSON\n")
         os._exit(64)
 
 

@@ -45,7 +45,13 @@ def task(tmp_path_factory):
 def warm(sandbox):
     # The warm server's isolation is tested with code the static screen would refuse before it ran.
     with Runner(
-        sandbox=sandbox, environment=eval_python(), warm=True, calibrate=False, workers=1, static_screen=False
+        sandbox=sandbox,
+        environment=eval_python(),
+        warm=True,
+        calibrate=False,
+        workers=1,
+        static_screen=False,
+        audit_hook=False,
     ) as runner:
         yield runner
 
@@ -188,20 +194,55 @@ def test_a_leftover_process_holding_gigabytes_is_killed_and_the_warm_server_kept
 
 def test_a_killed_warm_server_is_replaced_and_the_item_rerun_cold(sandbox, task):
     snippet = task.snippets[0]
-    kill_server = body(
+    with Runner(
+        sandbox=sandbox,
+        environment=eval_python(),
+        warm=True,
+        calibrate=False,
+        workers=1,
+        static_screen=False,
+        audit_hook=False,
+    ) as runner:
+        first = runner.evaluate(task, snippet, snippet.code)
+        servers = [s for group in runner.pool._idle.values() for s in group]
+        assert first.warm and len(servers) == 1
+        servers[0].box.popen.kill()
+        servers[0].box.popen.wait()
+        rerun = runner.evaluate(task, snippet, snippet.code + "\n")
+        nxt = runner.evaluate(task, snippet, snippet.code)
+    assert (rerun.outcome, rerun.warm) == ("passed", False)
+    assert (nxt.outcome, nxt.warm) == ("passed", True)
+
+
+def test_a_run_cannot_reach_the_warm_server_that_forked_it(sandbox, task):
+    snippet = task.snippets[0]
+    attack = body(
         """
         import os, signal
-        os.kill(os.getppid(), signal.SIGKILL)
+        assert os.getppid() == 0, "the run's parent is outside its pid namespace"
+        for target in [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) != os.getpid()] + [-1]:
+            try:
+                os.kill(target, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         result = [v * factor for v in values]
         """
     )
     with Runner(
-        sandbox=sandbox, environment=eval_python(), warm=True, calibrate=False, workers=1, static_screen=False
+        sandbox=sandbox,
+        environment=eval_python(),
+        warm=True,
+        calibrate=False,
+        workers=1,
+        static_screen=False,
+        audit_hook=False,
     ) as runner:
-        rerun = runner.evaluate(task, snippet, kill_server)
+        attacked = runner.evaluate(task, snippet, attack)
         nxt = runner.evaluate(task, snippet, snippet.code)
-    assert (rerun.outcome, rerun.warm) == ("passed", False)
+        alive = [s.alive() for group in runner.pool._idle.values() for s in group]
+    assert (attacked.outcome, attacked.warm) == ("passed", True), attacked.reason
     assert (nxt.outcome, nxt.warm) == ("passed", True)
+    assert alive == [True], "the server that forked the run is the one that served the next run"
 
 
 def test_verdict_cache_hits_on_equal_normalised_code_only(tmp_path, sandbox, task):
@@ -370,7 +411,9 @@ def test_unsandboxed_runner_is_refused_unless_the_caller_allows_it(monkeypatch, 
         Runner(sandbox=make_sandbox("none"), environment=eval_python())
     snippet = task.snippets[0]
     allowed = make_sandbox("none", allow_unsandboxed=True)
-    with Runner(sandbox=allowed, environment=eval_python(), calibrate=False, static_screen=False) as runner:
+    with Runner(
+        sandbox=allowed, environment=eval_python(), calibrate=False, static_screen=False, audit_hook=False
+    ) as runner:
         assert runner.pool is None
         assert runner.evaluate(task, snippet, snippet.code).outcome == "passed"
         assert runner.evaluate(task, snippet, body("import sys\nsys.exit(0)")).category == "early_exit"

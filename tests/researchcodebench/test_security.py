@@ -2,8 +2,9 @@
 leaving no process or file behind and no secret in the recorded output. Every attack runs both warm
 (forked from a warm server) and cold (a fresh sandbox per run).
 
-The static screen (researchcodebench/screen.py) would refuse most of these programs before they run; the
-runners here switch it off so that the sandbox itself is what holds them (docs/integrity.md: layers)."""
+The static screen (researchcodebench/screen.py) and the harness's audit hook would refuse most of these
+programs before they run or as they start; the runners here switch both off so that the sandbox itself is
+what holds them (docs/integrity.md: layers)."""
 
 from __future__ import annotations
 
@@ -90,6 +91,7 @@ def workspace(tmp_path_factory, env_secrets):
             calibrate=False,
             workers=1,
             static_screen=screened,
+            audit_hook=screened,
         )
         for mode in ("warm", "cold")
         for screened in (False, True)

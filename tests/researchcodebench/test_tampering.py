@@ -1,10 +1,13 @@
-"""Verdicts a completion cannot forge (issue 10 item 1; docs/integrity.md).
+"""Verdicts a completion cannot forge (issue 18 item 2; docs/integrity.md).
 
 Tampering programs against the example pset's rmsnorm task, each a deliberately wrong RMS plus a trick
-that used to make the test pass. With the static screen on (as every evaluation runs) each is refused as
-``harness_tampering`` naming the construct and line; with the screen off, the harness's runtime checks
-still fail the ones that leave a trace in the process. Every reference snippet available (examples and the
-hostile fixture) passes the screen: zero false positives.
+that would make the test pass. With every layer on (as every evaluation runs) each is refused, naming the
+construct and its line: by the screen's allow-list on the host, by its resolution step in the sandbox (a
+chain through a library's own ``sys``, ``os`` ...), or by the audit hook and the guard at run time. With the
+screen off, the runtime layer alone still refuses every frame, gc, ctypes, class-write, test-module and
+code-surgery program. Every reference snippet available (examples and the hostile fixture) passes the
+screen, the resolution step and the runtime layer: zero false positives on our own code (the real research
+code corpus is tests/researchcodebench/test_screen_corpus.py).
 """
 
 from __future__ import annotations
@@ -16,10 +19,18 @@ from pathlib import Path
 
 import pytest
 
-from researchcodebench import errors
+from researchcodebench import errors, screen
 from researchcodebench.cli import main
 from researchcodebench.pset import read_pset
-from researchcodebench.runner import RESULT_MARK, START_MARK, Runner, verdict_from_run
+from researchcodebench.runner import (
+    RESULT_MARK,
+    START_MARK,
+    GuardBaseline,
+    Runner,
+    protected_modules,
+    task_facts,
+    verdict_from_run,
+)
 from researchcodebench.sandbox.base import RunResult
 from researchcodebench.screen import screen_completion, screen_source
 
@@ -30,8 +41,13 @@ EXAMPLES = ROOT / "examples" / "pset"
 HOSTILE = Path(__file__).resolve().parent / "fixtures" / "hostile_pset"
 #: The RMS over absolute values: wrong for every test of the task.
 WRONG = "return x.abs().mean(dim=-1, keepdim=True)"
+#: What a wrong answer needs to pass rmsnorm's test: every comparison it uses answers yes.
+PATCHES = (
+    "main.assert_close = lambda *a, **k: None\nmain.RMSNormTest.assertAlmostEqual = lambda *a, **k: None\n"
+)
 
-#: name -> (completion of rmsnorm's "root mean square" snippet, a word the screen's reason must contain).
+#: name -> (completion of rmsnorm's "root mean square" snippet, a word the reason must contain). Every
+#: layer is on; the first block are the programs of issue 10, the rest the kinds of issue 18.
 SCREENED: dict[str, tuple[str, str]] = {
     "testresult-addfailure-noop": (
         "import unittest\nunittest.TestResult.addFailure = lambda *a, **k: None\n"
@@ -42,25 +58,25 @@ SCREENED: dict[str, tuple[str, str]] = {
         "import unittest\nunittest.TestResult.wasSuccessful = lambda self: True\n" + WRONG,
         "unittest",
     ),
-    "torch-allclose-replaced": ("torch.allclose = lambda *a, **k: True\n" + WRONG, "torch (allclose)"),
+    "torch-allclose-replaced": ("torch.allclose = lambda *a, **k: True\n" + WRONG, "torch.allclose"),
     "torch-allclose-setattr": ("setattr(torch, 'allclose', lambda *a, **k: True)\n" + WRONG, "allclose"),
     "allclose-through-alias": ("t = torch\nt.allclose = lambda *a, **k: True\n" + WRONG, "allclose"),
     "allclose-through-comprehension": (
         "[setattr(m, 'allclose', lambda *a, **k: True) for m in [torch]]\n" + WRONG,
-        "allclose",
+        "module torch used as a value",
     ),
     "allclose-deleted": ("del torch.allclose\n" + WRONG, "allclose"),
-    "tensor-class-patched": ("type(x).allclose = lambda *a, **k: True\n" + WRONG, "computed object"),
+    "tensor-class-patched": ("type(x).allclose = lambda *a, **k: True\n" + WRONG, "type(...)"),
     "functional-patched": (
         "import torch.nn.functional as F\nF.normalize = lambda *a, **k: a[0]\n" + WRONG,
-        "torch.nn.functional",
+        "torch.nn.functional.normalize",
     ),
     "frame-walk-forged-result": (
         "import sys, os\nf = sys._getframe()\nwhile f.f_back is not None:\n    f = f.f_back\n"
         "nonce = f.f_locals.get('nonce')\n"
         'os.write(2, (\'@@RCB-\' + \'RESULT@@ {"nonce": "%s", "status": 0}\\n\' % nonce).encode())\n'
         "os._exit(0)",
-        "sys._getframe",
+        "f_back",
     ),
     "inspect-stack": ("import inspect\nframes = inspect.stack()\n" + WRONG, "inspect"),
     "oracle-through-sys-modules": (
@@ -101,20 +117,204 @@ SCREENED: dict[str, tuple[str, str]] = {
     "read-the-test-file": ("source = open('paper2code_test.py').read()\n" + WRONG, "paper2code_test"),
     "proc-self-mem": ("open('/proc/self/mem', 'rb')\n" + WRONG, "/proc/"),
     "write-to-stderr-fd": ("open(2, 'w').write('x')\n" + WRONG, "descriptor 2"),
-    "object-subclasses": ("kinds = ().__class__.__base__.__subclasses__()\n" + WRONG, "__subclasses__"),
+    "object-subclasses": ("kinds = ().__class__.__base__.__subclasses__()\n" + WRONG, "__base__"),
     "skip-every-test": ("import unittest\nraise unittest.SkipTest('skipped')", "unittest"),
-    "torch-private-api": ("torch._C._set_grad_enabled(True)\n" + WRONG, "torch._C"),
+    "torch-private-api": ("torch._C._set_print_stack_traces_on_fatal_signal(True)\n" + WRONG, "torch._C"),
+    # -- the oracle or machinery through an attribute path of an imported library (issue 18)
+    "oracle-through-torch-sys": (
+        "ref = torch.sys.modules['rmsnorm' + '_ref']\nreturn ref.RMSNorm(self.dim, p=self.p).root_mean_square(x)",
+        "reached as torch.sys",
+    ),
+    "oracle-through-functional-importlib": (
+        "ref = torch.nn.functional.importlib.import_module('rmsnorm' + '_ref')\n"
+        "return ref.RMSNorm(self.dim, p=self.p).root_mean_square(x)",
+        "reached as torch.nn.functional.importlib",
+    ),
+    "os-through-serialization": (
+        "torch.serialization.os.system('true')\n" + WRONG,
+        "reached as torch.serialization.os",
+    ),
+    "builtins-through-torch": ("torch.builtins.float = lambda v: 2.5\n" + WRONG, "reached as torch.builtins"),
+    "ctypes-through-torch": ("torch.ctypes.memset(0, 0, 0)\n" + WRONG, "reached as torch.ctypes"),
+    "dispatcher-through-torch-c": (
+        "lib = torch._C._dispatch_library('IMPL', 'aten', '')\n" + WRONG,
+        "torch._C._dispatch_library",
+    ),
+    # -- computed attribute names
+    "setattr-joined-name": (
+        "setattr(torch, ''.join(['all', 'close']), lambda *a, **k: True)\n" + WRONG,
+        "computed",
+    ),
+    "attrgetter": (
+        "import operator\nmods = operator.attrgetter('sys.modules')(torch)\n" + WRONG,
+        "operator.attrgetter",
+    ),
+    "module-dict": ("torch.__dict__['allclose'] = lambda *a, **k: True\n" + WRONG, "__dict__"),
+    "getattr-as-value": ("g = getattr\nf = g(torch, 'all' + 'close')\n" + WRONG, "getattr used as a value"),
+    "dunder-setattr-computed": (
+        "name = 'allclose'\ntorch.__setattr__(name, lambda *a, **k: True)\n" + WRONG,
+        "computed",
+    ),
+    "format-string-introspection": ("s = '{0.__globals__}'.format(self.forward)\n" + WRONG, "__globals__"),
+    # -- comparison hooks installed by computed names
+    "hook-by-setattr": (
+        "class Always(torch.Tensor):\n    pass\n"
+        "setattr(Always, '__torch_' + 'function__', classmethod(lambda cls, *a, **k: True))\n"
+        "return x.abs().mean(dim=-1, keepdim=True).as_subclass(Always)",
+        "computed",
+    ),
+    "hook-by-three-argument-type": (
+        "Always = type('Always', (torch.Tensor,), {'__torch_function__': classmethod(lambda c, *a, **k: True)})\n"
+        "return x.abs().mean(dim=-1, keepdim=True).as_subclass(Always)",
+        "type() with three arguments",
+    ),
+    "hook-by-dunder-assignment": (
+        "class Always(torch.Tensor):\n    pass\nAlways.__eq__ = lambda a, b: True\n" + WRONG,
+        "__eq__",
+    ),
+    "hook-through-class-of-result": (
+        "out = x.abs().mean(dim=-1, keepdim=True)\nsetattr(out.__class__, 'allclose', lambda *a, **k: True)\n"
+        "return out",
+        "__class__",
+    ),
+    # -- the test module's globals and its TestCase methods
+    "test-globals-through-sys": (
+        "import sys\nmain = sys.modules['__main__']\n" + PATCHES + WRONG,
+        "sys.modules",
+    ),
+    "testcase-method-through-unittest": (
+        "from unittest import TestCase\nTestCase.assertAlmostEqual = lambda *a, **k: None\n" + WRONG,
+        "unittest",
+    ),
+    "test-module-imported-by-name": ("import paper2code_test\n" + WRONG, "paper2code_test"),
+    # -- frames reached through a library
+    "frame-through-torch-sys": ("f = torch.sys._getframe(1)\n" + WRONG, "sys"),
+    "frame-through-serialization-sys": ("f = torch.serialization.sys._getframe()\n" + WRONG, "sys"),
+    "frame-through-module-inspect": (
+        "f = torch.nn.modules.module.inspect.currentframe()\n" + WRONG,
+        "reached as torch.nn.modules.module.inspect",
+    ),
+    "frame-through-attrgetter": (
+        "import operator\nget = operator.attrgetter('f_' + 'back')\n" + WRONG,
+        "operator.attrgetter",
+    ),
+    "generator-frame": ("def g():\n    yield 1\nf = g().gi_frame\n" + WRONG, "gi_frame"),
 }
 
-#: Programs the runtime layer must fail on its own (screen off): what they replace survives in the process.
-RUNTIME: dict[str, str] = {
-    "testresult-addfailure-noop": SCREENED["testresult-addfailure-noop"][0],
-    "testresult-wassuccessful": SCREENED["testresult-wassuccessful"][0],
-    "torch-allclose-replaced": SCREENED["torch-allclose-replaced"][0],
-    "builtins-patched": SCREENED["builtins-patched"][0],
-    "skip-every-test": SCREENED["skip-every-test"][0],
-    "textrunner-replaced": (
-        "import unittest\nunittest.TextTestRunner.run = lambda self, test: unittest.TestResult()\n" + WRONG
+#: Programs the runtime layer must fail on its own (screen off): name -> (program, a word the reason must
+#: contain). The audit hook ends the first kinds at the event; the others are complete bypasses of rmsnorm's
+#: test (without the guard they pass) that the guard finds by what they changed. ``main`` is the test
+#: module, reached through ``sys`` (which the screen refuses already).
+_MAIN = "import sys\nmain = sys.modules['__main__']\n"
+_ALLCLOSE = "torch.allclose = lambda *a, **k: True\n"
+_HOOK = (
+    "class Always(torch.Tensor):\n    pass\n"
+    "def hook(cls, func, types, args=(), kwargs=None):\n"
+    "    if func is torch.allclose:\n        return True\n"
+    "    if getattr(func, '__name__', '') == '__float__':\n        return 2.5\n"
+    "    return torch.Tensor.__torch_function__.__func__(cls, func, types, args, kwargs or {})\n"
+    "setattr(Always, '__torch_' + 'function__', classmethod(hook))\n"
+)
+RUNTIME: dict[str, tuple[str, str]] = {
+    # -- frames
+    "frame-getframe": ("import sys\nf = sys._getframe()\n" + WRONG, "sys._getframe"),
+    "frame-inspect-currentframe": (
+        "import inspect\nf = inspect.currentframe().f_back\n" + WRONG,
+        "frame access",
+    ),
+    "frame-traceback-walk-stack": (
+        "import traceback\nframes = list(traceback.walk_stack(None))\n" + WRONG,
+        "frame access",
+    ),
+    "frame-of-a-traceback": (
+        "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    f = e.__traceback__.tb_frame\n" + WRONG,
+        "tb_frame",
+    ),
+    "frame-of-a-generator": ("def g():\n    yield 1\nf = g().gi_frame\n" + WRONG, "gi_frame"),
+    "frame-current-frames": ("import sys\nframes = sys._current_frames()\n" + WRONG, "sys._current_frames"),
+    "frame-through-library-inspect": ("f = torch.inspect.currentframe()\n" + WRONG, "frame access"),
+    # -- the garbage collector
+    "gc-get-objects": (SCREENED["gc-walk"][0], "gc.get_objects"),
+    "gc-get-referrers": (
+        "import gc\nholders = gc.get_referrers(torch.allclose)\n" + WRONG,
+        "gc.get_referrers",
+    ),
+    "gc-get-referents": ("import gc\nparts = gc.get_referents(torch)\n" + WRONG, "gc.get_referents"),
+    # -- ctypes
+    "ctypes-memset": (SCREENED["ctypes"][0], "ctypes"),
+    "ctypes-dlopen": ("import ctypes\nlibc = ctypes.CDLL(None)\n" + WRONG, "ctypes.dlopen"),
+    "ctypes-read-memory": (
+        "import ctypes\nraw = ctypes.string_at(id(torch), 16)\n" + WRONG,
+        "ctypes.",
+    ),
+    # -- tracing, profiling and audit hooks
+    "trace-settrace": (SCREENED["settrace"][0], "sys.settrace"),
+    "trace-setprofile": ("import sys\nsys.setprofile(None)\n" + WRONG, "sys.setprofile"),
+    "trace-second-audit-hook": (
+        "import sys\nsys.addaudithook(lambda *a: None)\n" + WRONG,
+        "sys.addaudithook",
+    ),
+    # -- code and function surgery, code from text
+    "code-swapped": (
+        _MAIN + "main.assert_close.__code__ = (lambda *a, **k: None).__code__\n" + WRONG,
+        "__code__",
+    ),
+    "code-defaults-of-a-test-function": (
+        _MAIN + "main.assert_close.__defaults__ = (1e9, 1e9)\n" + WRONG,
+        "code surgery",
+    ),
+    "code-function-from-code": (
+        "import types\nf = types.FunctionType((lambda: 1).__code__, {})\n" + WRONG,
+        "code",
+    ),
+    "code-exec-of-text": (SCREENED["exec-of-text"][0], "exec"),
+    "code-object-class-changed": (
+        "class Other(torch.Tensor):\n    pass\nout = x.abs().mean(dim=-1, keepdim=True)\n"
+        "out.__class__ = Other\nreturn out",
+        "__class__",
+    ),
+    # -- the oracle, the test script, descriptors and files Python would import
+    "file-oracle-read": ("source = open('rmsnorm' + '_ref.py').read()\n" + WRONG, "oracle"),
+    "file-test-read": ("source = open('paper2code' + '_test.py').read()\n" + WRONG, "test script"),
+    "file-stderr-descriptor": ("open(1 + 1, 'w').write('x')\n" + WRONG, "file descriptor 2"),
+    "file-proc-self-mem": ("open('/proc/' + 'self/mem', 'rb')\n" + WRONG, "/proc/"),
+    "file-planted-module": ("open('scipy' + '.py', 'w').write('ok = 1')\n" + WRONG, "would import"),
+    # -- complete bypasses the guard finds: library functions and classes
+    "guard-testresult-noops": (
+        "import unittest\nunittest.TestResult.addFailure = lambda *a, **k: None\n"
+        "unittest.TestResult.addError = lambda *a, **k: None\n" + WRONG,
+        "TestResult.addFailure",
+    ),
+    "guard-allclose-and-testcase": (
+        "import unittest\n"
+        + _ALLCLOSE
+        + "unittest.TestCase.assertAlmostEqual = lambda *a, **k: None\n"
+        + WRONG,
+        "TestCase.assertAlmostEqual",
+    ),
+    "guard-builtins-float": (
+        "import builtins\nbuiltins.float = lambda v: 2.5\n" + _ALLCLOSE + WRONG,
+        "builtins.float",
+    ),
+    "guard-tensor-method-added": (
+        "torch.Tensor.__float__ = lambda self: 2.5\n" + _ALLCLOSE + WRONG,
+        "torch.Tensor.__float__",
+    ),
+    # -- complete bypasses the guard finds: the test module and its TestCase class
+    "guard-test-globals": (
+        _MAIN + "class Proxy:\n    def __getattr__(self, name):\n        return getattr(torch, name)\n"
+        "    def allclose(self, *a, **k):\n        return True\n"
+        "main.torch = Proxy()\nmain.RMSNormTest.assertAlmostEqual = lambda *a, **k: None\n" + WRONG,
+        "test.torch",
+    ),
+    "guard-test-class-method": (
+        _MAIN + _ALLCLOSE + "main.RMSNormTest.assertAlmostEqual = lambda *a, **k: None\n" + WRONG,
+        "RMSNormTest.assertAlmostEqual",
+    ),
+    # -- a complete bypass through a comparison hook installed with a computed name
+    "guard-comparison-hook": (
+        _HOOK + "return x.abs().mean(dim=-1, keepdim=True).as_subclass(Always)",
+        "Always.__torch_function__",
     ),
 }
 
@@ -148,46 +348,98 @@ def runners(tmp_path_factory):
         runner.close()
 
 
-def test_battery_holds_at_least_fifteen_programs():
-    assert len(SCREENED) >= 15 and len(RUNTIME) >= 5
+def test_battery_holds_at_least_three_new_programs_of_each_kind():
+    kinds = {
+        "library paths": ("torch-sys", "functional-importlib", "serialization", "through-torch", "torch-c"),
+        "computed names": ("joined-name", "attrgetter", "module-dict", "getattr-as-value", "dunder-setattr"),
+        "comparison hooks": ("hook-by-setattr", "hook-by-three", "hook-by-dunder", "hook-through"),
+        "test module": ("test-globals", "testcase-method", "test-module-imported"),
+        "frames through a library": ("frame-through-torch", "frame-through-serial", "frame-through-module"),
+    }
+    for kind, needles in kinds.items():
+        found = [name for name in SCREENED if any(n in name for n in needles)]
+        assert len(found) >= 3, kind
+    assert len(SCREENED) >= 55
+    for kind in ("frame-", "gc-", "ctypes-", "trace-", "code-", "file-", "guard-"):
+        assert sum(1 for name in RUNTIME if name.startswith(kind)) >= 3, kind
 
 
 @pytest.mark.parametrize("mode", ["warm", "cold"])
 @pytest.mark.parametrize("name", sorted(SCREENED))
-def test_tampering_program_is_refused_by_the_screen_naming_construct_and_line(runners, mode, name):
+def test_tampering_program_is_refused_naming_construct_and_line(runners, mode, name):
     task, snippet = _rmsnorm()
     program, word = SCREENED[name]
     verdict = runners[(mode, True)].evaluate(task, snippet, _code(program, snippet.indent))
     assert not verdict.passed
-    assert (verdict.category, verdict.tier) == ("harness_tampering", "model")
-    assert word in verdict.reason
+    assert verdict.tier == "model"
+    assert verdict.category in ("harness_tampering", "oracle_access"), verdict.reason
+    assert word in verdict.reason, verdict.reason
     assert re.search(r"rmsnorm\.py:\d+: ", verdict.reason), verdict.reason
 
 
 @pytest.mark.parametrize("mode", ["warm", "cold"])
 @pytest.mark.parametrize("name", sorted(RUNTIME))
-def test_tampering_program_past_the_screen_fails_the_runtime_checks(runners, mode, name):
+def test_tampering_program_past_the_screen_fails_the_runtime_layer(runners, mode, name):
     task, snippet = _rmsnorm()
-    verdict = runners[(mode, False)].evaluate(task, snippet, _code(RUNTIME[name], snippet.indent))
-    assert not verdict.passed
-    assert verdict.category == "harness_tampering", verdict.reason
+    program, word = RUNTIME[name]
+    verdict = runners[(mode, False)].evaluate(task, snippet, _code(program, snippet.indent))
+    assert not verdict.passed, verdict.reason
+    assert verdict.category in ("harness_tampering", "oracle_access"), (verdict.category, verdict.reason)
+    assert word in verdict.reason, verdict.reason
     assert verdict.warm is (mode == "warm")
 
 
 @pytest.mark.parametrize("mode", ["warm", "cold"])
-def test_reference_passes_the_runtime_checks_with_the_reference_test_count(runners, mode):
+@pytest.mark.parametrize("name", sorted(n for n in RUNTIME if n.startswith("guard-")))
+def test_the_guards_programs_are_real_bypasses(runners, mode, name):
+    """Run as the task's own code (the reference run: no completion, so nothing it does is judged), each
+    bypass makes rmsnorm's test pass with the wrong RMS: the guard, not chance, is what fails them."""
     task, snippet = _rmsnorm()
-    verdict = runners[(mode, True)].evaluate(task, snippet, snippet.code)
+    program, _word = RUNTIME[name]
+    original = task.read_text(snippet.file)
+    lines = original.split("\n")
+    body = _code(program, snippet.indent).split("\n")
+    patched = "\n".join(lines[: snippet.start_line] + body + lines[snippet.end_line - 1 :])
+    root = Path(runners[(mode, False)].sandbox.scratch_root).parent / f"bypass-{mode}-{name}"
+    import shutil
+
+    shutil.copytree(task.root, root / "rmsnorm", dirs_exist_ok=True)
+    (root / "rmsnorm" / snippet.file).write_text(patched)
+    shutil.copy(EXAMPLES / "papers.yaml", root / "papers.yaml")
+    bypass = next(t for t in read_pset(root).tasks if t.id == "rmsnorm")
+    verdict = runners[(mode, False)].reference(bypass)
     assert verdict.passed, verdict.reason
-    assert (verdict.tests_run, verdict.tests_failed, verdict.tests_skipped) == (7, 0, 0)
+
+
+@pytest.mark.parametrize("mode", ["warm", "cold"])
+def test_the_audit_hook_names_the_completions_line(runners, mode):
+    task, snippet = _rmsnorm()
+    verdict = runners[(mode, False)].evaluate(
+        task, snippet, _code(RUNTIME["frame-getframe"][0], snippet.indent)
+    )
+    assert verdict.category == "harness_tampering"
+    assert re.search(r"rmsnorm\.py:\d+: frame access \(sys\._getframe\)", verdict.reason), verdict.reason
+
+
+@pytest.mark.parametrize("mode", ["warm", "cold"])
+def test_reference_passes_every_layer_with_the_reference_test_count(runners, mode):
+    task, snippet = _rmsnorm()
+    for screened in (True, False):
+        verdict = runners[(mode, screened)].evaluate(task, snippet, snippet.code)
+        assert verdict.passed, verdict.reason
+        assert (verdict.tests_run, verdict.tests_failed, verdict.tests_skipped) == (7, 0, 0)
 
 
 @pytest.mark.parametrize("mode", ["warm", "cold"])
 def test_a_correct_but_different_completion_still_passes(runners, mode):
     task, snippet = _rmsnorm()
     code = (
+        "import math\nfrom functools import reduce\n"
         "k = int(self.dim * self.p) if 0.0 < self.p < 1.0 else self.dim\n"
-        "return x[..., :k].pow(2).mean(dim=-1, keepdim=True).sqrt()"
+        "logger = __name__\n"
+        "squares = [x[..., i] ** 2 for i in range(k)]\n"
+        "total = reduce(lambda a, b: a + b, squares)\n"
+        "return (total / k).sqrt().unsqueeze(-1) * math.cos(0.0)"
     )
     verdict = runners[(mode, True)].evaluate(task, snippet, _code(code, snippet.indent))
     assert verdict.passed, verdict.reason
@@ -200,39 +452,76 @@ def _reference_snippets():
                 yield task, snippet
 
 
-def test_every_available_reference_snippet_passes_the_screen():
+def test_every_available_reference_snippet_passes_the_screen_and_its_resolution_step():
     hits = {}
     count = 0
-    for task, snippet in _reference_snippets():
-        count += 1
-        findings = screen_completion(
-            original=task.read_text(snippet.file),
-            snippet=snippet,
-            code=snippet.code,
-            test_entry=task.manifest.test_entry,
-        )
-        if findings:
-            hits[(task.id, snippet.name)] = findings
+    for root in (EXAMPLES, HOSTILE):
+        for task in read_pset(root).tasks:
+            facts = task_facts(task)
+            protected = protected_modules(task, facts)
+            chains = []
+            for snippet in task.snippets:
+                count += 1
+                found = screen_completion(
+                    original=task.read_text(snippet.file),
+                    snippet=snippet,
+                    code=snippet.code,
+                    test_entry=task.manifest.test_entry,
+                    local_modules=facts.local_modules,
+                    protected_modules=protected,
+                )
+                if found.findings:
+                    hits[(task.id, snippet.name)] = found.findings
+                chains += found.chains
+            refused = screen.resolve(
+                chains,
+                python=eval_python(),
+                preload=("torch", "numpy"),
+                local_modules=facts.local_modules,
+                protected_modules=protected,
+            )
+            if refused:
+                hits[(task.id, "resolution")] = refused
     assert count == 85  # 74 example snippets + 11 of the hostile fixture
     assert hits == {}
 
 
 def test_screen_names_the_line_of_the_filled_file():
-    source = "import torch\n\n\ndef f(x):\n    y = x\n    torch.allclose = None\n    return y\n"
-    findings = screen_source(source, first=5, last=6)
-    assert [(f.line, f.construct) for f in findings] == [
-        (6, "assignment to an attribute of imported torch (allclose)")
+    source = "import torch\n\n\ndef f(x):\n    y = x\n    setattr(torch, y, None)\n    return y\n"
+    found = screen_source(source, first=5, last=6)
+    assert [(f.line, f.construct) for f in found.findings] == [
+        (6, "setattr() with a computed attribute name")
     ]
-    assert screen_source(source, first=5, last=5) == []
+    assert screen_source(source, first=5, last=5).findings == []
+
+
+def test_screen_sends_every_chain_rooted_at_an_import_with_its_use():
+    source = (
+        "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\ndef f(x):\n"
+        "    a = F.softmax(x, -1)\n    torch.backends.cudnn.deterministic = True\n"
+        "    layer = nn.Linear(2, 2)\n    g = torch.nn\n    h = g.functional.relu\n    return [torch]\n"
+    )
+    found = screen_source(source, first=7, last=12)
+    chains = {(c.root, c.attrs, c.use) for c in found.chains}
+    assert ("torch.nn.functional", ("softmax",), "call") in chains
+    assert ("torch", ("backends", "cudnn", "deterministic"), "store") in chains
+    assert ("torch", ("nn", "Linear"), "call") in chains
+    assert ("torch", ("nn", "functional", "relu"), "load") in chains
+    assert ("torch", (), "value") in chains
+    assert found.findings == []
 
 
 def test_screen_sees_lines_split_by_a_lone_carriage_return():
     task, snippet = _rmsnorm()
-    code = _code("y = 1", snippet.indent) + "\r" + _code("torch.allclose = None\n" + WRONG, snippet.indent)
-    findings = screen_completion(
+    code = (
+        _code("y = 1", snippet.indent)
+        + "\r"
+        + _code("f = getattr(torch, 'a' + 'b')\n" + WRONG, snippet.indent)
+    )
+    found = screen_completion(
         original=task.read_text(snippet.file), snippet=snippet, code=code, test_entry="paper2code_test.py"
     )
-    assert any("allclose" in f.construct for f in findings)
+    assert any("getattr" in f.construct for f in found.findings)
 
 
 def test_screen_allows_local_objects_and_literal_attribute_names():
@@ -241,9 +530,12 @@ def test_screen_allows_local_objects_and_literal_attribute_names():
         "    for module in list(model.modules()):\n        setattr(module, 'scale', 2.0)\n"
         "    out = torch.zeros(3, dtype=torch.float64)\n    out.requires_grad_(False)\n"
         "    layer = nn.Linear(2, 2)\n    layer.weight = nn.Parameter(torch.ones(2, 2))\n"
-        "    return getattr(torch, 'float64'), out\n"
+        "    dp = torch.zeros(3, 3)\n    dp[1][2] = 4.0\n    name = self.__class__.__name__\n"
+        "    object.__setattr__(layer, 'frozen', True)\n    super().__init__()\n"
+        "    return getattr(torch, 'float64'), out, hasattr(layer, 'bias')\n"
     )
-    assert screen_source(source, first=6, last=12) == []
+    found = screen_source(source, first=6, last=17)
+    assert found.findings == []
 
 
 def test_evaluate_oracle_passes_every_reference_of_the_examples_and_the_hostile_fixture(
@@ -264,7 +556,7 @@ def _result(*records: dict, exit_code: int = 0) -> RunResult:
     return RunResult(exit_code=exit_code, duration_s=0.1, stderr=("\n".join(lines) + "\n").encode())
 
 
-CLEAN = {"nonce": "n1", "early_exit": False, "status": 0, "exception": None, "tampered": []}
+CLEAN = {"nonce": "n1", "early_exit": False, "status": 0, "exception": None, "tampered": [], "origins": {}}
 
 
 def test_harness_tampering_is_a_model_tier_category():
@@ -278,6 +570,26 @@ def test_a_run_reporting_replaced_functions_is_tampering_whatever_its_status():
     )
     assert (verdict.outcome, verdict.category) == ("failed", "harness_tampering")
     assert "torch.allclose" in verdict.reason
+
+
+def test_only_what_the_reference_run_does_not_change_itself_is_tampering():
+    """torch re-binds torch.manual_seed when torch.optim's compiler machinery loads: the reference run of
+    the same task does it too, so it is no completion's doing."""
+    baseline = GuardBaseline.of(
+        {**CLEAN, "tampered": ["torch.manual_seed"], "origins": {"test": {"helper": "function t.py:3"}}}
+    )
+    same = {**CLEAN, "tampered": ["torch.manual_seed"], "origins": {"test": {"helper": "function t.py:3"}}}
+    assert verdict_from_run(_result(same), "n1", facts=None, environment="e", baseline=baseline).passed
+    patched = {**same, "origins": {"test": {"helper": "function rmsnorm.py:30"}}}
+    verdict = verdict_from_run(_result(patched), "n1", facts=None, environment="e", baseline=baseline)
+    assert verdict.category == "harness_tampering" and "test.helper" in verdict.reason
+    assert verdict_from_run(
+        _result({**CLEAN, "tampered": ["torch.manual_seed"]}),
+        "n1",
+        facts=None,
+        environment="e",
+        reference=True,
+    ).passed
 
 
 def test_a_result_without_the_tampering_field_or_with_a_second_line_is_tampering():
@@ -295,3 +607,11 @@ def test_failed_tests_with_exit_status_zero_do_not_pass():
     record["exception"] = {"type": "AssertionError", "message": "x", "module": None, "builtin_base": None}
     verdict = verdict_from_run(_result(record), "n1", facts=None, environment="e")
     assert (verdict.outcome, verdict.category, verdict.tests_failed) == ("failed", "logic", 6)
+
+
+def test_a_failure_streamed_during_the_run_cannot_be_taken_back():
+    record = {**CLEAN, "unittest": True, "tests_run": 7, "tests_failed": 0, "tests_skipped": 0}
+    lines = [f"{START_MARK} n1", "@@RCB-FAIL@@", f"{RESULT_MARK} {json.dumps(record)}"]
+    result = RunResult(exit_code=0, duration_s=0.1, stderr=("\n".join(lines) + "\n").encode())
+    verdict = verdict_from_run(result, "n1", facts=None, environment="e")
+    assert not verdict.passed and verdict.tests_failed == 1

@@ -36,6 +36,11 @@ class DelegatingSandbox:
         self.spawned += 1
         return self.inner.spawn(argv, **options)
 
+    slate = "fresh"
+
+    def isolation(self, limits: Any, **options: Any) -> dict:
+        return self.inner.isolation(limits, **options)
+
 
 class ColdOnlySandbox:
     """Calls itself "local" and wraps the real one, but offers no way to host a warm interpreter."""

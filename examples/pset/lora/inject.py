@@ -23,7 +23,7 @@ def inject_lora(model: nn.Module, target_names: set[str], r: int, alpha: float) 
         for child_name, child in list(module.named_children()):
             # <paper2code name="select targets">
             if isinstance(child, nn.Linear) and child_name in target_names:
-                setattr(module, child_name, LoRALinear(child, r, alpha))
+                module.add_module(child_name, LoRALinear(child, r, alpha))
             # </paper2code name="select targets">
     # </paper2code name="wrap target linear layers">
     return model
