@@ -87,7 +87,8 @@ MEMBERS = {
         "Generator", "Size", "dtype", "device", "layout", "memory_format", "finfo", "iinfo", "Graph",
         "ScriptModule", "ScriptFunction", "_TensorBase", "TensorBase", "_disabled_torch_function_impl",
         "_get_default_device", "_functorch", "_cuda_getDeviceCount", "has_cuda", "_has_mps", "DisableTorchFunction",
-        "DisableTorchFunctionSubclass", "_EnablePythonDispatcher", "_autograd", "_jit_tree_views",
+        "DisableTorchFunctionSubclass", "_autograd", "_jit_tree_views", "Value", "_infer_size",
+        "_is_any_autocast_enabled", "ScriptMethod",
     ),
 }  # fmt: skip
 #: Objects (by dotted name) that run code from text, make functions from code objects, compute attribute
@@ -96,11 +97,17 @@ DANGEROUS = (
     "builtins.eval", "builtins.exec", "builtins.compile", "builtins.__import__", "builtins.globals",
     "builtins.locals", "builtins.vars", "builtins.breakpoint", "builtins.getattr", "builtins.setattr",
     "builtins.delattr", "builtins.exit", "builtins.quit", "builtins.__build_class__", "operator.attrgetter",
-    "operator.methodcaller", "types.FunctionType", "types.LambdaType", "types.CodeType", "types.FrameType",
-    "types.TracebackType", "types.CellType", "types.new_class", "typing.get_type_hints", "typing.ForwardRef",
-    "typing._eval_type", "dataclasses.make_dataclass", "abc.ABCMeta.register", "torch.ops.load_library",
+    "operator.methodcaller", "types.new_class", "typing.get_type_hints", "typing._eval_type",
+    "dataclasses.make_dataclass", "abc.ABCMeta.register", "torch.ops.load_library",
     "torch.ops.import_module", "torch.classes.load_library", "sympy.sympify", "timeit.timeit",
     "numpy.lib.stride_tricks.as_strided",
+)  # fmt: skip
+
+#: Classes that make functions, code or frames: as values (``isinstance(f, types.FunctionType)``) they are
+#: fine, called they are code surgery.
+CONSTRUCTORS = (
+    "types.FunctionType", "types.LambdaType", "types.CodeType", "types.FrameType", "types.TracebackType",
+    "types.CellType", "types.ModuleType", "typing.ForwardRef",
 )  # fmt: skip
 
 #: Builtins that execute text, expose namespaces or end the process.
@@ -122,17 +129,21 @@ ALLOWED_DUNDERS = frozenset(
         "__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__", "__matmul__",
         "__neg__", "__abs__", "__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__iadd__", "__imul__",
         "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__float__", "__int__", "__bool__",
-        "__index__", "__and__", "__or__", "__xor__", "__invert__", "__lshift__", "__rshift__",
+        "__index__", "__and__", "__or__", "__xor__", "__invert__", "__lshift__", "__rshift__", "__dir__",
+        "__annotations__", "__wrapped__",
     }
     | NAME_DUNDERS
 )  # fmt: skip
+#: Dunder attributes a completion may assign (metadata of its own functions and classes).
+ALLOWED_DUNDER_STORES = frozenset({"__doc__", "__name__", "__qualname__", "__module__", "__annotations__"})
 #: Dunder methods a completion may define (comparison, conversion, operator, dispatch and attribute hooks
 #: are not among them: they let an object answer any check any way it likes).
 ALLOWED_DEFS = frozenset(
     {
         "__init__", "__post_init__", "__repr__", "__str__", "__len__", "__iter__", "__next__", "__getitem__",
         "__setitem__", "__delitem__", "__contains__", "__enter__", "__exit__", "__call__", "__getstate__",
-        "__setstate__", "__reversed__", "__hash__", "__new__",
+        "__setstate__", "__reversed__", "__hash__", "__new__", "__dir__", "__missing__", "__copy__",
+        "__deepcopy__", "__sizeof__", "__format__",
     }
 )  # fmt: skip
 #: Attributes of frames, tracebacks, generators and code objects: the way to another frame's variables.
@@ -204,6 +215,7 @@ def policy(*, local_modules: Iterable[str] = (), protected_modules: Iterable[str
         "denied": list(DENIED) + list(STDLIB_DENIED),
         "members": {k: list(v) for k, v in MEMBERS.items()},
         "dangerous": list(DANGEROUS),
+        "constructors": list(CONSTRUCTORS),
         "local": sorted(set(local_modules)),
         "protected": sorted(set(protected_modules)),
     }
@@ -264,17 +276,63 @@ def _literal(node: ast.AST | None) -> str | None:
     return None
 
 
+class FileContext:
+    """What the screen derives once per file: parents, import bindings, parameters, positioned nodes by line
+    (screening many completions of one file, as the false-positive corpus does, reuses it)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        import bisect
+
+        self.tree = tree
+        self._bisect = bisect
+        self.parents: dict[int, ast.AST] = {}
+        positioned: list[tuple[int, int, ast.AST]] = []
+        self.params: set[str] = set()
+        for index, node in enumerate(ast.walk(tree)):
+            for child in ast.iter_child_nodes(node):
+                self.parents[id(child)] = node
+            line = getattr(node, "lineno", None)
+            if line is not None:
+                positioned.append((line, index, node))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                args = node.args
+                for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+                    if arg is not None:
+                        self.params.add(arg.arg)
+        positioned.sort(key=lambda item: (item[0], item[1]))
+        self.lines = [line for line, _, _ in positioned]
+        self.positioned = [node for _, _, node in positioned]
+        self.bindings = _import_bindings(tree)
+        self.module_assigns = [n for n in tree.body if isinstance(n, ast.Assign)]
+
+    def nodes_between(self, first: int, last: int) -> list[ast.AST]:
+        """Every node on lines ``first..last``, with the nodes without a position (operators, contexts)
+        that sit under them."""
+        low = self._bisect.bisect_left(self.lines, first)
+        high = self._bisect.bisect_right(self.lines, last)
+        found: dict[int, ast.AST] = {}
+        stack = list(self.positioned[low:high])
+        while stack:
+            node = stack.pop()
+            if id(node) in found:
+                continue
+            found[id(node)] = node
+            stack.extend(c for c in ast.iter_child_nodes(node) if getattr(c, "lineno", None) is None)
+        return list(found.values())
+
+
 class _Screen:
     def __init__(
         self,
-        tree: ast.Module,
+        context: FileContext,
         first: int,
         last: int,
         protected_text: Iterable[str],
         local_modules: Iterable[str],
         protected_modules: Iterable[str],
     ) -> None:
-        self.tree = tree
+        self.context = context
+        self.tree = context.tree
         self.first = first
         self.last = last
         self.protected_text = tuple(p for p in protected_text if p)
@@ -282,18 +340,9 @@ class _Screen:
         self.protected_modules = set(protected_modules)
         self.findings: list[Finding] = []
         self.chains: list[Chain] = []
-        self.parents: dict[int, ast.AST] = {}
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
-                self.parents[id(child)] = node
-        # Nodes without a position (operators, contexts) count when they sit inside the completion.
-        found: dict[int, ast.AST] = {}
-        for node in ast.walk(tree):
-            if self.inside(node):
-                for inner in ast.walk(node):
-                    found.setdefault(id(inner), inner)
-        self.nodes = list(found.values())
-        self.bindings = _import_bindings(tree)
+        self.parents = context.parents
+        self.nodes = context.nodes_between(first, last)
+        self.bindings = context.bindings
         self.aliases: dict[str, tuple[str, tuple[str, ...]]] = {}
         self.local: set[str] = set()
         self.local = self._locals()
@@ -308,13 +357,7 @@ class _Screen:
     def _locals(self) -> set[str]:
         """Names that are parameters anywhere in the file, or that the completion binds to something other
         than an import chain (they shadow an import of the same name)."""
-        local: set[str] = set()
-        for node in ast.walk(self.tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                args = node.args
-                for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-                    if arg is not None:
-                        local.add(arg.arg)
+        local: set[str] = set(self.context.params)
         for node in self.nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 local.add(node.name)
@@ -345,7 +388,7 @@ class _Screen:
     def _aliases(self) -> dict[str, tuple[str, tuple[str, ...]]]:
         """``F = torch.nn.functional`` (at module level or in the completion): F is that chain."""
         self.aliases = {}
-        statements = [n for n in self.tree.body if isinstance(n, ast.Assign)]
+        statements = list(self.context.module_assigns)
         statements += [n for n in self.nodes if isinstance(n, ast.Assign)]
         for _ in range(3):
             for node in statements:
@@ -377,6 +420,15 @@ class _Screen:
             return "del"
         if isinstance(parent, ast.Call) and parent.func is node:
             return "call"
+        if (
+            isinstance(parent, ast.Call)
+            and isinstance(parent.func, ast.Name)
+            and parent.func.id in NAME_BUILTINS
+            and parent.args
+            and parent.args[0] is node
+        ):
+            # getattr(torch.nn, "functional"): the call sends the whole chain (check_call).
+            return "load"
         if isinstance(parent, ast.Attribute):
             return "load"
         if isinstance(parent, ast.Subscript) and parent.value is node:
@@ -434,7 +486,9 @@ class _Screen:
     def check_attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
         store = isinstance(node.ctx, (ast.Store, ast.Del))
-        if _DUNDER.match(attr) and (store or attr not in ALLOWED_DUNDERS):
+        if _DUNDER.match(attr) and (
+            attr not in ALLOWED_DUNDER_STORES if store else attr not in ALLOWED_DUNDERS
+        ):
             self.hit(node, f"{'assignment to' if store else 'use of'} the attribute {attr}")
             return
         if attr in FRAME_ATTRIBUTES:
@@ -481,6 +535,9 @@ class _Screen:
         if literal is None:
             self.hit(node, f"{what} with a computed attribute name")
             return None
+        if what == "hasattr()":
+            # A literal hasattr only answers yes or no: any name may be asked about.
+            return literal
         if _DUNDER.match(literal) and literal not in ALLOWED_DUNDERS:
             self.hit(node, f"{what} of the attribute {literal}")
             return None
@@ -555,8 +612,10 @@ class _Screen:
             self.hit(node, f"definition of {node.name}")
 
     def run(self) -> Screening:
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and not self.inside(node):
+        # A string that starts before the completion and ends inside it begins on an earlier line.
+        context = self.context
+        for node in context.positioned[: context._bisect.bisect_left(context.lines, self.first)]:
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 end = getattr(node, "end_lineno", None)
                 if end is not None and self.first <= end <= self.last:
                     self.hit(node, "a string literal that starts before the completion")
@@ -608,17 +667,20 @@ def screen_source(
     protected: Iterable[str] = (),
     local_modules: Iterable[str] = (),
     protected_modules: Iterable[str] = (),
+    context: FileContext | None = None,
 ) -> Screening | None:
     """The screening of lines ``first..last`` (1-based, inclusive) of ``source``; None when it does not
     parse (the run then fails on its own ``SyntaxError``). ``protected``: substrings no string may contain;
-    ``local_modules``: the task's own modules; ``protected_modules``: the test's and the oracles' modules."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
+    ``local_modules``: the task's own modules; ``protected_modules``: the test's and the oracles' modules;
+    ``context``: the file's ``FileContext`` when the caller screens many ranges of one source."""
+    if context is None:
+        try:
+            context = FileContext(ast.parse(source))
+        except (SyntaxError, ValueError):
+            return None
     if last < first:
         return Screening(first=first, last=last)
-    return _Screen(tree, first, last, protected, local_modules, protected_modules).run()
+    return _Screen(context, first, last, protected, local_modules, protected_modules).run()
 
 
 def protected_words(test_entry: str) -> tuple[str, ...]:
@@ -703,6 +765,7 @@ def resolve(
 __all__ = [
     "CATEGORY",
     "Chain",
+    "FileContext",
     "Finding",
     "Screening",
     "completion_range",

@@ -761,10 +761,12 @@ class _Resolver:
         self.local = set(policy.get("local", ()))
         self.protected = set(policy.get("protected", ()))
         self.dangerous = {}
-        for dotted in policy.get("dangerous", ()):
-            obj = self._lookup(dotted)
-            if obj is not None:
-                self.dangerous[id(obj)] = dotted
+        self.constructors = {}
+        for key, table in (("dangerous", self.dangerous), ("constructors", self.constructors)):
+            for dotted in policy.get(key, ()):
+                obj = self._lookup(dotted)
+                if obj is not None:
+                    table[id(obj)] = dotted
 
     def _lookup(self, dotted):
         parts = dotted.split(".")
@@ -862,6 +864,8 @@ class _Resolver:
                     return reason
         if use == "value" and _is_module(obj) and len(parents) == len(attrs):
             return f"the module {path} used as a value"
+        if use == "call" and id(obj) in self.constructors:
+            return f"a call of {self.constructors[id(obj)]} (code surgery)"
         if use in ("store", "del") and attrs:
             container = parents[-1] if parents else None
             if _is_type(container):
