@@ -2,7 +2,7 @@
 
 1. Seeds (or reuses) the synthetic benchmark of ``bench/leaderboard_load.py`` in PostgreSQL (default database
    ``rcb_bench``: 100 models x 2,000 snippets x 3 completions), and adds a small real release,
-   ``bench-examples`` (``examples/pset``: 7 tasks, 74 snippets, with files), that the worker can test
+   ``bench-examples`` (``examples/pset``: 9 tasks, 85 snippets, with files), that the worker can test
    against; the synthetic release stays the board's default. A self-reported model takes the uploads of a
    bench user (with a personal API token), and a maintainer-managed model, ``bench-fake-llm``, is served by
    the demo's fake LLM.

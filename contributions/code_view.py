@@ -76,6 +76,8 @@ class SnippetNode:
     #: the mutation check's answer: True (checked), False (not checked by the test), None (unknown)
     checked: bool | None
     children: list[SnippetNode] = field(default_factory=list)
+    #: the mutants of its reference the validation drew: {"killed", "total"}, None when none was judged
+    mutation: Mapping[str, int] | None = None
 
 
 @dataclass
@@ -136,10 +138,11 @@ def revision_code(
     findings: Iterable[Mapping[str, Any]] = (),
     comments: Iterable[Comment] = (),
     checked: Mapping[str, bool | None] | None = None,
+    mutation: Mapping[str, Mapping[str, int] | None] | None = None,
 ) -> RevisionCode:
     """The revision's files and snippet tree with ``findings`` (validation report findings) and
     ``comments`` (anchored ones) placed on their lines; ``checked`` is snippet name -> the mutation check's
-    answer (from the report's ``snippets``)."""
+    answer and ``mutation`` snippet name -> its mutation score (both from the report's ``snippets``)."""
     owner = f"proposal {revision.proposal.task_key} r{revision.number}"
     manifest = revision.manifest or {}
     try:
@@ -252,6 +255,7 @@ def revision_code(
             lines=s.lines,
             anchor=f"{anchors.get(s.file, file_anchor(s.file))}-L{s.start_line}",
             checked=(checked or {}).get(s.name),
+            mutation=(mutation or {}).get(s.name),
         )
         for s in snippets
     }

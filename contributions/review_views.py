@@ -245,6 +245,13 @@ def _progress_row(entry: dict[str, Any]) -> dict[str, Any]:
         checked = {True: "checked by the test", False: "NOT checked by the test"}.get(
             snippet.get("checked"), "not decided"
         )
+        score = snippet.get("mutation_score")
+        if (
+            isinstance(score, dict)
+            and isinstance(score.get("killed"), int)
+            and isinstance(score.get("total"), int)
+        ):
+            checked += f" (mutation score {score['killed']}/{score['total']})"
         parts.append(f"snippet {str(snippet['name'])[:200]!r}: {checked}")
     findings = data.get("findings")
     if isinstance(findings, list):
@@ -275,11 +282,18 @@ def _page_context(
     anchored = [c for c in comments if c.file and shown is not None and c.revision_id == shown.pk]
     report = dict(shown.validation_report or {}) if shown is not None else {}
     shown_findings = [dict(f) for f in report.get("findings") or [] if isinstance(f, dict)]
-    checked = {
-        str(s.get("name")): s.get("checked") for s in report.get("snippets") or [] if isinstance(s, dict)
+    rows = [s for s in report.get("snippets") or [] if isinstance(s, dict)]
+    checked = {str(s.get("name")): s.get("checked") for s in rows}
+    mutation = {
+        str(s.get("name")): s["mutation_score"]
+        for s in rows
+        if isinstance(s.get("mutation_score"), dict)
+        and all(isinstance(s["mutation_score"].get(k), int) for k in ("killed", "total"))
     }
     code = (
-        revision_code(revision=shown, findings=shown_findings, comments=anchored, checked=checked)
+        revision_code(
+            revision=shown, findings=shown_findings, comments=anchored, checked=checked, mutation=mutation
+        )
         if shown
         else None
     )

@@ -1,11 +1,14 @@
 """Small, deterministic mutants of a snippet's code, found through its syntax tree.
 
-Three kinds, each changing one token and keeping every other character (indentation, comments, line
-breaks) as it was:
+Four kinds, each keeping every other character (indentation, comments, line breaks) as it was:
 
 - ``operator``: ``+`` <-> ``-``, ``*`` <-> ``/`` in a binary operation or an augmented assignment;
 - ``constant``: an int ``n`` -> ``n + 1``, a float ``x`` -> ``2 * x`` (``0.0`` -> ``1.0``);
-- ``comparison``: ``<`` -> ``>=``, ``<=`` -> ``>``, ``>`` -> ``<=``, ``>=`` -> ``<``, ``==`` <-> ``!=``.
+- ``comparison``: ``<`` -> ``>=``, ``<=`` -> ``>``, ``>`` -> ``<=``, ``>=`` -> ``<``, ``==`` <-> ``!=``;
+- ``statement``: one statement dropped (``pass`` in its place when it was the only one of its block).
+
+The validation battery draws a few of them at random for every snippet (``draw``), from a seed the test
+cannot know, so that a test which only recognises fixed wrong fills does not count as checking a snippet.
 
 Used to judge wrong-but-plausible completions, not only references (bench/eval_speed.py, the warm-versus-
 cold test). A mutant that does not parse, or whose tree equals the original's, is left out; a mutant can
@@ -17,7 +20,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-KINDS = ("operator", "constant", "comparison")
+KINDS = ("operator", "constant", "comparison", "statement")
+#: The kinds that change one token (the speed bench and the warm-versus-cold test judge these).
+TOKEN_KINDS = KINDS[:3]
 
 _OPERATOR_SWAP: dict[type, tuple[str, str]] = {
     ast.Add: ("+", "-"),
@@ -143,9 +148,39 @@ def _sites(tree: ast.AST, source: _Source) -> list[tuple[str, int, int, str, str
     return sorted(sites, key=lambda site: (site[1], KINDS.index(site[0])))
 
 
-def ast_mutants(code: str, *, per_kind: int | None = None) -> list[Mutant]:
+def _statement_sites(tree: ast.AST, source: _Source) -> list[tuple[str, int, int, str, str]]:
+    """Drop one statement: (kind, start, end, old text, new text) per statement of the code's blocks."""
+    sites: list[tuple[str, int, int, str, str]] = []
+    for node in ast.walk(tree):
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(node, name, None)
+            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+                continue
+            for stmt in block:
+                # The ``if True:`` the parser wrapped an indented body in is not the snippet's.
+                if stmt.lineno - 1 - source.shift < 0:
+                    continue
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    continue
+                first = source.offset(stmt.lineno, 0)
+                last_line = stmt.end_lineno or stmt.lineno  # type: ignore[attr-defined]
+                index = last_line - 1 - source.shift
+                end = source.starts[index] + len(source.lines[index])
+                indent = source.lines[stmt.lineno - 1 - source.shift]
+                pad = indent[: len(indent) - len(indent.lstrip())]
+                if source.code[first:end].strip() == "" or first < 0:
+                    continue
+                replacement = pad + "pass" if len(block) == 1 else ""
+                sites.append(("statement", first, end, source.code[first:end], replacement))
+    return sites
+
+
+def ast_mutants(
+    code: str, *, per_kind: int | None = None, kinds: tuple[str, ...] = TOKEN_KINDS
+) -> list[Mutant]:
     """The mutants of ``code`` (a snippet's body as it stands in its file), in source order, at most
-    ``per_kind`` of each kind (None: all). Code that does not parse has none."""
+    ``per_kind`` of each kind (None: all) of ``kinds`` (the one-token kinds unless told). Code that does not
+    parse has none."""
     parsed = _parse(code)
     if parsed is None:
         return []
@@ -154,16 +189,35 @@ def ast_mutants(code: str, *, per_kind: int | None = None) -> list[Mutant]:
     source = _Source(code, shift)
     taken = dict.fromkeys(KINDS, 0)
     mutants: list[Mutant] = []
-    for kind, start, end, old, new in _sites(tree, source):
+    found = _sites(tree, source) + (_statement_sites(tree, source) if "statement" in kinds else [])
+    sites = sorted((s for s in found if s[0] in kinds), key=lambda s: (s[1], KINDS.index(s[0])))
+    for kind, start, end, old, new in sites:
         if per_kind is not None and taken[kind] >= per_kind:
             continue
         mutated = code[:start] + new + code[end:]
+        if kind == "statement" and not new:
+            # The whole line goes (its line break too), so no blank line is left behind.
+            mutated = (
+                code[:start] + code[end + 1 :] if code[end : end + 1] == "\n" else code[:start].rstrip(" \t")
+            )
         reparsed = _parse(mutated)
         if mutated == code or reparsed is None or ast.dump(reparsed[0]) == original:
             continue
         taken[kind] += 1
-        mutants.append(Mutant(kind, source.line_of(start), f"{old} -> {new}", mutated))
+        change = f"{old} -> {new}" if kind != "statement" else f"dropped: {old.strip()[:80]}"
+        mutants.append(Mutant(kind, source.line_of(start), change, mutated))
     return mutants
 
 
-__all__ = ["KINDS", "Mutant", "ast_mutants"]
+def draw(code: str, count: int, seed: str) -> list[Mutant]:
+    """Up to ``count`` distinct mutants of ``code`` drawn at random (every kind and site alike) with the
+    generator seeded by ``seed``: the same seed draws the same mutants, another seed others."""
+    import random
+
+    unique = list({m.code: m for m in ast_mutants(code, kinds=KINDS)}.values())
+    rng = random.Random(seed)
+    rng.shuffle(unique)
+    return unique[:count]
+
+
+__all__ = ["KINDS", "TOKEN_KINDS", "Mutant", "ast_mutants", "draw"]

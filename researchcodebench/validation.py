@@ -14,13 +14,16 @@
   time or memory limit says so; a reference too slow for a tenfold margin under the cap is a warning;
 * **mutation**: for every snippet, the placeholder (the masked file a model sees) and trivially wrong
   fills (``pass``, ``return None``, returning the first input unchanged, ``raise NotImplementedError``)
-  must each fail the test; a snippet whose test still passes is "not checked by the test", with the fills
-  that passed. The mutation runs only when the reference passed every time (otherwise their verdicts mean
-  nothing).
+  must each fail the test, and so must most of ``MUTANTS_PER_SNIPPET`` mutants of the snippet's own
+  reference (an operator swapped, a constant perturbed, a comparison flipped, a statement dropped) drawn at
+  random for this validation from a seed the test cannot know (``mutants.draw``): a test that only
+  recognises the fixed fills does not check the snippet. A snippet whose test passes a fill, or lets most
+  of its mutants through, is "not checked by the test"; its record has the mutation score. The mutation
+  runs only when the reference passed every time (otherwise their verdicts mean nothing).
 
 Findings of severity ``error`` block approval (the portal lets a maintainer override a mutation finding
 with a written reason; that decision is not the core's). Runs go through ``Runner.evaluate`` in parallel,
-so the battery costs about one warm start plus (5 + 5 x snippets) fork-per-run tests.
+so the battery costs about one warm start plus (5 + 9 x snippets) fork-per-run tests.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import ast
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
 import time
@@ -38,7 +42,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from . import errors
+from . import errors, mutants
 from .annotations import Snippet, split_lines
 from .gpu import gpu_uses
 from .problems import placeholder_lines
@@ -54,6 +58,20 @@ DETAIL_CHARS = 4000
 DEFAULT_REPEATS = 5
 #: The fills every snippet's test must reject, in the order they are tried and reported.
 FILL_KINDS = ("placeholder", "pass", "return None", "return input", "raise NotImplementedError")
+#: Mutants of its own reference drawn for every snippet, of which more than ``MUTATION_SCORE_MIN`` must fail
+#: (when a snippet has only one or two, one failing is enough: an equivalent mutant, ``* sign`` -> ``/ sign``
+#: of a +-1, is then likely to be among them).
+MUTANTS_PER_SNIPPET = 4
+MUTATION_SCORE_MIN = 0.5
+
+
+def weakly_checked(killed: int, total: int) -> bool:
+    """Whether ``killed`` failing mutants of ``total`` are too few for a snippet to count as checked."""
+    if total <= 2:
+        return killed == 0
+    return killed <= MUTATION_SCORE_MIN * total
+
+
 #: A snippet's code counts as present in another file only from this many code lines, or this many
 #: characters of code, on (shorter runs, such as ``return out``, occur by chance).
 ORACLE_MIN_LINES = 2
@@ -156,6 +174,8 @@ class ValidationReport:
     snippets: list[dict[str, Any]]
     duration_s: float
     environment: str
+    #: the seed the snippets' mutants were drawn with (kept for a maintainer who wants the same draw again)
+    mutation_seed: str = ""
 
     @property
     def errors(self) -> list[Finding]:
@@ -170,6 +190,7 @@ class ValidationReport:
             "snippets": [dict(s) for s in self.snippets],
             "duration_s": self.duration_s,
             "environment": self.environment,
+            "mutation_seed": self.mutation_seed,
         }
 
     @classmethod
@@ -183,6 +204,7 @@ class ValidationReport:
             snippets=[dict(s) for s in data.get("snippets", ())],
             duration_s=float(data.get("duration_s", 0.0)),
             environment=str(data.get("environment", "")),
+            mutation_seed=str(data.get("mutation_seed", "")),
         )
 
 
@@ -655,11 +677,13 @@ def task_timeout(runs: Sequence[Verdict], runner: Runner, task: Task) -> float |
 class _SnippetState:
     snippet: Snippet
     fills: list[Fill]
+    mutants: list[mutants.Mutant] = field(default_factory=list)
     results: dict[int, Verdict | str] = field(default_factory=dict)
+    mutant_results: dict[int, Verdict | str] = field(default_factory=dict)
 
     @property
     def runnable(self) -> int:
-        return sum(1 for f in self.fills if f.code is not None)
+        return sum(1 for f in self.fills if f.code is not None) + len(self.mutants)
 
     def record(self) -> dict[str, Any]:
         rows: list[dict[str, Any]] = []
@@ -679,6 +703,22 @@ class _SnippetState:
                     row.update({"outcome": "not_run", "reason": result or "not run", "passed": False})
                     undecided = True
             rows.append(row)
+        drawn: list[dict[str, Any]] = []
+        killed = judged = 0
+        for index, mutant in enumerate(self.mutants):
+            row = {"kind": mutant.kind, "line": mutant.line, "change": mutant.change, "code": mutant.code}
+            result = self.mutant_results.get(index)
+            if isinstance(result, Verdict) and result.tier != errors.INFRASTRUCTURE:
+                row.update(_run_summary(result))
+                judged += 1
+                killed += 0 if result.passed else 1
+            else:
+                reason = result.reason if isinstance(result, Verdict) else (result or "not run")
+                row.update({"outcome": "not_run", "reason": _line(reason), "passed": False})
+                undecided = True
+            drawn.append(row)
+        score = {"killed": killed, "total": judged} if judged else None
+        weak = score is not None and weakly_checked(killed, judged)
         s = self.snippet
         return {
             "name": s.name,
@@ -687,13 +727,33 @@ class _SnippetState:
             "end_line": s.end_line,
             "lines": s.lines,
             "fills": rows,
-            "checked": False if passed else (None if undecided else True),
+            "mutants": drawn,
+            "mutation_score": score,
+            "checked": False if passed or weak else (None if undecided else True),
         }
 
 
 def _mutation_findings(record: dict[str, Any]) -> list[Finding]:
     passed = [row for row in record["fills"] if row.get("passed")]
     where = {"file": record["file"], "line": record["start_line"], "snippet": record["name"]}
+    score = record.get("mutation_score")
+    if not passed and score and weakly_checked(score["killed"], score["total"]):
+        survivors = [row for row in record.get("mutants", ()) if row.get("passed")]
+        detail = "\n\n".join(
+            f"mutant ({row['kind']}, line {row['line']}: {row['change']}) passed the test:\n{row['code']}"
+            for row in survivors
+        )
+        return [
+            Finding(
+                "mutation",
+                ERROR,
+                f"snippet {record['name']!r} is not checked by the test: only {score['killed']} of "
+                f"{score['total']} mutants of its reference fail it (a test that rejects the fixed wrong "
+                "fills but not real mistakes does not check the snippet)",
+                detail=detail,
+                **where,
+            )
+        ]
     if passed:
         kinds = ", ".join(repr(row["kind"]) for row in passed)
         detail = "\n\n".join(f"fill {row['kind']!r} passed the test:\n{row['code']}" for row in passed)
@@ -735,6 +795,7 @@ def validate_task(
     runner: Runner,
     repeats: int = DEFAULT_REPEATS,
     progress: Callable[[str, dict[str, Any]], None] | None = None,
+    seed: str | None = None,
 ) -> ValidationReport:
     """Run the battery on ``task`` (a folder on disk) with ``runner``; see the module docstring.
 
@@ -742,6 +803,7 @@ def validate_task(
     "environment", "oracle" (data: ``findings``), "reference" (``runs``, ``timeout_s``, ``findings``),
     "mutation" once per snippet (``snippet``: its record, ``findings``), then "done" (``report``). A task
     that cannot run at all (not on disk, no test script) goes from "annotations" to "reference" to "done".
+    ``seed`` draws the snippets' mutants (default: a fresh random one, which never reaches the sandbox).
     Never raises for a bad task: every problem is a finding.
     """
     if repeats < 1:
@@ -755,7 +817,12 @@ def validate_task(
         emit(name, {**data, "findings": [f.to_dict() for f in new]})
 
     stage("annotations", annotation_findings(task))
-    states = [_SnippetState(s, _fills_for(task, s)) for s in task.snippets]
+    seed = seed or secrets.token_hex(16)
+    states = [
+        _SnippetState(s, fills, _mutants_for(s, fills, seed))
+        for s in task.snippets
+        for fills in [_fills_for(task, s)]
+    ]
     runs: list[Verdict] = []
     timeout: float | None = None
     blocker = _cannot_run(task)
@@ -789,6 +856,7 @@ def validate_task(
                 for index, fill in enumerate(state.fills):
                     if fill.code is not None:
                         state.results[index] = "the reference run did not pass every time"
+                state.mutants = []
             stage(
                 "mutation",
                 [
@@ -807,6 +875,7 @@ def validate_task(
         snippets=[s.record() for s in states],
         duration_s=round(time.monotonic() - started, 3),
         environment=runner.environment_of(task).id,
+        mutation_seed=seed,
     )
     emit("done", {"report": report.to_dict()})
     return report
@@ -817,6 +886,14 @@ def _fills_for(task: Task, snippet: Snippet) -> list[Fill]:
         return mutation_fills(task.read_text(snippet.file), snippet)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         return [Fill(kind, None, f"cannot read {snippet.file}: {exc}") for kind in FILL_KINDS]
+
+
+def _mutants_for(snippet: Snippet, fills: list[Fill], seed: str) -> list[mutants.Mutant]:
+    """``MUTANTS_PER_SNIPPET`` mutants of the snippet's reference drawn with ``seed`` (none that is the
+    reference itself or one of the fixed fills)."""
+    taken = [f.code for f in fills if f.code is not None] + [snippet.code or ""]
+    drawn = mutants.draw(snippet.code or "", MUTANTS_PER_SNIPPET * 3, f"{seed}:{snippet.name}")
+    return [m for m in drawn if not any(_same_code(m.code, other) for other in taken)][:MUTANTS_PER_SNIPPET]
 
 
 def _cannot_run(task: Task) -> Finding | None:
@@ -849,15 +926,19 @@ def _run_mutations(
                 if fill.code is not None:
                     future = executor.submit(runner.evaluate, task, state.snippet, fill.code, limits=limits)
                     pending[future] = (state, index)
+            for index, mutant in enumerate(state.mutants):
+                future = executor.submit(runner.evaluate, task, state.snippet, mutant.code, limits=limits)
+                pending[future] = (state, -1 - index)
         for state in states:
             if left[id(state)] == 0:
                 _finish(state, stage)
         for future in as_completed(pending):
             state, index = pending[future]
+            target, key = (state.results, index) if index >= 0 else (state.mutant_results, -1 - index)
             try:
-                state.results[index] = future.result()
+                target[key] = future.result()
             except (OSError, ValueError) as exc:
-                state.results[index] = f"the fill could not be run: {exc}"
+                target[key] = f"the fill could not be run: {exc}"
             left[id(state)] -= 1
             if left[id(state)] == 0:
                 _finish(state, stage)
@@ -871,6 +952,7 @@ def _finish(state: _SnippetState, stage: Callable[..., None]) -> None:
 __all__ = [
     "CHECKS",
     "FILL_KINDS",
+    "MUTANTS_PER_SNIPPET",
     "Fill",
     "Finding",
     "ValidationReport",

@@ -215,6 +215,35 @@ def test_the_validation_report_lists_findings_by_check_with_file_line_next_to_th
     assert "is not checked by the test" in row and "<code>rmsnorm.py:45</code>" in row
 
 
+def test_each_snippet_shows_its_mutation_score(client):
+    snippets = [
+        {"name": "root mean square", "checked": True, "mutation_score": {"killed": 3, "total": 4}},
+        {"name": "compute rms", "checked": False, "mutation_score": {"killed": 1, "total": 4}},
+        {"name": "optional bias", "checked": True, "mutation_score": None},
+    ]
+    proposal = proposal_validated(validation_report(snippets=snippets))
+    client.force_login(proposal.author)
+    tree = page(client, proposal).content.decode()
+    tree = tree[tree.index('class="snippet-tree"') :]
+    first = tree[tree.index(">root mean square</a>") :]
+    assert "checked by the test" in first[: first.index("</li>")] and "mutation score 3/4" in first[:400]
+    second = tree[tree.index(">compute rms</a>") :]
+    assert "not checked by the test" in second[:400] and "mutation score 1/4" in second[:400]
+    third = tree[tree.index(">optional bias</a>") :]
+    assert "mutation score" not in third[: third.index("</li>")]
+
+
+def test_the_streamed_mutation_stage_names_the_snippets_mutation_score(client):
+    proposal = proposal_submitted()
+    revision = proposal.revisions.get()
+    client.force_login(proposal.author)
+    proposal_validation_start(revision=revision)
+    snippet = {"name": "shift values", "checked": True, "mutation_score": {"killed": 4, "total": 4}}
+    proposal_validation_progress(revision=revision, stage="mutation", data={"snippet": snippet, "findings": []})
+    body = client.get(f"/contribute/{proposal.pk}/").content.decode()
+    assert "snippet &#x27;shift values&#x27;: checked by the test (mutation score 4/4)" in body
+
+
 def test_annotation_errors_are_shown_at_their_line_before_validation(client):
     code = (
         example_upload()

@@ -19,7 +19,15 @@ import pytest
 from researchcodebench.pset import read_pset
 from researchcodebench.runner import Runner
 
-from .runner_fixtures import REGISTRY, TOY_CODE, TOY_REF, TOY_TEST, body, checked_local_sandbox, eval_python, toy_task
+from .runner_fixtures import (
+    REGISTRY,
+    TOY_CODE,
+    TOY_REF,
+    body,
+    checked_local_sandbox,
+    eval_python,
+    toy_task,
+)
 
 WRONG = body("result = [v * factor + 1000 for v in values]")
 
@@ -92,7 +100,9 @@ result = [v * factor for v in values]
 """
 
 #: A contributed task whose test plants at import, then passes its one test.
-PLANTER_TEST = PLANT + """
+PLANTER_TEST = (
+    PLANT
+    + """
 import unittest
 import toy
 
@@ -105,6 +115,7 @@ class Plants(unittest.TestCase):
 if __name__ == "__main__":
     unittest.main()
 """
+)
 
 
 def _planter(root: Path):
@@ -156,7 +167,9 @@ def test_nothing_a_completion_plants_reaches_a_later_run(sandbox, tmp_path, mode
     # Everything but /dev was writable by the run: the plants really were made. (The plant's own run fails:
     # the guard finds the planted module.)
     assert report["shadow package in /task"] == "planted" and report["big file in /dev/shm"] == "planted"
-    assert report["big file in /dev"].startswith("refused") and report["shadow package in /dev"].startswith("refused")
+    assert report["big file in /dev"].startswith("refused") and report["shadow package in /dev"].startswith(
+        "refused"
+    )
     assert (wrong.outcome, wrong.category) == ("failed", "logic"), wrong.reason
     assert probe.passed, probe.reason
     assert wrong.warm is probe.warm is (mode == "warm")

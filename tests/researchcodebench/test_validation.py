@@ -76,6 +76,36 @@ def test_flags_the_snippet_the_test_ignores_with_its_name_and_the_fill_that_pass
     assert all(row["passed"] for row in by_name["shift values"]["fills"])
 
 
+def test_a_test_that_only_recognises_the_fixed_fills_is_flagged_by_the_mutants(runner, fixtures):
+    """Issue 18 item 4: the fixed fills all fail, but mutants of the reference drawn for this validation
+    pass: the snippet is not checked, and its record has the mutation score."""
+    report = validate_task(fixtures.task("fills-only"), runner=runner, seed="fixed-for-the-test")
+    assert not report.ok
+    (finding,) = errors_of(report, "mutation")
+    assert finding.snippet == "weighted total" and "mutants of its reference" in finding.message
+    (record,) = report.snippets
+    assert all(not row["passed"] for row in record["fills"] if "skipped" not in row)
+    assert record["checked"] is False
+    assert record["mutation_score"] == {"killed": 0, "total": len(record["mutants"])} and record["mutants"]
+    assert "passed the test" in finding.detail
+    assert report.mutation_seed == "fixed-for-the-test"
+
+
+def test_mutants_are_drawn_per_validation_from_its_seed(runner):
+    task = read_pset(EXAMPLES).task("rmsnorm")
+    first = validate_task(task, runner=runner, seed="one")
+    again = validate_task(task, runner=runner, seed="one")
+    other = validate_task(task, runner=runner, seed="two")
+    draw = lambda report: [[m["code"] for m in s["mutants"]] for s in report.snippets]  # noqa: E731
+    assert draw(first) == draw(again) and draw(first) != draw(other)
+    scored = [s["mutation_score"] for s in first.snippets if s["mutation_score"]]
+    assert len(scored) >= 5 and all(score["killed"] > score["total"] / 2 for score in scored)
+    assert first.mutation_seed == "one" and validate_task(task, runner=runner).mutation_seed not in (
+        "",
+        "one",
+    )
+
+
 def test_a_test_that_passes_a_return_none_fill_is_flagged_naming_only_that_fill(runner, fixtures):
     report = validate_task(fixtures.task("return-none-passes"), runner=runner)
     (finding,) = errors_of(report, "mutation")
