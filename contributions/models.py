@@ -109,8 +109,28 @@ class TaskVersion(models.Model):
         return f"{self.task.key} v{self.number}"
 
 
+class UncheckedReason(models.TextChoices):
+    """Why a maintainer accepted a snippet its test does not check (issue 18 item 5): picked from this list,
+    with a written explanation of at least ``UNCHECKED_EXPLANATION_MIN`` characters."""
+
+    SETUP = "setup", "It only prepares state that the test of another snippet checks"
+    COVERED = "covered", "It is checked through an enclosing or a later snippet"
+    EQUIVALENT = "equivalent", "The wrong code that passed computes the same result (an equivalent mutant)"
+    UNOBSERVABLE = "unobservable", "Its effect cannot be observed by a unit test (logging, speed, memory)"
+    OTHER = "other", "Another reason, explained below"
+
+
+#: The shortest written explanation a maintainer may give for accepting a snippet its test does not check.
+UNCHECKED_EXPLANATION_MIN = 40
+
+
 class Snippet(models.Model):
-    """One tag pair of a task version = one benchmark problem. ``lines`` is its line count N (docs/task-format.md)."""
+    """One tag pair of a task version = one benchmark problem. ``lines`` is its line count N (docs/task-format.md).
+
+    ``checked_by_test`` is false when the validation found that the test does not check it and a maintainer
+    accepted that (``unchecked_reason``, ``unchecked_explanation``): it is marked "not checked by its test"
+    wherever it is shown, and left out of the scores of releases that do not count such snippets
+    (``Release.counts_unchecked_snippets``)."""
 
     task_version = models.ForeignKey(TaskVersion, on_delete=models.CASCADE, related_name="snippets")
     name = models.CharField(max_length=500)
@@ -125,6 +145,9 @@ class Snippet(models.Model):
         "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
     )
     code = models.TextField(blank=True)
+    checked_by_test = models.BooleanField(default=True)
+    unchecked_reason = models.CharField(max_length=20, choices=UncheckedReason.choices, blank=True)
+    unchecked_explanation = models.TextField(blank=True)
 
     class Meta:
         ordering = ["task_version", "ordinal"]
@@ -153,6 +176,9 @@ class Release(models.Model):
     #: relpath -> sha256 of a FileBlob: the imported pset's own top-level files (papers.yaml verbatim, a
     #: README), exported unchanged; empty for releases not imported from a folder
     pset_files = models.JSONField(default=dict, blank=True)
+    #: whether the lines of snippets not checked by their test count in this release's scores: false for
+    #: releases cut now, true for the published benchmark (it keeps the paper's scoring) and older releases
+    counts_unchecked_snippets = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -24,7 +24,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from contributions import selectors
 from contributions.code_view import file_anchor, revision_code
-from contributions.models import Proposal, ProposalRevision, Review
+from contributions.models import (
+    UNCHECKED_EXPLANATION_MIN,
+    Proposal,
+    ProposalRevision,
+    Review,
+    UncheckedReason,
+)
 from contributions.roles import REVIEW_PERMISSION, is_maintainer
 from contributions.services import (
     OVERRIDABLE_CHECKS,
@@ -122,8 +128,14 @@ class ReviewForm(forms.Form):
             self.fields[f"rubric_{key}"] = forms.BooleanField(label=label, required=False)
         self.overridable = overridable
         for index, name in enumerate(overridable):
+            self.fields[f"override_reason_{index}"] = forms.ChoiceField(
+                label=f"Why may “{name}” stay unchecked",
+                required=False,
+                choices=[("", "— pick a reason —"), *UncheckedReason.choices],
+            )
             self.fields[f"override_{index}"] = forms.CharField(
-                label=f"Why accept that the test does not check “{name}”",
+                label=f"Explain why accepting that the test does not check “{name}” is sound "
+                f"(at least {UNCHECKED_EXPLANATION_MIN} characters; shown with the snippet on every public page)",
                 required=False,
                 max_length=MAX_REASON,
                 widget=forms.Textarea(attrs={"rows": 2}),
@@ -133,8 +145,11 @@ class ReviewForm(forms.Form):
     def rubric_fields(self) -> list[forms.BoundField]:
         return [self[f"rubric_{key}"] for key, _ in RUBRIC]
 
-    def override_fields(self) -> list[tuple[str, forms.BoundField]]:
-        return [(name, self[f"override_{i}"]) for i, name in enumerate(self.overridable)]
+    def override_fields(self) -> list[tuple[str, forms.BoundField, forms.BoundField]]:
+        return [
+            (name, self[f"override_reason_{i}"], self[f"override_{i}"])
+            for i, name in enumerate(self.overridable)
+        ]
 
     def clean_decision(self) -> str:
         decision = self.cleaned_data["decision"]
@@ -145,12 +160,13 @@ class ReviewForm(forms.Form):
     def rubric(self) -> dict[str, bool]:
         return {key: bool(self.cleaned_data.get(f"rubric_{key}")) for key, _ in RUBRIC}
 
-    def overrides(self) -> dict[str, str]:
-        out: dict[str, str] = {}
+    def overrides(self) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
         for index, name in enumerate(self.overridable):
+            reason = self.cleaned_data.get(f"override_reason_{index}") or ""
             text = (self.cleaned_data.get(f"override_{index}") or "").strip()
-            if text:
-                out[name] = text
+            if reason or text:
+                out[name] = {"reason": reason, "explanation": text}
         return out
 
     def add_service_error(self, error: ProposalError) -> None:

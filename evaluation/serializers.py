@@ -120,6 +120,8 @@ class ResultSerializer(serializers.Serializer):
     snippet_id = serializers.IntegerField()
     snippet = serializers.CharField(source="snippet.name")
     lines = serializers.IntegerField(source="snippet.lines")
+    #: False: the snippet's test does not check it (marked everywhere; left out of new releases' scores)
+    snippet_checked_by_test = serializers.BooleanField(source="snippet.checked_by_test")
     completion_idx = serializers.IntegerField()
     stage = serializers.CharField()
     outcome = serializers.CharField(source="result.outcome", default="")

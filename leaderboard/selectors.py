@@ -544,6 +544,8 @@ class SnippetVerdict:
     passed: int
     tested: int
     category: str
+    #: False: the snippet's test does not check it (a maintainer accepted that; docs/validation.md)
+    checked_by_test: bool = True
 
 
 @dataclass(frozen=True)
@@ -675,14 +677,15 @@ def model_detail(*, key: str, run_id: int | None = None) -> ModelDetail:
     grid = tuple(
         SnippetVerdict(
             snippet_id=sid, paper_key=pkey, task_key=tkey, name=name, ordinal=ordinal, depth=depth,
-            lines=lines, verdicts=verdicts, passed=passed, tested=tested, category=category,
+            lines=lines, verdicts=verdicts, passed=passed, tested=tested, category=category, checked_by_test=checked,
         )
-        for sid, pkey, tkey, name, ordinal, depth, lines, verdicts, passed, tested, category in (
+        for sid, pkey, tkey, name, ordinal, depth, lines, verdicts, passed, tested, category, checked in (
             RunSnippetScore.objects.filter(run=chosen)
             .order_by("paper__key", "snippet__task_version__task__key", "snippet__ordinal")
             .values_list(
                 "snippet_id", "paper__key", "snippet__task_version__task__key", "snippet__name",
                 "snippet__ordinal", "snippet__depth", "lines", "verdicts", "passed", "tested", "category",
+                "snippet__checked_by_test",
             )
         )
     )  # fmt: skip
@@ -723,6 +726,9 @@ class SnippetNode:
     results: int
     passed: int
     solve_rate: float | None
+    checked_by_test: bool = True
+    unchecked_reason: str = ""
+    unchecked_explanation: str = ""
 
 
 @dataclass(frozen=True)
@@ -785,6 +791,9 @@ def paper_detail(*, key: str, filters: LeaderboardFilters | None = None) -> Pape
             results=_stat(s).results,
             passed=_stat(s).passed,
             solve_rate=_stat(s).solve_rate,
+            checked_by_test=s.checked_by_test,
+            unchecked_reason=s.get_unchecked_reason_display() if s.unchecked_reason else "",
+            unchecked_explanation=s.unchecked_explanation,
         )
         for s in snippets
         if s.task_version.number == latest[s.task_version.task.key]
@@ -882,6 +891,9 @@ class SnippetDetail:
     with_paper_solve_rate: float | None
     without_paper_solve_rate: float | None
     attempts: tuple[Attempt, ...]  # best models first is the page's choice: ordered by model name here
+    checked_by_test: bool = True
+    unchecked_reason: str = ""
+    unchecked_explanation: str = ""
 
 
 def _rate(passed: int, results: int) -> float | None:
@@ -940,6 +952,9 @@ def snippet_detail(*, snippet_id: int) -> SnippetDetail:
         with_paper_solve_rate=_rate(stat.with_paper_passed, stat.with_paper_results),
         without_paper_solve_rate=_rate(stat.without_paper_passed, stat.without_paper_results),
         attempts=attempts,
+        checked_by_test=s.checked_by_test,
+        unchecked_reason=s.get_unchecked_reason_display() if s.unchecked_reason else "",
+        unchecked_explanation=s.unchecked_explanation,
     )
 
 
@@ -1231,6 +1246,7 @@ class SnippetTableRow:
     solve_rate: float | None
     with_paper_solve_rate: float | None
     without_paper_solve_rate: float | None
+    checked_by_test: bool = True
 
 
 def snippet_stats_table(*, paper: str | None = None) -> list[SnippetTableRow]:
@@ -1242,13 +1258,13 @@ def snippet_stats_table(*, paper: str | None = None) -> list[SnippetTableRow]:
         SnippetTableRow(
             snippet_id=sid, paper_key=pkey, task_key=tkey, task_version=num, name=name, lines=lines,
             runs=runs, results=results, passed=passed, solve_rate=rate,
-            with_paper_solve_rate=_rate(wp, wr), without_paper_solve_rate=_rate(np_, nr),
+            with_paper_solve_rate=_rate(wp, wr), without_paper_solve_rate=_rate(np_, nr), checked_by_test=checked,
         )
-        for sid, pkey, tkey, num, name, lines, runs, results, passed, rate, wp, wr, np_, nr in qs.values_list(
+        for sid, pkey, tkey, num, name, lines, runs, results, passed, rate, wp, wr, np_, nr, checked in qs.values_list(
             "snippet_id", "snippet__task_version__task__paper__key", "snippet__task_version__task__key",
             "snippet__task_version__number", "snippet__name", "snippet__lines", "runs", "results", "passed",
             "solve_rate", "with_paper_passed", "with_paper_results", "without_paper_passed",
-            "without_paper_results",
+            "without_paper_results", "snippet__checked_by_test",
         )
     ]  # fmt: skip
     rows.sort(key=lambda r: (r.solve_rate if r.solve_rate is not None else math.inf, r.paper_key, r.name))

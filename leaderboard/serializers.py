@@ -273,14 +273,18 @@ class SnippetRowSerializer(serializers.ModelSerializer):
     task_version = serializers.IntegerField(source="task_version.number")
     solve_rate = serializers.FloatField(source="stat.solve_rate", allow_null=True, default=None)
     results = serializers.IntegerField(source="stat.results", default=0)
+    unchecked_reason = serializers.CharField(source="get_unchecked_reason_display")
 
     class Meta:
         model = Snippet
         fields = (
             "id", "paper_key", "task_key", "task_version", "name", "ordinal", "depth", "lines", "solve_rate",
-            "results",
+            "results", "checked_by_test", "unchecked_reason", "unchecked_explanation",
         )  # fmt: skip
-        read_only_fields = ("id", "name", "ordinal", "depth", "lines")
+        read_only_fields = (
+            "id", "name", "ordinal", "depth", "lines", "checked_by_test", "unchecked_reason",
+            "unchecked_explanation",
+        )  # fmt: skip
 
 
 class PaperTableRowSerializer(_Output):

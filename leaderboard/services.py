@@ -90,6 +90,8 @@ class SnippetInfo:
     task_key: str
     paper_id: int
     paper_key: str
+    #: False for a snippet not checked by its test (left out of the scores of releases that do not count it)
+    checked: bool = True
 
     @property
     def score_key(self) -> str:
@@ -145,9 +147,18 @@ def _expected_snippets(run: EvaluationRun) -> list[SnippetInfo]:
             versions = TaskVersion.objects.filter(snippets__completions__run=run).distinct()
     rows = Snippet.objects.filter(task_version__in=versions).values_list(
         "id", "name", "lines", "task_version__task__key", "task_version__task__paper_id",
-        "task_version__task__paper__key",
+        "task_version__task__paper__key", "checked_by_test",
     )  # fmt: skip
     return [SnippetInfo(*row) for row in rows]
+
+
+def scored_snippets(run: EvaluationRun, infos: Mapping[int, SnippetInfo]) -> set[int]:
+    """The ids of ``infos`` that count in ``run``'s scores: all of them, unless the run's release leaves out
+    snippets not checked by their test (``Release.counts_unchecked_snippets``)."""
+    release = run.release if run.release_id is not None else None
+    if release is None or release.counts_unchecked_snippets:
+        return set(infos)
+    return {sid for sid, info in infos.items() if info.checked}
 
 
 def _finite(value: float) -> float | None:
@@ -265,7 +276,7 @@ def leaderboard_refresh_run(*, run: EvaluationRun, defer_shared: bool = False) -
     ``snippet_stats_refresh`` once at the end) the global contamination rows of every run are brought up to date (the new run may move
     the global cutoff) and the ``SnippetStat`` rows of the run's snippets are recomputed.
     """
-    run = EvaluationRun.objects.select_related("model").get(pk=run.pk)
+    run = EvaluationRun.objects.select_related("model", "release").get(pk=run.pk)
     expected_infos = _expected_snippets(run)
     raw = list(
         Completion.objects.filter(run=run, result__isnull=False).values_list(
@@ -278,7 +289,7 @@ def leaderboard_refresh_run(*, run: EvaluationRun, defer_shared: bool = False) -
     if missing:
         rows = Snippet.objects.filter(id__in=missing).values_list(
             "id", "name", "lines", "task_version__task__key", "task_version__task__paper_id",
-            "task_version__task__paper__key",
+            "task_version__task__paper__key", "checked_by_test",
         )  # fmt: skip
         infos.update({row[0]: SnippetInfo(*row) for row in rows})
 
@@ -323,6 +334,11 @@ def leaderboard_refresh_run(*, run: EvaluationRun, defer_shared: bool = False) -
         [RunErrorCount(run=run, category=c, tier=t, count=n) for (c, t), n in sorted(errors.items())]
     )
 
+    # Snippets not checked by their test are shown (RunSnippetScore above) but not scored in a release that
+    # does not count them (Release.counts_unchecked_snippets).
+    counted = scored_snippets(run, infos)
+    expected_infos = [i for i in expected_infos if i.id in counted]
+    verdicts = {sid: text for sid, text in verdicts.items() if sid in counted}
     _write_paper_scores(run, expected_infos, infos, verdicts)
     results = results_from_verdicts(infos, verdicts)
     expected = {(i.paper_key, i.score_key): i.lines for i in expected_infos}
@@ -454,7 +470,7 @@ def _refresh_global_rows(release_id: int | None, wanted: list[str]) -> int:
     stale = list(
         RunScore.objects.filter(mode=Contamination.GLOBAL, run__release_id=release_id)
         .exclude(selection=wanted)
-        .select_related("run__model")
+        .select_related("run__model", "run__release")
     )
     if not stale:
         return 0
@@ -472,15 +488,19 @@ def _refresh_global_rows(release_id: int | None, wanted: list[str]) -> int:
         row[0]: SnippetInfo(*row)
         for row in Snippet.objects.filter(id__in=snippet_ids).values_list(
             "id", "name", "lines", "task_version__task__key", "task_version__task__paper_id",
-            "task_version__task__paper__key",
+            "task_version__task__paper__key", "checked_by_test",
         )
     }  # fmt: skip
     for row in stale:
-        expected = {(i.paper_key, i.score_key): i.lines for i in expected_by_run[row.run_id]}
+        counted = scored_snippets(row.run, infos)
+        expected = {
+            (i.paper_key, i.score_key): i.lines for i in expected_by_run[row.run_id] if i.id in counted
+        }
+        verdicts = {sid: text for sid, text in by_run[row.run_id].items() if sid in counted}
         fresh = _score_row(
             row.run,
             Contamination.GLOBAL,
-            results_from_verdicts(infos, by_run[row.run_id]),
+            results_from_verdicts(infos, verdicts),
             expected,
             wanted,
             {},

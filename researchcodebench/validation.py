@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
@@ -63,6 +63,8 @@ FILL_KINDS = ("placeholder", "pass", "return None", "return input", "raise NotIm
 #: of a +-1, is then likely to be among them).
 MUTANTS_PER_SNIPPET = 4
 MUTATION_SCORE_MIN = 0.5
+#: Further mutants drawn (same seed) for a snippet whose first draw looks weak, before it is judged.
+MUTANTS_CONFIRM = 12
 
 
 def weakly_checked(killed: int, total: int) -> bool:
@@ -680,6 +682,23 @@ class _SnippetState:
     mutants: list[mutants.Mutant] = field(default_factory=list)
     results: dict[int, Verdict | str] = field(default_factory=dict)
     mutant_results: dict[int, Verdict | str] = field(default_factory=dict)
+    #: the mutants left to draw from, in the seed's order (the confirmation draw takes the next ones)
+    reserve: list[mutants.Mutant] = field(default_factory=list)
+    confirmed: bool = False
+
+    def confirmation(self) -> list[mutants.Mutant]:
+        """More mutants when the fills all failed but the first draw looks weak (at most once)."""
+        if self.confirmed or not self.reserve:
+            return []
+        self.confirmed = True
+        if any(isinstance(r, Verdict) and r.passed for r in self.results.values()):
+            return []
+        judged = [r for r in self.mutant_results.values() if isinstance(r, Verdict)]
+        killed = sum(1 for r in judged if not r.passed)
+        if not judged or not weakly_checked(killed, len(judged)):
+            return []
+        extra, self.reserve = self.reserve[:MUTANTS_CONFIRM], self.reserve[MUTANTS_CONFIRM:]
+        return extra
 
     @property
     def runnable(self) -> int:
@@ -818,11 +837,11 @@ def validate_task(
 
     stage("annotations", annotation_findings(task))
     seed = seed or secrets.token_hex(16)
-    states = [
-        _SnippetState(s, fills, _mutants_for(s, fills, seed))
-        for s in task.snippets
-        for fills in [_fills_for(task, s)]
-    ]
+    states = []
+    for snippet in task.snippets:
+        fills = _fills_for(task, snippet)
+        first, reserve = _mutants_for(snippet, fills, seed)
+        states.append(_SnippetState(snippet, fills, first, reserve=reserve))
     runs: list[Verdict] = []
     timeout: float | None = None
     blocker = _cannot_run(task)
@@ -888,12 +907,16 @@ def _fills_for(task: Task, snippet: Snippet) -> list[Fill]:
         return [Fill(kind, None, f"cannot read {snippet.file}: {exc}") for kind in FILL_KINDS]
 
 
-def _mutants_for(snippet: Snippet, fills: list[Fill], seed: str) -> list[mutants.Mutant]:
-    """``MUTANTS_PER_SNIPPET`` mutants of the snippet's reference drawn with ``seed`` (none that is the
-    reference itself or one of the fixed fills)."""
+def _mutants_for(
+    snippet: Snippet, fills: list[Fill], seed: str
+) -> tuple[list[mutants.Mutant], list[mutants.Mutant]]:
+    """(``MUTANTS_PER_SNIPPET`` mutants of the snippet's reference drawn with ``seed``, the rest of the draw in
+    its order): none is the reference itself or one of the fixed fills."""
     taken = [f.code for f in fills if f.code is not None] + [snippet.code or ""]
-    drawn = mutants.draw(snippet.code or "", MUTANTS_PER_SNIPPET * 3, f"{seed}:{snippet.name}")
-    return [m for m in drawn if not any(_same_code(m.code, other) for other in taken)][:MUTANTS_PER_SNIPPET]
+    count = MUTANTS_PER_SNIPPET + MUTANTS_CONFIRM
+    drawn = mutants.draw(snippet.code or "", count * 2, f"{seed}:{snippet.name}")
+    kept = [m for m in drawn if not any(_same_code(m.code, other) for other in taken)][:count]
+    return kept[:MUTANTS_PER_SNIPPET], kept[MUTANTS_PER_SNIPPET:]
 
 
 def _cannot_run(task: Task) -> Finding | None:
@@ -917,30 +940,46 @@ def _run_mutations(
     timeout: float,
     stage: Callable[..., None],
 ) -> None:
+    """Run every fill and drawn mutant; a snippet whose first draw lets too many mutants through gets up to
+    ``MUTANTS_CONFIRM`` more drawn with the same seed before it is judged, so that equivalent mutants (a
+    larger table whose extra cells stay unused) do not decide a validation by the luck of one draw."""
     limits = replace(runner.limits, timeout_s=timeout)
     pending: dict[Future[Verdict], tuple[_SnippetState, int]] = {}
     left = {id(state): state.runnable for state in states}
+
+    def submit(state: _SnippetState, code: str, index: int) -> None:
+        pending[executor.submit(runner.evaluate, task, state.snippet, code, limits=limits)] = (state, index)
+
     with ThreadPoolExecutor(max_workers=runner.workers, thread_name_prefix="rcb-validate") as executor:
         for state in states:
             for index, fill in enumerate(state.fills):
                 if fill.code is not None:
-                    future = executor.submit(runner.evaluate, task, state.snippet, fill.code, limits=limits)
-                    pending[future] = (state, index)
+                    submit(state, fill.code, index)
             for index, mutant in enumerate(state.mutants):
-                future = executor.submit(runner.evaluate, task, state.snippet, mutant.code, limits=limits)
-                pending[future] = (state, -1 - index)
+                submit(state, mutant.code, -1 - index)
         for state in states:
             if left[id(state)] == 0:
                 _finish(state, stage)
-        for future in as_completed(pending):
-            state, index = pending[future]
-            target, key = (state.results, index) if index >= 0 else (state.mutant_results, -1 - index)
-            try:
-                target[key] = future.result()
-            except (OSError, ValueError) as exc:
-                target[key] = f"the fill could not be run: {exc}"
-            left[id(state)] -= 1
-            if left[id(state)] == 0:
+        while pending:
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for future in done:
+                state, index = pending.pop(future)
+                target, key = (state.results, index) if index >= 0 else (state.mutant_results, -1 - index)
+                try:
+                    target[key] = future.result()
+                except (OSError, ValueError) as exc:
+                    target[key] = f"the fill could not be run: {exc}"
+                left[id(state)] -= 1
+                if left[id(state)] > 0:
+                    continue
+                extra = state.confirmation()
+                if extra:
+                    start = len(state.mutants)
+                    state.mutants.extend(extra)
+                    left[id(state)] += len(extra)
+                    for offset, mutant in enumerate(extra):
+                        submit(state, mutant.code, -1 - (start + offset))
+                    continue
                 _finish(state, stage)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,9 +22,18 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 
 from contributions.errors import CatalogueError
-from contributions.models import FileBlob, Paper, Snippet, Task, TaskVersion
+from contributions.models import (
+    UNCHECKED_EXPLANATION_MIN,
+    FileBlob,
+    Paper,
+    Snippet,
+    Task,
+    TaskVersion,
+    UncheckedReason,
+)
 from contributions.task_meta import meta_to_json
 from researchcodebench import envs
 from researchcodebench import pset as rcb_pset
@@ -259,6 +268,42 @@ def task_version_create_metadata_only(
 
 
 # ---------------------------------------------------------------------------------------------- environments
+
+
+@transaction.atomic
+def snippets_mark_unchecked(*, task_version: TaskVersion, accepted: Mapping[str, Mapping[str, str]]) -> int:
+    """Mark the snippets of ``task_version`` named in ``accepted`` "not checked by its test" with their
+    reason; returns how many were marked. A snippet is marked, never unmarked, here."""
+    marked = 0
+    for name, given in accepted.items():
+        reason = (
+            given.get("reason") if given.get("reason") in UncheckedReason.values else UncheckedReason.OTHER
+        )
+        marked += Snippet.objects.filter(task_version=task_version, name=name).update(
+            checked_by_test=False, unchecked_reason=reason, unchecked_explanation=given.get("explanation", "")
+        )
+    return marked
+
+
+@transaction.atomic
+def snippet_mark_unchecked(*, snippet: Snippet, reason: str, explanation: str) -> Snippet:
+    """Mark one snippet "not checked by its test" (a maintainer's decision, e.g. a known weak snippet of an
+    imported release): ``reason`` one of ``UncheckedReason``, ``explanation`` at least
+    ``UNCHECKED_EXPLANATION_MIN`` characters. Raises ``CatalogueError`` naming what is wrong. The paper's
+    pages show it at once (their cache is keyed by the paper's last change)."""
+    if reason not in UncheckedReason.values:
+        raise CatalogueError(f"reason: {reason!r} is not one of {', '.join(UncheckedReason.values)}")
+    text = (explanation or "").strip()
+    if len(text) < UNCHECKED_EXPLANATION_MIN:
+        raise CatalogueError(
+            f"explanation: write at least {UNCHECKED_EXPLANATION_MIN} characters (got {len(text)})"
+        )
+    Snippet.objects.filter(pk=snippet.pk).update(
+        checked_by_test=False, unchecked_reason=reason, unchecked_explanation=text
+    )
+    Paper.objects.filter(pk=snippet.task_version.task.paper_id).update(updated_at=timezone.now())
+    snippet.refresh_from_db()
+    return snippet
 
 
 def environment_sources() -> envs.Sources:

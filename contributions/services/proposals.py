@@ -52,6 +52,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from contributions.models import (
+    UNCHECKED_EXPLANATION_MIN,
     Comment,
     Proposal,
     ProposalEvent,
@@ -59,6 +60,7 @@ from contributions.models import (
     Review,
     Task,
     TaskVersion,
+    UncheckedReason,
 )
 from contributions.roles import is_maintainer
 from contributions.services.catalogue import file_blobs_store
@@ -838,22 +840,38 @@ def _clean_rubric(rubric: Mapping[str, Any] | None) -> dict[str, bool]:
     return {key: rubric.get(key, False) for key in RUBRIC_KEYS}
 
 
-def _clean_overrides(overrides: Mapping[str, Any] | None, *, report: Mapping[str, Any]) -> dict[str, str]:
+def _clean_overrides(
+    overrides: Mapping[str, Any] | None, *, report: Mapping[str, Any]
+) -> dict[str, dict[str, str]]:
+    """snippet name -> {"reason": an ``UncheckedReason``, "explanation": at least
+    ``UNCHECKED_EXPLANATION_MIN`` characters}: a reason of substance for each snippet accepted although its
+    test does not check it (issue 18 item 5)."""
     overrides = dict(overrides or {})
     allowed = report_overridable(report)
-    cleaned: dict[str, str] = {}
-    for name, reason in overrides.items():
+    cleaned: dict[str, dict[str, str]] = {}
+    reasons = ", ".join(UncheckedReason.values)
+    for name, given in overrides.items():
         if name not in allowed:
             raise ProposalError(
                 f"snippet_overrides: {name!r} has no 'not checked by the test' finding to accept",
                 field="snippet_overrides",
             )
-        text = _text(reason if isinstance(reason, str) else "", field="snippet_overrides", limit=MAX_REASON)
-        if not text:
+        given = given if isinstance(given, Mapping) else {"explanation": given}
+        reason = given.get("reason")
+        if reason not in UncheckedReason.values:
             raise ProposalError(
-                f"snippet_overrides: give a written reason for accepting {name!r}", field="snippet_overrides"
+                f"snippet_overrides: pick why {name!r} may stay unchecked (one of {reasons})",
+                field="snippet_overrides",
             )
-        cleaned[name] = text
+        raw = given.get("explanation")
+        text = _text(raw if isinstance(raw, str) else "", field="snippet_overrides", limit=MAX_REASON)
+        if len(text) < UNCHECKED_EXPLANATION_MIN:
+            raise ProposalError(
+                f"snippet_overrides: give a written reason for accepting {name!r}: explain it in at least "
+                f"{UNCHECKED_EXPLANATION_MIN} characters (it is shown with the snippet on every public page)",
+                field="snippet_overrides",
+            )
+        cleaned[name] = {"reason": reason, "explanation": text}
     return cleaned
 
 
@@ -879,8 +897,9 @@ def proposal_review(
     Rules: only maintainers review, never their own proposal; only a proposal ready for review (a
     ``comment`` also while it is submitted, validating or changes were requested). ``request_changes``
     and ``reject`` need a reason (``body``). ``approve`` needs every rubric item checked and every
-    error finding of the report accepted through ``overrides`` (snippet name -> written reason; only
-    "not checked by the test" findings can be). With ``RCB_APPROVALS_REQUIRED`` distinct approvals of
+    error finding of the report accepted through ``overrides`` (snippet name -> {"reason": an
+    ``UncheckedReason``, "explanation": a written one of at least ``UNCHECKED_EXPLANATION_MIN``
+    characters}; only "not checked by the test" findings can be). With ``RCB_APPROVALS_REQUIRED`` distinct approvals of
     the revision the proposal moves to approved; publishing follows (``services.publishing``).
     """
     if not is_maintainer(reviewer):

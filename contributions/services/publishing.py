@@ -26,8 +26,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from contributions.models import Paper, Proposal, ProposalEvent, TaskVersion
-from contributions.services.catalogue import task_version_import
+from contributions.models import Paper, Proposal, ProposalEvent, Review, TaskVersion, UncheckedReason
+from contributions.services.catalogue import snippets_mark_unchecked, task_version_import
 from contributions.services.proposals import (
     ProposalError,
     latest_submitted_revision,
@@ -64,6 +64,7 @@ def proposal_publish(*, proposal: Proposal, by: Any) -> TaskVersion:
         raise ProposalError("cannot publish a proposal without a submitted revision")
     task = revision_task(revision=revision)
     version = task_version_import(task=task, origin=TaskVersion.Origin.CONTRIBUTED, by=locked.author)
+    snippets_mark_unchecked(task_version=version, accepted=accepted_unchecked(revision=revision))
     proposal_mark_published(proposal=locked, by=by, task_version=version)
     proposal.state, proposal.published_version = locked.state, version
     # The paper's pages are cached by the papers' last change: the new version and its credit show at once.
@@ -81,6 +82,22 @@ def proposal_publish(*, proposal: Proposal, by: Any) -> TaskVersion:
         )
     )
     return version
+
+
+def accepted_unchecked(*, revision: Any) -> dict[str, dict[str, str]]:
+    """snippet name -> {"reason", "explanation"} the approvals of ``revision`` accepted although its test does
+    not check the snippet (the last approval's words when several gave them)."""
+    accepted: dict[str, dict[str, str]] = {}
+    for review in revision.reviews.filter(decision=Review.Decision.APPROVE).order_by("created_at", "pk"):
+        for name, given in (review.snippet_overrides or {}).items():
+            if isinstance(given, dict):
+                accepted[name] = {
+                    "reason": str(given.get("reason", "")),
+                    "explanation": str(given.get("explanation", "")),
+                }
+            elif isinstance(given, str):
+                accepted[name] = {"reason": UncheckedReason.OTHER, "explanation": given}
+    return accepted
 
 
 def proposal_publish_approved(*, proposal_id: int, by_id: int | None) -> TaskVersion | None:

@@ -69,12 +69,20 @@ def _check_release_name(name: str) -> None:
 
 
 @transaction.atomic
-def release_get_or_create(*, name: str, title: str = "", description: str = "") -> tuple[Release, bool]:
+def release_get_or_create(
+    *, name: str, title: str = "", description: str = "", counts_unchecked_snippets: bool = False
+) -> tuple[Release, bool]:
     """The release called ``name``, created empty with ``title`` and ``description`` when missing;
-    (release, created). An existing release is returned unchanged. Raises ``CatalogueError`` for a name
-    that is not a slug."""
+    (release, created). An existing release is returned unchanged. ``counts_unchecked_snippets``: whether
+    snippets not checked by their test count in its scores (only the published benchmark's release, which
+    keeps the paper's scoring). Raises ``CatalogueError`` for a name that is not a slug."""
     _check_release_name(name)
-    return Release.objects.get_or_create(name=name, defaults={"title": title, "description": description})
+    defaults = {
+        "title": title,
+        "description": description,
+        "counts_unchecked_snippets": counts_unchecked_snippets,
+    }
+    return Release.objects.get_or_create(name=name, defaults=defaults)
 
 
 @transaction.atomic

@@ -1,6 +1,6 @@
 """Template helpers of the proposal, review and notification pages: ``{{ body|markdown }}`` (safe user
-Markdown), ``{{ delta|waiting }}`` (a waiting time in words) and ``{% unread_notifications as n %}`` (the
-nav's unread count)."""
+Markdown), ``{{ key|unchecked_reason }}`` (why a snippet may stay unchecked, in words), ``{{ delta|waiting }}``
+(a waiting time in words) and ``{% unread_notifications as n %}`` (the nav's unread count)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from django.utils.safestring import SafeString
 
 from contributions import selectors
 from contributions.markdown import render_markdown
+from contributions.models import UncheckedReason
 
 register = template.Library()
 
@@ -19,6 +20,17 @@ register = template.Library()
 @register.filter(name="markdown", is_safe=True)
 def markdown_filter(source: str | None) -> SafeString:
     return render_markdown(source)
+
+
+@register.filter
+def unchecked_reason(key: str | None) -> str:
+    """The words of an ``UncheckedReason`` key ("" for none; an unknown key as it is)."""
+    if not key:
+        return ""
+    try:
+        return str(UncheckedReason(key).label)
+    except ValueError:
+        return str(key)
 
 
 @register.filter

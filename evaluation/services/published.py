@@ -942,8 +942,9 @@ def published_import(*, source: Path, papers: Path | None = None) -> PublishedIm
         raise PublishedSourceError(f"{data.path}: no paper metadata for {', '.join(missing_papers)}")
     models = _import_models(data, report)
     paper_rows = _import_papers(data, report)
+    # The published benchmark keeps the paper's scoring: its snippets count whatever their tests check.
     release, report.release_created = releases.release_get_or_create(
-        name=RELEASE_NAME, title=RELEASE_TITLE, description=CREDIT
+        name=RELEASE_NAME, title=RELEASE_TITLE, description=CREDIT, counts_unchecked_snippets=True
     )
     report.made_default = releases.release_set_default_if_none(release=release)
     snippet_ids: dict[tuple[str, str], int] = {}

@@ -9,6 +9,7 @@ and its run goes through generation (the fake LLM) and testing."""
 
 from __future__ import annotations
 
+import html
 import io
 import re
 import zipfile
@@ -189,7 +190,8 @@ def test_a_contribution_goes_from_the_form_through_validation_and_review_into_th
         f"/contribute/{toy.pk}/review/",
         {
             "decision": "approve",
-            "override_0": "shift is the paper's trivial step; scale is the method",
+            "override_reason_0": "setup",
+            "override_0": "shift is the paper's trivial step; scale is the method the test checks",
             **RUBRIC_POST,
         },
     )
@@ -207,9 +209,31 @@ def test_a_contribution_goes_from_the_form_through_validation_and_review_into_th
             author,
             proposal.task_key,
         )
+    explanation = "shift is the paper's trivial step; scale is the method the test checks"
     assert toy.reviews.get().snippet_overrides == {
-        "shift values": "shift is the paper's trivial step; scale is the method"
+        "shift values": {"reason": "setup", "explanation": explanation}
     }
+    # ---- the accepted snippet is published "not checked by its test", with the reason, on the public pages
+    shift = toy.published_version.snippets.get(name="shift values")
+    assert (shift.checked_by_test, shift.unchecked_reason, shift.unchecked_explanation) == (
+        False,
+        "setup",
+        explanation,
+    )
+    assert all(s.checked_by_test for s in toy.published_version.snippets.exclude(pk=shift.pk))
+    paper_page = Client().get(f"/papers/{toy.published_version.task.paper.key}/").content.decode()
+    assert "not checked by its test" in paper_page
+    from leaderboard.views import snippet_url
+
+    snippet_page = Client().get(snippet_url(toy.published_version.task.paper.key, shift.name, shift.pk))
+    assert snippet_page.status_code == 200
+    snippet_page = snippet_page.content.decode()
+    assert "not checked by its test" in snippet_page and html.escape(explanation) in snippet_page
+    api = Client().get("/api/v1/snippets/", {"paper": toy.published_version.task.paper.key}).json()
+    rows = {row["name"]: row for row in api["results"]}
+    assert (
+        rows["shift values"]["checked_by_test"] is False and rows["scale values"]["checked_by_test"] is True
+    )
     published = {toy.published_version, rms.published_version}
 
     # ---- the papers page lists both, crediting the contributor
@@ -229,6 +253,7 @@ def test_a_contribution_goes_from_the_form_through_validation_and_review_into_th
     assert cut.status_code == 302, cut.context["form"].errors if cut.context else cut
     release = Release.objects.get(name="rcb-next")
     assert published <= {e.task_version for e in release.entries.all()}
+    assert release.counts_unchecked_snippets is False  # a release cut now leaves the unchecked snippet out
     in_release = Client().get("/papers/", {"release": "rcb-next"}).content.decode()
     assert TOY[2]["title"] in in_release and RMSNORM[2]["title"] in in_release
 

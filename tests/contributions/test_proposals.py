@@ -403,28 +403,40 @@ def test_approval_needs_every_rubric_item_checked(maintainer):
     assert caught.value.field == "rubric"
 
 
-def test_approval_of_a_snippet_not_checked_by_the_test_needs_a_written_override(maintainer):
+def test_approval_of_a_snippet_not_checked_by_the_test_needs_a_reason_of_substance(maintainer):
+    """Issue 18 item 5: a reason picked from the list and a written explanation of at least 40 characters;
+    "ok" is not one."""
     proposal = proposal_validated(validation_report(NOT_CHECKED))
     with pytest.raises(ProposalError, match="accept each snippet .*: compute rms"):
         proposal_review(proposal=proposal, reviewer=maintainer, decision="approve", rubric=ALL_CHECKED)
-    with pytest.raises(ProposalError, match="written reason"):
-        proposal_review(
-            proposal=proposal,
-            reviewer=maintainer,
-            decision="approve",
-            rubric=ALL_CHECKED,
-            overrides={"compute rms": "  "},
-        )
+    for given, refusal in (
+        ({"reason": "covered", "explanation": "ok"}, "at least 40 characters"),
+        ("the call is checked through the output of forward()", "pick why 'compute rms' may stay unchecked"),
+        ({"reason": "because", "explanation": "x" * 60}, "one of setup, covered, equivalent"),
+    ):
+        with pytest.raises(ProposalError, match=refusal) as caught:
+            proposal_review(
+                proposal=proposal,
+                reviewer=maintainer,
+                decision="approve",
+                rubric=ALL_CHECKED,
+                overrides={"compute rms": given},
+            )
+        assert caught.value.field == "snippet_overrides"
+    given = {
+        "reason": "covered",
+        "explanation": "the call is checked through the output of forward() in every test",
+    }
     review = proposal_review(
         proposal=proposal,
         reviewer=maintainer,
         decision="approve",
         rubric=ALL_CHECKED,
-        overrides={"compute rms": "the call is checked through forward's output"},
+        overrides={"compute rms": given},
     )
     proposal.refresh_from_db()
-    assert proposal.state == State.APPROVED
-    assert review.snippet_overrides == {"compute rms": "the call is checked through forward's output"}
+    assert proposal.state in (State.APPROVED, State.PUBLISHED)
+    assert review.snippet_overrides == {"compute rms": given}
 
 
 def test_a_review_is_only_possible_while_ready_for_review(maintainer):

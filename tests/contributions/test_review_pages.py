@@ -239,7 +239,9 @@ def test_the_streamed_mutation_stage_names_the_snippets_mutation_score(client):
     client.force_login(proposal.author)
     proposal_validation_start(revision=revision)
     snippet = {"name": "shift values", "checked": True, "mutation_score": {"killed": 4, "total": 4}}
-    proposal_validation_progress(revision=revision, stage="mutation", data={"snippet": snippet, "findings": []})
+    proposal_validation_progress(
+        revision=revision, stage="mutation", data={"snippet": snippet, "findings": []}
+    )
     body = client.get(f"/contribute/{proposal.pk}/").content.decode()
     assert "snippet &#x27;shift values&#x27;: checked by the test (mutation score 4/4)" in body
 
@@ -416,7 +418,9 @@ def test_approval_with_a_snippet_not_checked_is_refused_until_a_reason_is_writte
     assert proposal.state == State.READY_FOR_REVIEW
     client.force_login(MaintainerFactory())
     form = page(client, proposal).content.decode()
-    assert "Why accept that the test does not check “compute rms”" in form
+    assert "Why may “compute rms” stay unchecked" in form
+    assert "It is checked through an enclosing or a later snippet" in form
+    assert "at least 40 characters; shown with the snippet on every public page" in form
 
     refused = client.post(f"/contribute/{proposal.pk}/review/", {"decision": "approve", **RUBRIC_POST})
     assert refused.status_code == 400
@@ -427,21 +431,28 @@ def test_approval_with_a_snippet_not_checked_is_refused_until_a_reason_is_writte
     proposal.refresh_from_db()
     assert proposal.state == State.READY_FOR_REVIEW
 
+    short = client.post(
+        f"/contribute/{proposal.pk}/review/",
+        {"decision": "approve", "override_reason_0": "covered", "override_0": "ok", **RUBRIC_POST},
+    )
+    assert short.status_code == 400 and "at least 40 characters" in short.content.decode()
+    explanation = "forward() calls it, and every test checks forward's output against the reference"
     unchecked = client.post(
-        f"/contribute/{proposal.pk}/review/", {"decision": "approve", "override_0": "the loss test covers it"}
+        f"/contribute/{proposal.pk}/review/",
+        {"decision": "approve", "override_reason_0": "covered", "override_0": explanation},
     )
     assert unchecked.status_code == 400
     assert "check every item before approving" in unchecked.content.decode()
 
     accepted = client.post(
         f"/contribute/{proposal.pk}/review/",
-        {"decision": "approve", "override_0": "the end-to-end test covers it", **RUBRIC_POST},
+        {"decision": "approve", "override_reason_0": "covered", "override_0": explanation, **RUBRIC_POST},
     )
     assert accepted.status_code == 302
     proposal.refresh_from_db()
-    assert proposal.state == State.APPROVED
+    assert proposal.state in (State.APPROVED, State.PUBLISHED)
     review = proposal.reviews.get()
-    assert review.snippet_overrides == {"compute rms": "the end-to-end test covers it"}
+    assert review.snippet_overrides == {"compute rms": {"reason": "covered", "explanation": explanation}}
     assert all(review.rubric.values())
 
 

@@ -238,3 +238,62 @@ def test_concurrent_aggregations_of_one_release_never_collide_and_end_as_a_seria
     }
     assert concurrent == serial
     assert RunAggregation.objects.filter(run__in=runs, refreshes__gte=6).count() == len(runs)
+
+
+@pytest.mark.parametrize("counts", [False, True])
+def test_a_snippet_not_checked_by_its_test_counts_only_in_a_release_that_counts_such_snippets(counts):
+    """Issue 18 item 5: a blank answer must not earn an unchecked snippet's lines in a release cut now; the
+    published benchmark's release (which counts them) keeps the paper's scoring. The snippet's verdicts
+    are still shown (its per-snippet row stays)."""
+    rel, snippets = make_benchmark({"a": (dt.date(2024, 3, 1), [5, 1, 12])})
+    rel.counts_unchecked_snippets = counts
+    rel.save()
+    unchecked = snippets["a"][2]
+    unchecked.checked_by_test = False
+    unchecked.unchecked_reason = "setup"
+    unchecked.save()
+    run = make_run(snippets, {"a": "F P P"}, release=rel)
+    leaderboard_refresh_run(run=run)
+    row = RunScore.objects.get(run=run, mode="none")
+    kept = snippets["a"] if counts else snippets["a"][:2]
+    verdicts = {"a": "F P P" if counts else "F P"}
+    core = scoring.score_model(
+        "k",
+        "n",
+        snippet_results({"a": kept}, verdicts),
+        expected={("a", s.name): s.lines for s in kept},
+    )
+    assert (row.line_mean, row.lines, row.snippets) == (core.line.mean, core.lines, core.snippets)
+    assert row.line_mean == pytest.approx(100 * (13 if counts else 1) / (18 if counts else 6))
+    from leaderboard.models import RunSnippetScore
+
+    assert RunSnippetScore.objects.filter(run=run, snippet=unchecked).exists()
+
+
+def test_a_maintainer_marks_a_known_weak_snippet_and_only_releases_that_leave_them_out_change():
+    from django.core.management import CommandError, call_command
+
+    published, snippets = make_benchmark({"a": (dt.date(2024, 3, 1), [5, 1])}, release="published")
+    published.counts_unchecked_snippets = True
+    published.save()
+    kept = make_run(snippets, {"a": "F P"}, release=published)
+    cut, other = make_benchmark({"b": (dt.date(2024, 3, 1), [2, 3])}, release="cut")
+    moved = make_run(other, {"b": "P F"}, release=cut)
+    leaderboard_refresh_run(run=kept)
+    leaderboard_refresh_run(run=moved)
+    before = {r.run_id: r.line_mean for r in RunScore.objects.filter(mode="none")}
+    explanation = "the test compares only the final output, which never depends on this line"
+    with pytest.raises(CommandError, match="at least 40 characters"):
+        call_command("mark_snippet_unchecked", "b", "s0", "--reason", "covered", "--explanation", "weak")
+    call_command("mark_snippet_unchecked", "a", "s1", "--reason", "covered", "--explanation", explanation)
+    call_command("mark_snippet_unchecked", "b", "s0", "--reason", "covered", "--explanation", explanation)
+    after = {r.run_id: r.line_mean for r in RunScore.objects.filter(mode="none")}
+    assert after[kept.pk] == before[kept.pk] == pytest.approx(100 * 1 / 6)  # the paper's scoring stays
+    assert (before[moved.pk], after[moved.pk]) == (pytest.approx(100 * 2 / 5), 0.0)
+    marked = snippets["a"][1]
+    marked.refresh_from_db()
+    assert (marked.checked_by_test, marked.unchecked_reason, marked.unchecked_explanation) == (
+        False,
+        "covered",
+        explanation,
+    )
