@@ -13,7 +13,9 @@ created by a user's upload, so its owner, granted users and maintainers upload f
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -32,6 +34,35 @@ class UploadNotAllowed(Exception):
 #: ``open_weights`` is a nullable boolean where null means "unknown", but the field lacks ``blank=True``,
 #: so model validation would refuse the null it is meant to hold.
 _CLEAN_EXCLUDE = ["open_weights"]
+
+
+@lru_cache(maxsize=4096)
+def name_skeleton(text: str) -> str:
+    """What a model's key or name looks like, for telling lookalikes apart: Unicode-compatible forms folded
+    (NFKC), every character that Unicode lists as confusable with a Latin one replaced by it (Cyrillic
+    ``С`` -> ``C``), accents, case, punctuation, spaces and invisible characters dropped. Two keys or names
+    with the same skeleton read as the same model."""
+    from confusable_homoglyphs import confusables
+
+    folded = unicodedata.normalize("NFKC", text)
+    swaps: dict[str, str] = {}
+    for found in confusables.is_confusable(folded, greedy=True, preferred_aliases=["latin"]) or []:
+        ascii_glyphs = [h["c"] for h in found.get("homoglyphs", ()) if h.get("c", "").isascii()]
+        if ascii_glyphs and not found["character"].isascii():
+            swaps[found["character"]] = ascii_glyphs[0]
+    swapped = "".join(swaps.get(c, c) for c in folded)
+    plain = "".join(c for c in unicodedata.normalize("NFKD", swapped) if not unicodedata.combining(c))
+    return "".join(c for c in plain.casefold() if unicodedata.category(c)[0] not in "PZC")
+
+
+def language_model_lookalike(*, key: str, name: str) -> LanguageModel | None:
+    """An existing model whose key or name reads the same as ``key`` or ``name`` (``name_skeleton``): a new
+    self-reported model must not imitate it."""
+    wanted = {name_skeleton(text) for text in (key, name) if text} - {""}
+    for model in LanguageModel.objects.only("key", "name").order_by("pk"):
+        if wanted & {name_skeleton(model.key), name_skeleton(model.name)}:
+            return model
+    return None
 
 
 @transaction.atomic

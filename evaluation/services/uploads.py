@@ -30,7 +30,9 @@ from evaluation.services.estimates import release_run_defaults
 from evaluation.services.language_models import (
     UploadNotAllowed,
     language_model_create,
+    language_model_lookalike,
     language_model_upload_check,
+    name_skeleton,
 )
 from researchcodebench.predictions import (
     Prediction,
@@ -245,6 +247,19 @@ def _new_model_errors(new_model: NewModel) -> dict[str, list[str]]:
         problems["model_name"] = [f"use at most {MODEL_NAME_MAX_CHARS} characters (it has {len(name)})"]
     elif LanguageModel.objects.filter(name=name).exists():
         problems["model_name"] = [f"a model named {shown(name)} exists with another key"]
+    if not problems:
+        twin = language_model_lookalike(key=key, name=name)
+        if twin is not None:
+            field = (
+                "model_key"
+                if name_skeleton(key) in {name_skeleton(twin.key), name_skeleton(twin.name)}
+                else "model_name"
+            )
+            problems[field] = [
+                f"{shown(key if field == 'model_key' else name)} reads the same as the existing model "
+                f"{shown(twin.name)} (key {shown(twin.key)}): letters that look alike, case and punctuation "
+                "do not make a new model; choose that model, or a key and name of your own"
+            ]
     return problems
 
 

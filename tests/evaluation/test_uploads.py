@@ -226,6 +226,33 @@ def test_new_model_key_and_name_are_checked_together_with_the_file(release, new_
     assert LanguageModel.objects.count() == 1 and not EvaluationRun.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("key", "name", "field"),
+    [
+        ("claude-3-5-sonnet-new", "\u0421laude-3.5-Sonnet", "model_name"),  # a Cyrillic "С"
+        ("Claude_3_5_Sonnet_2024_10_22", "Something else", "model_key"),  # case and punctuation
+        ("fresh", "Claude 3.5 Sonnet", "model_name"),  # spaces for hyphens
+        ("fresh", "Clau\u0301de-3.5-Sonnet\u200b", "model_name"),  # an accent and a zero-width space
+        ("c1aude-3-5-sonnet-2024-10-22-x", "Сlаudе-3.5-Sоnnеt", "model_name"),  # every vowel Cyrillic
+    ],
+)
+def test_a_self_reported_model_that_reads_like_an_existing_one_is_refused_naming_it(release, key, name, field):
+    """Issue 18 item 7: Unicode confusables, case and punctuation do not make a new model."""
+    LanguageModelFactory(key="CLAUDE_3_5_SONNET_2024_10_22", name="Claude-3.5-Sonnet")
+    with pytest.raises(PredictionsInvalid) as info:
+        upload(release, jsonl(OK), new_model=NewModel(key=key, name=name))
+    (message,) = info.value.field_errors[field]
+    assert "reads the same as the existing model 'Claude-3.5-Sonnet' (key 'CLAUDE_3_5_SONNET_2024_10_22')" in message
+    assert LanguageModel.objects.count() == 1
+
+
+def test_distinct_models_that_share_words_are_not_lookalikes(release):
+    LanguageModelFactory(key="CLAUDE_3_5_SONNET_2024_10_22", name="Claude-3.5-Sonnet")
+    for key, name in (("claude-3-7-sonnet", "Claude-3.7-Sonnet"), ("claude-3-5-haiku", "Claude 3.5 Haiku")):
+        run = upload(release, jsonl(OK), new_model=NewModel(key=key, name=name))
+        assert run.model.name == name
+
+
 @pytest.mark.parametrize("case", ADVERSARIAL_LINES)
 def test_adversarial_lines_are_line_errors_and_nothing_is_stored(release, case):
     line, message = ADVERSARIAL_LINES[case]
