@@ -660,7 +660,7 @@ def run_rejudge_summary(
     results = TestResult.objects.filter(completion__run=run)
     open_passes = (
         results.filter(outcome=TestResult.Outcome.PASSED).exclude(rejudge_agreed=True).count()
-        if run.source == EvaluationRun.Source.UPLOADED
+        if run.source != EvaluationRun.Source.IMPORTED
         else 0
     )
     rows = (

@@ -1,4 +1,4 @@
-"""A maintainer's re-judge of an uploaded run's passes: a second verdict on a cold, independent path.
+"""A maintainer's re-judge of a run's passes: a second verdict on a cold, independent path.
 
 Why: a pass was judged once, by a worker's shared runner (a warm forked interpreter, the verdict cache, a
 timeout calibrated on a warm reference run). A completion that fooled that path, a verdict served from a
@@ -23,10 +23,14 @@ Nothing is leased and the completion stays ``done``: a duplicate message is harm
 recorded only while one is pending, and a lost message leaves the pass visibly waiting on the run page,
 where asking again re-sends every pass not yet re-judged conclusively.
 
-Verification: when every pass of an uploaded run has been re-judged conclusively (and at least one
-re-judge happened), the run's verification becomes ``rerun`` ("Re-run by a maintainer"): every verdict
-that counts for the model was reproduced by a maintainer. Its source stays ``uploaded``, which still says
-the generations are self-reported.
+Every run whose completions hold code can be re-judged: uploaded and generated runs alike (the portal's
+own generations are judged by the same shared runner, and a verdict that fooled it would stand the same).
+Imported runs hold the paper's verdicts and no code: there is nothing to run.
+
+Verification: when every pass of a run has been re-judged conclusively (and at least one re-judge
+happened), the run's verification becomes ``rerun`` ("Re-run by a maintainer"): every verdict that counts
+for the model was reproduced by a maintainer. Its source stays what it was (``uploaded`` still says the
+generations are self-reported).
 
 Locking: run -> test result, as in ``runs.py``.
 """
@@ -77,15 +81,16 @@ def run_rejudge_passes(*, run: EvaluationRun, by: AbstractBaseUser) -> int:
 
     Passes still waiting for a re-judge, and those whose re-judge was inconclusive, are asked for again
     (a lost message is recovered this way). Raises ``RejudgeError`` when ``by`` is not a maintainer
-    (``contributions.roles.can_maintain``), the run is not an uploaded run, or it is not final yet (its passes are still coming).
+    (``contributions.roles.can_maintain``), the run is imported (the paper's verdicts, no code to run), or it
+    is not final yet (its passes are still coming).
     """
     if not can_maintain(by):
         raise RejudgeError("only maintainers may re-judge a run's passes")
     run = _lock_run(run.pk)
-    if run.source != EvaluationRun.Source.UPLOADED:
+    if run.source == EvaluationRun.Source.IMPORTED:
         raise RejudgeError(
-            f"run {run.pk} is not an uploaded run ({run.get_source_display().lower()}): only uploaded "
-            "runs' passes are re-judged"
+            f"run {run.pk} holds imported results ({run.get_source_display().lower()}): they carry no code "
+            "to judge again"
         )
     if not run.is_final:
         raise RejudgeError(
@@ -168,13 +173,23 @@ def test_result_rejudge_record(
 test_result_rejudge_record.__test__ = False  # type: ignore[attr-defined]
 
 
+#: A run's verification before a maintainer re-judged every pass, by its source.
+_UNVERIFIED = {
+    EvaluationRun.Source.UPLOADED: EvaluationRun.Verification.UPLOADED,
+    EvaluationRun.Source.GENERATED: EvaluationRun.Verification.GENERATED,
+}
+
+
 def _run_verification_refresh(run: EvaluationRun) -> None:
-    """``rerun`` once every pass of an uploaded run was re-judged conclusively, ``uploaded`` otherwise.
+    """``rerun`` once every pass of a run was re-judged conclusively, the source's own level otherwise
+    (``uploaded``, ``generated``).
 
     Precondition: the caller holds the run's row lock. Other verification levels are left alone.
     """
-    levels = (EvaluationRun.Verification.UPLOADED, EvaluationRun.Verification.RERUN)
-    if run.source != EvaluationRun.Source.UPLOADED or run.verification not in levels:
+    if run.source not in _UNVERIFIED:
+        return
+    levels = (_UNVERIFIED[run.source], EvaluationRun.Verification.RERUN)
+    if run.verification not in levels:
         return
     results = TestResult.objects.filter(completion__run=run)
     rejudged = results.filter(rejudged_at__isnull=False).exclude(rejudge_agreed__isnull=True).exists()

@@ -177,17 +177,18 @@ def test_staff_rejudge_marks_every_pass_and_queues_the_messages_after_commit(
 
 
 @pytest.mark.django_db
-def test_rejudge_is_refused_for_a_generated_run_and_a_run_in_progress(client):
+def test_rejudge_is_refused_for_an_imported_run_and_a_run_in_progress(client):
     staff = StaffUserFactory()
-    generated = make_staged_run(
+    imported = make_staged_run(
         model=LanguageModelFactory(),
         release=make_release(),
+        source=EvaluationRun.Source.IMPORTED,
         status=EvaluationRun.Status.FINISHED,
         stages=[Completion.Stage.DONE] * 3,
         outcomes={0: Outcome.PASSED},
     )
-    with pytest.raises(RejudgeError, match="not an uploaded run"):
-        run_rejudge_passes(run=generated, by=staff)
+    with pytest.raises(RejudgeError, match="holds imported results .* no code to judge again"):
+        run_rejudge_passes(run=imported, by=staff)
     testing = make_staged_run(
         model=LanguageModelFactory(),
         release=make_release("r2"),
@@ -198,6 +199,36 @@ def test_rejudge_is_refused_for_a_generated_run_and_a_run_in_progress(client):
     response = client.post(reverse("evaluation:run_rejudge", args=[testing.pk]), follow=True)
     assert f"Run {testing.pk} is still testing: re-judge it once final." in response.content.decode()
     assert not TestResult.objects.filter(rejudge_requested_at__isnull=False).exists()
+    page = client.get(reverse("evaluation:run_detail", args=[imported.pk])).content.decode()
+    assert "Re-judge passes" not in page
+
+
+@pytest.mark.django_db
+def test_a_generated_run_is_rejudged_like_an_uploaded_one_and_becomes_rerun(client):
+    """The portal's own generations are judged by the same shared runner an upload's are: a verdict that
+    fooled it would stand the same, so a maintainer can re-judge them too."""
+    staff = StaffUserFactory()
+    run = make_staged_run(
+        model=LanguageModelFactory(),
+        release=make_release(),
+        status=EvaluationRun.Status.FINISHED,
+        stages=[Completion.Stage.DONE] * 3,
+        outcomes={0: Outcome.PASSED, 1: Outcome.PASSED, 2: Outcome.FAILED},
+    )
+    assert run.verification == EvaluationRun.Verification.GENERATED
+    client.force_login(staff)
+    page = client.get(reverse("evaluation:run_detail", args=[run.pk])).content.decode()
+    assert "Re-judge passes" in page
+
+    assert run_rejudge_passes(run=run, by=staff) == 2
+    first, second, _ = results(run)
+    test_result_rejudge_record(completion_id=first.completion_id, verdict=PASSED, worker_host="w")
+    run.refresh_from_db()
+    assert run.verification == EvaluationRun.Verification.GENERATED  # one pass still waits
+    test_result_rejudge_record(completion_id=second.completion_id, verdict=PASSED, worker_host="w")
+    run.refresh_from_db()
+    assert run.verification == EvaluationRun.Verification.RERUN
+    assert run.source == EvaluationRun.Source.GENERATED
 
 
 # --- Recording a re-judge -------------------------------------------------------------------------------------
