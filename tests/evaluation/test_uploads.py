@@ -236,13 +236,18 @@ def test_new_model_key_and_name_are_checked_together_with_the_file(release, new_
         ("c1aude-3-5-sonnet-2024-10-22-x", "Сlаudе-3.5-Sоnnеt", "model_name"),  # every vowel Cyrillic
     ],
 )
-def test_a_self_reported_model_that_reads_like_an_existing_one_is_refused_naming_it(release, key, name, field):
+def test_a_self_reported_model_that_reads_like_an_existing_one_is_refused_naming_it(
+    release, key, name, field
+):
     """Issue 18 item 7: Unicode confusables, case and punctuation do not make a new model."""
     LanguageModelFactory(key="CLAUDE_3_5_SONNET_2024_10_22", name="Claude-3.5-Sonnet")
     with pytest.raises(PredictionsInvalid) as info:
         upload(release, jsonl(OK), new_model=NewModel(key=key, name=name))
     (message,) = info.value.field_errors[field]
-    assert "reads the same as the existing model 'Claude-3.5-Sonnet' (key 'CLAUDE_3_5_SONNET_2024_10_22')" in message
+    assert (
+        "reads the same as the existing model 'Claude-3.5-Sonnet' (key 'CLAUDE_3_5_SONNET_2024_10_22')"
+        in message
+    )
     assert LanguageModel.objects.count() == 1
 
 
