@@ -46,7 +46,13 @@ from django.utils import timezone
 
 from contributions.roles import can_maintain
 from evaluation.models import Completion, EvaluationRun, TestResult
-from evaluation.services.runs import _lock_run, _result_fields, _run_refresh, completion_verdict
+from evaluation.services.runs import (
+    UNVERIFIED_LEVEL,
+    _lock_run,
+    _result_fields,
+    _run_refresh,
+    completion_verdict,
+)
 from researchcodebench import errors
 from researchcodebench.runner import Verdict
 
@@ -173,22 +179,15 @@ def test_result_rejudge_record(
 test_result_rejudge_record.__test__ = False  # type: ignore[attr-defined]
 
 
-#: A run's verification before a maintainer re-judged every pass, by its source.
-_UNVERIFIED = {
-    EvaluationRun.Source.UPLOADED: EvaluationRun.Verification.UPLOADED,
-    EvaluationRun.Source.GENERATED: EvaluationRun.Verification.GENERATED,
-}
-
-
 def _run_verification_refresh(run: EvaluationRun) -> None:
     """``rerun`` once every pass of a run was re-judged conclusively, the source's own level otherwise
     (``uploaded``, ``generated``).
 
     Precondition: the caller holds the run's row lock. Other verification levels are left alone.
     """
-    if run.source not in _UNVERIFIED:
+    if run.source not in UNVERIFIED_LEVEL:
         return
-    levels = (_UNVERIFIED[run.source], EvaluationRun.Verification.RERUN)
+    levels = (UNVERIFIED_LEVEL[run.source], EvaluationRun.Verification.RERUN)
     if run.verification not in levels:
         return
     results = TestResult.objects.filter(completion__run=run)

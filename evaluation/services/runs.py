@@ -388,6 +388,11 @@ def run_cancel(*, run: EvaluationRun, by: AbstractBaseUser | str | None) -> Eval
     return _run_refresh(run)
 
 
+#: A run's verification before a maintainer re-judged every pass, by its source (services/rejudge.py).
+UNVERIFIED_LEVEL = {
+    EvaluationRun.Source.UPLOADED: EvaluationRun.Verification.UPLOADED,
+    EvaluationRun.Source.GENERATED: EvaluationRun.Verification.GENERATED,
+}
 #: ``run_rerun`` outcome keys besides the test outcomes.
 RERUN_GENERATION_FAILED = "generation_failed"
 RERUN_CANCELLED = "cancelled"
@@ -438,12 +443,9 @@ def run_rerun(
         run.status_reason = f"re-run of {count} items requested by {_user_label(by)}"
         run.finished_at = None
         fields = ["status", "status_reason", "finished_at"]
-        if (
-            run.verification == EvaluationRun.Verification.RERUN
-            and run.source == EvaluationRun.Source.UPLOADED
-        ):
+        if run.verification == EvaluationRun.Verification.RERUN and run.source in UNVERIFIED_LEVEL:
             # New verdicts have not been re-judged by a maintainer (services/rejudge.py).
-            run.verification = EvaluationRun.Verification.UPLOADED
+            run.verification = UNVERIFIED_LEVEL[run.source]
             fields.append("verification")
         run.save(update_fields=fields)
         _enqueue(generation=[c.pk for c in generate], tests=_test_items(test))

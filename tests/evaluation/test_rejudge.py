@@ -14,7 +14,7 @@ from django.urls import reverse
 from contributions.task_folders import task_version_task
 from evaluation.models import Completion, EvaluationRun, TestResult
 from evaluation.selectors import TAMPERING_REDACTED, tampering_findings
-from evaluation.services import Prediction, run_create
+from evaluation.services import Prediction, run_create, run_rerun
 from evaluation.services.rejudge import RejudgeError, run_rejudge_passes, test_result_rejudge_record
 from leaderboard.models import RunPaperScore
 from leaderboard.services import leaderboard_refresh_run
@@ -229,6 +229,11 @@ def test_a_generated_run_is_rejudged_like_an_uploaded_one_and_becomes_rerun(clie
     run.refresh_from_db()
     assert run.verification == EvaluationRun.Verification.RERUN
     assert run.source == EvaluationRun.Source.GENERATED
+
+    # Re-testing its failed item brings a verdict nobody re-judged: back to the source's own level.
+    assert run_rerun(run=run, outcomes=("failed",), by=staff) == 1
+    run.refresh_from_db()
+    assert run.verification == EvaluationRun.Verification.GENERATED
 
 
 # --- Recording a re-judge -------------------------------------------------------------------------------------
