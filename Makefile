@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is a helper for them.
-.PHONY: demo test lint crash-tests bench-eval bench-leaderboard bench-mixed clean
+.PHONY: demo test lint crash-tests bench-eval bench-screen bench-leaderboard bench-mixed clean
 
 demo:  ## set up, migrate, load demo data, serve http://127.0.0.1:8000/ with one worker and a fake LLM (Ctrl-C stops)
 	scripts/demo.sh
@@ -18,6 +18,10 @@ lint:
 bench-eval:
 	scripts/bootstrap.sh
 	.venv/bin/python bench/eval_speed.py
+
+bench-screen:  ## the screen's false-positive corpus: real ML code (pinned wheels, fetched once with pip) screened and run
+	scripts/bootstrap.sh
+	.venv/bin/python bench/screen_corpus.py --runtime
 
 bench-leaderboard:  ## installs wrk (apt-get) when missing, then measures the pages under load
 	scripts/bootstrap.sh --dev --bench
