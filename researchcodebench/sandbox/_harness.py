@@ -272,16 +272,90 @@ def _qualified(cls):
     return _text(type.__dict__["__module__"].__get__(cls)) + "." + _text(cls.__qualname__)
 
 
+class _DictVersions:
+    """The version tags of a fixed list of dicts, read without touching the dicts' entries.
+
+    CPython gives every dict a version tag (``ma_version_tag``, PEP 509) that changes on every write to it;
+    it follows ``ob_refcnt``, ``ob_type`` and ``ma_used``. In a forked run, comparing every guarded namespace
+    entry by entry would increment each object's reference count and so copy every page they lie on (about
+    40 ms with torch loaded); reading the tags copies nothing. They are read through one ctypes array laid
+    over the whole address space (made once, before any run), by an ``itemgetter`` of their word indices: no
+    object is created or touched per dict. ``prove`` checks the layout and the reader on probe dicts first:
+    a write must change the tag, and nothing but a write may."""
+
+    def __init__(self, dicts):
+        from operator import itemgetter
+
+        ctypes, _ = _libc()
+        self.ctypes = ctypes
+        self.base = object.__basicsize__
+        offset = self.base + ctypes.sizeof(ctypes.c_ssize_t)
+        memory = (ctypes.c_uint64 * (1 << 46)).from_address(0)
+        words = [(id(d) + offset) >> 3 for d in dicts]
+        if any((id(d) + offset) & 7 for d in dicts):
+            raise ValueError("a dict's version tag is not word-aligned")
+        pick = itemgetter(*words) if len(words) > 1 else (lambda m, w=words: tuple(m[i] for i in w))
+        self._read = lambda: pick(memory)
+
+    def read(self):
+        """The tags as bytes (8 per dict, in the order given)."""
+        import array
+
+        return array.array("Q", self._read()).tobytes()
+
+    @classmethod
+    def prove(cls):
+        """True when tags read this way change with every write and only then (on probes)."""
+
+        class Probe:
+            pass
+
+        try:
+            import gc
+
+            probe = {"a": 1}
+            space = gc.get_referents(_TYPE_DICT(Probe))[0]
+            reader = cls([probe, space])
+            used = reader.ctypes.c_ssize_t.from_address
+            if used(id(probe) + reader.base).value != 1:
+                return False
+            for which, write in (
+                (0, lambda: probe.__setitem__("b", 2)),
+                (0, lambda: probe.__setitem__("b", 3)),
+                (0, lambda: probe.__delitem__("a")),
+                (1, lambda: setattr(Probe, "x", 1)),
+                (1, lambda: delattr(Probe, "x")),
+            ):
+                before = reader.read()
+                if reader.read() != before:
+                    return False
+                write()
+                after = reader.read()
+                changed = [after[i * 8 : i * 8 + 8] != before[i * 8 : i * 8 + 8] for i in (0, 1)]
+                if changed != [which == 0, which == 1]:
+                    return False
+            return used(id(probe) + reader.base).value == 1
+        except Exception:
+            return False
+
+
 class _Guard:
     """Identities of every function, class and module in every module loaded at ``take`` time, and of every
-    method and descriptor of every class found there (docs/integrity.md)."""
+    method and descriptor of every class found there (docs/integrity.md).
+
+    ``changes`` compares only the namespaces whose dict was written since ``take``, found by their version
+    tags (``_dict_versions``); where those cannot be read it compares every namespace."""
 
     def __init__(self):
         self.modules = []
         self.classes = []
         self.module_ids = set()
+        self.versions = None
+        self.tags = b""
 
     def take(self):
+        import gc
+
         seen = set()
         modules = []
         classes = []
@@ -298,18 +372,32 @@ class _Guard:
                         classes.append(value)
             modules.append((name, namespace, tuple(entries), tuple(entries.values())))
             self.module_ids.add(id(module))
+        dicts = [namespace for _name, namespace, _keys, _values in modules]
         for cls in classes:
-            items = [(k, v) for k, v in list(_TYPE_DICT(cls).items()) if _descriptor(v)]
+            proxy = _TYPE_DICT(cls)
+            items = [(k, v) for k, v in list(proxy.items()) if _descriptor(v)]
             self.classes.append(
-                (
-                    _qualified(cls),
-                    cls,
-                    tuple(k for k, _ in items),
-                    tuple(v for _, v in items),
-                    len(_TYPE_DICT(cls)),
-                )
+                (_qualified(cls), cls, tuple(k for k, _ in items), tuple(v for _, v in items), len(proxy))
             )
+            inner = gc.get_referents(proxy)
+            dicts.append(inner[0] if len(inner) == 1 and issubclass(type(inner[0]), dict) else None)
         self.modules = modules
+        self.versions = None
+        if all(d is not None for d in dicts) and _DictVersions.prove():
+            self.versions = _DictVersions(dicts)
+            self.tags = self.versions.read()
+
+    def written(self):
+        """(indices of written module namespaces, of written classes); every one when tags are not read."""
+        if self.versions is None:
+            return range(len(self.modules)), range(len(self.classes))
+        now = self.versions.read()
+        if now == self.tags:
+            return [], []
+        after, before = memoryview(now).cast("Q"), memoryview(self.tags).cast("Q")
+        written = [i for i in range(len(after)) if after[i] != before[i]]
+        count = len(self.modules)
+        return [i for i in written if i < count], [i - count for i in written if i >= count]
 
     def changes(self):
         """Labels of every guarded entry replaced or removed, and of methods added to a guarded class."""
@@ -317,13 +405,16 @@ class _Guard:
 
         missing = object()
         found = []
-        for name, namespace, keys, values in self.modules:
+        modules, classes = self.written()
+        for index in modules:
+            name, namespace, keys, values = self.modules[index]
             if all(map(is_, map(namespace.get, keys), values)):
                 continue
             for key, value in zip(keys, values, strict=True):
                 if namespace.get(key, missing) is not value:
                     found.append(f"{name}.{key}")
-        for label, cls, keys, values, size in self.classes:
+        for index in classes:
+            label, cls, keys, values, size = self.classes[index]
             proxy = _TYPE_DICT(cls)
             if len(proxy) == size and all(map(is_, map(proxy.get, keys), values)):
                 continue
@@ -352,22 +443,58 @@ HOOK_DUNDERS = frozenset(
 )  # fmt: skip
 
 
-def _all_classes():
-    found = []
-    seen = set()
-    stack = [object]
-    while stack:
-        cls = stack.pop()
+class _ClassKeeper:
+    """A collector callback (``gc.callbacks``) that keeps every class made during the run alive until the
+    end-of-run check. A class made by a completion is usually garbage once its test ends (a class is a
+    reference cycle): without this, whether its comparison hook is seen would depend on when the collector
+    happened to run. At the start of each collection it takes the classes of the generations about to be
+    collected (never the frozen ones of ``prepare``), as the audit hook's own work (its events are not
+    judged). The run that removes it from ``gc.callbacks`` is tampering."""
+
+    def __init__(self, hook):
+        self.hook = hook
+        self.kept = {}
+
+    def __call__(self, phase, info):
+        if phase != "start":
+            return
+        import gc
+
+        ident = self.hook.ident()
+        busy = self.hook.busy
+        mine = ident not in busy
+        busy.add(ident)
         try:
-            subclasses = type.__subclasses__(cls)
-        except TypeError:
-            continue
-        for sub in subclasses:
-            if id(sub) not in seen:
-                seen.add(id(sub))
-                found.append(sub)
-                stack.append(sub)
-    return found
+            for generation in range(int(info.get("generation", 2)) + 1):
+                for value in gc.get_objects(generation=generation):
+                    if _is_type(value):
+                        self.kept.setdefault(id(value), value)
+        finally:
+            if mine:
+                busy.discard(ident)
+
+    def installed(self):
+        import gc
+
+        return any(callback is self for callback in list(gc.callbacks))
+
+
+def _new_classes(namespaces, kept=()):
+    """Every class made since ``prepare`` froze the collector's objects (``gc.freeze``: what existed then is
+    in the permanent generation, which ``gc.get_objects`` leaves out), those ``_ClassKeeper`` kept alive
+    (``kept``), and every class bound in ``namespaces``. Cheap in a forked run: it never touches the
+    objects the run inherited."""
+    import gc
+
+    found = {id(value): value for value in kept}
+    for value in gc.get_objects():
+        if _is_type(value):
+            found[id(value)] = value
+    for namespace in namespaces:
+        for value in list(namespace.values()):
+            if _is_type(value):
+                found.setdefault(id(value), value)
+    return list(found.values())
 
 
 class _Origins:
@@ -399,25 +526,37 @@ class _Origins:
                 found[_text(key)] = origin
         return found
 
+    def task_code(self, value):
+        """Whether ``value`` is a function whose code lies in the task folder."""
+        if not _is_function(value):
+            return False
+        return value.__code__.co_filename.startswith(self.prefix)
+
     def task_module(self, module):
         filename = dict.get(module.__dict__, "__file__")
         return type(filename) is str and filename.startswith(self.prefix)
 
-    def collect(self, guard, completed_real):
+    def collect(self, guard, completed_real, kept=()):
         """(origins by namespace label, labels of hook methods defined by task code, labels of task-defined
         callables placed into library modules loaded during the run)."""
         origins = {}
         implants = []
         task_modules = set()
+        namespaces = []
         for name, module in list(sys.modules.items()):
+            # A module loaded before the snapshot is never the task's (the interpreter runs with -I: no task
+            # folder was on sys.path then), and skipping it first keeps its pages uncopied.
+            if id(module) in guard.module_ids:
+                continue
             if not _is_module(module) or type(getattr(module, "__dict__", None)) is not dict:
                 continue
             if name == "__main__" or self.task_module(module):
+                namespaces.append(module.__dict__)
                 task_modules.add(name)
                 filename = dict.get(module.__dict__, "__file__")
                 if name == "__main__" or _realpath(filename) not in completed_real:
                     origins[name if name != "__main__" else "test"] = self.namespace(module.__dict__)
-            elif id(module) not in guard.module_ids:
+            else:
                 for key, value in list(module.__dict__.items()):
                     origin = self.of(value)
                     if (
@@ -429,12 +568,14 @@ class _Origins:
         for cls in self.test_classes:
             origins["test class " + _qualified(cls)] = self.namespace(_TYPE_DICT(cls))
         hooks = []
-        for cls in _all_classes():
+        for cls in _new_classes(namespaces, kept):
             module = _text(type.__dict__["__module__"].__get__(cls))
-            if module in task_modules or module == "__main__":
-                for key in _TYPE_DICT(cls):
-                    if key in HOOK_DUNDERS:
-                        hooks.append(f"{_qualified(cls)}.{key} (a comparison or conversion hook)")
+            ours = module in task_modules or module == "__main__"
+            for key, value in list(_TYPE_DICT(cls).items()):
+                # A class of task code, or any class holding a hook written in task code (whatever the
+                # ``__module__`` it claims).
+                if key in HOOK_DUNDERS and (ours or self.task_code(value)):
+                    hooks.append(f"{_qualified(cls)}.{key} (a comparison or conversion hook)")
         return origins, sorted(hooks), implants
 
     def record_test_classes(self, test):
@@ -496,7 +637,47 @@ def prepare(preload):
 
     _hook_unittest()
     _GUARD.take()
+    import gc
+
+    # Everything made so far goes to the collector's permanent generation: a run's collections never walk
+    # (and so never copy) the prepared interpreter's objects, and the classes a run makes are found among the
+    # rest (``_new_classes``).
+    gc.collect()
+    gc.freeze()
+    _collapse_memory()
     return loaded
+
+
+MADV_COLLAPSE = 25
+_HUGE = 1 << 21
+
+
+def _collapse_memory():
+    """Back the prepared interpreter's anonymous memory with huge pages where the kernel can (Linux 6.1+,
+    ``MADV_COLLAPSE``; nothing happens elsewhere). A fork copies one page-table entry per 2 MiB instead of
+    512, and its exit frees as few: with torch loaded a fork and exit take about a quarter of the time
+    (bench/eval_speed.py). A run that writes to such a page copies only the 4 KiB it writes, as before.
+    Returns the bytes collapsed."""
+    try:
+        ctypes, libc = _libc()
+        madvise = libc.madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        with open("/proc/self/maps") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, AttributeError):
+        return 0
+    collapsed = 0
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 5 or fields[1][1] != "w" or fields[1][3] != "p":
+            continue
+        if len(fields) > 5 and fields[5] != "[heap]":
+            continue
+        low, high = (int(x, 16) for x in fields[0].split("-"))
+        start, end = (low + _HUGE - 1) & ~(_HUGE - 1), high & ~(_HUGE - 1)
+        if end > start and madvise(start, end - start, MADV_COLLAPSE) == 0:
+            collapsed += end - start
+    return collapsed
 
 
 # ---------------------------------------------------------------- fresh namespaces per run
@@ -897,7 +1078,9 @@ def resolve_chains(screen):
 #: (module, qualname prefix) of library functions that may obtain or read a frame while a completion is on
 #: the stack: they read it for names and line numbers and never hand it to their caller.
 FRAME_USERS = (
-    ("logging", ""),
+    ("logging", "Logger.findCaller"),
+    ("logging", "_is_internal_frame"),
+    ("logging", "<lambda>"),
     ("collections", "namedtuple"),
     ("typing", "_caller"),
     ("typing", "TypeVar"),
@@ -910,6 +1093,9 @@ FRAME_USERS = (
     ("traceback", "format_stack"),
     ("traceback", "print_stack"),
 )
+#: FRAME_USERS entries that hand the frame they obtain to their caller (``logging.currentframe``): allowed
+#: only when that caller is itself one of FRAME_USERS.
+FRAME_GETTERS = (("logging", "<lambda>"),)
 #: Library functions that may execute generated code for a completion (they build it from validated names).
 EXEC_USERS = (
     ("collections", "namedtuple"),
@@ -1001,6 +1187,8 @@ class _AuditHook:
         self.paths = (pathlib.PurePath, pathlib.PurePosixPath, pathlib.Path, pathlib.PosixPath)
         self.nonce = ctx["nonce"]
         self.ended = False
+        #: id(code) -> (code, a FRAME_USERS function, a FRAME_GETTERS function), for code outside the completion
+        self.kinds = {}
 
     # -- attribution
 
@@ -1025,9 +1213,34 @@ class _AuditHook:
 
     # -- the hook
 
+    def _frame_user(self, frame):
+        """Whether ``frame`` (not the completion's) is a library function allowed to read frames."""
+        code = frame.f_code
+        kind = self.kinds.get(id(code))
+        if kind is None or kind[0] is not code:
+            if code.co_filename == self.file:
+                return False
+            module, qualname = self._where(frame)
+            user = _matches(FRAME_USERS, module, qualname)
+            kind = (code, user, user and _matches(FRAME_GETTERS, module, qualname))
+            # Keyed by identity and holding the code object, so that no other code can take its id.
+            self.kinds[id(code)] = kind
+        if kind[2]:
+            caller = frame.f_back
+            return caller is not None and caller is not frame and self._frame_user(caller)
+        return kind[1]
+
     def __call__(self, event, args):
         if event not in _WATCHED or self.file is None or self.ended:
             return
+        frame_event = event == "sys._getframe"
+        if event == "object.__getattr__":
+            # Only these attribute reads are ever judged; every traceback a library formats reads f_code
+            # once per frame, so the rest return before any work.
+            name = args[1] if len(args) > 1 else None
+            if name != "__code__" and name not in _FRAME_READS:
+                return
+            frame_event = name != "__code__"
         ident = self.ident()
         if ident in self.busy:
             return
@@ -1035,6 +1248,10 @@ class _AuditHook:
         where = ""
         try:
             frame = _getframe(1)
+            # A frame read by a library allowed to read frames is never refused, whoever called it: decided
+            # from the reading frame alone, without walking the stack.
+            if frame_event and self._frame_user(frame):
+                return
             owner = self._attributed(frame)
             reason = self._judge(event, args, frame) if owner is not None else None
             if owner is not None:
@@ -1054,16 +1271,13 @@ class _AuditHook:
         if event in _IMPORT_EVENTS:
             return None if not direct and _matches(_IMPORTERS, module, qualname) else f"{event}"
         if event == "sys._getframe":
-            if direct or not _matches(FRAME_USERS, module, qualname):
-                return "frame access (sys._getframe)"
-            return None
+            return None if self._frame_user(frame) else "frame access (sys._getframe)"
         if event == "object.__getattr__":
             name = args[1] if len(args) > 1 else None
             if name == "__code__":
                 return "reading a function's __code__" if direct else None
-            if name in _FRAME_READS:
-                if direct or not _matches(FRAME_USERS, module, qualname):
-                    return f"frame access ({name})"
+            if name in _FRAME_READS and not self._frame_user(frame):
+                return f"frame access ({name})"
             return None
         if event in ("object.__setattr__", "object.__delattr__"):
             return self._judge_write(args, direct, module, qualname)
@@ -1238,6 +1452,10 @@ def run_test(spec, nonce):
     tally.completed_real = completed_real
     origins = _Origins(workdir)
     tally.on_first_run = origins.record_test_classes
+    import gc
+
+    keeper = _ClassKeeper(hook)
+    gc.callbacks.append(keeper)
     started = time.monotonic()
     try:
         path = os.path.join(workdir, spec["entry"])
@@ -1271,8 +1489,10 @@ def run_test(spec, nonce):
     would_pass = record["status"] == 0 and not tally.noted and not tally.failed and not record["early_exit"]
     if would_pass:
         tampered = _GUARD.changes()
-        found, hooks, implants = origins.collect(_GUARD, completed_real)
+        found, hooks, implants = origins.collect(_GUARD, completed_real, list(keeper.kept.values()))
         record["origins"] = found
+        if not keeper.installed():
+            tampered.append("gc.callbacks (the harness's collector callback was removed)")
         tampered.extend(hooks)
         tampered.extend(implants)
         tampered = list(dict.fromkeys(tampered))
