@@ -115,6 +115,21 @@ class Sources:
     extra_index_urls: tuple[str, ...] = ()
     uv: str | None = None
     python: str | None = None
+    #: A CA bundle for uv's TLS connections (pip's ``cert``) when the host sets neither SSL_CERT_FILE nor
+    #: SSL_CERT_DIR; where the sources came from, for reports (``describe``).
+    cert: str | None = None
+    origin: str = "given"
+
+    def describe(self) -> str:
+        """One line naming the sources and where they came from (``--env auto`` prints it)."""
+        parts = [f"index {self.index_url or 'PyPI'}"]
+        if self.extra_index_urls:
+            parts.append("extra indexes " + " ".join(self.extra_index_urls))
+        if self.find_links:
+            parts.append("find-links " + " ".join(self.find_links))
+        if self.cert:
+            parts.append(f"CA bundle {self.cert}")
+        return f"package sources ({self.origin}): " + "; ".join(parts)
 
     def args(self) -> list[str]:
         out: list[str] = []
@@ -143,6 +158,76 @@ class Sources:
                     package=None, reason="uv is not installed (pip install uv, or name it in the sources)"
                 ) from None
             return found
+
+
+#: pip's configuration scopes, lowest precedence first (``pip config list`` prints ``scope.key='value'``).
+_PIP_SCOPES = ("global", "user", "site", ":env:")
+_PIP_LINE = re.compile(r"^(?P<scope>[^.]*|:env:)\.(?P<key>[a-z-]+)=(?P<value>.*)$")
+
+
+def pip_config(python: str | None = None, *, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """pip's own effective configuration (config files and ``PIP_*`` variables, pip's precedence) as
+    ``{key: value}``, read with ``python -m pip config list`` (default: this interpreter). Empty when pip
+    is missing or fails."""
+    try:
+        done = subprocess.run(
+            [python or sys.executable, "-m", "pip", "config", "list"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=dict(os.environ if environ is None else environ),
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if done.returncode != 0:
+        return {}
+    found: dict[str, tuple[int, str]] = {}
+    for line in done.stdout.splitlines():
+        match = _PIP_LINE.match(line.strip())
+        if match is None:
+            continue
+        scope = match["scope"]
+        rank = _PIP_SCOPES.index(scope) if scope in _PIP_SCOPES else 0
+        value = match["value"]
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        key = match["key"]
+        if key not in found or rank >= found[key][0]:
+            found[key] = (rank, value)
+    return {key: value for key, (_rank, value) in found.items()}
+
+
+def _words(value: str | None) -> tuple[str, ...]:
+    return tuple(part for part in (value or "").replace(",", " ").split() if part)
+
+
+def sources_from_pip(python: str | None = None, *, environ: dict[str, str] | None = None) -> Sources:
+    """The sources pip on this host would use: its index, extra indexes, find-links and CA bundle."""
+    config = pip_config(python, environ=environ)
+    return Sources(
+        find_links=_words(config.get("find-links")),
+        index_url=config.get("index-url") or None,
+        extra_index_urls=_words(config.get("extra-index-url")),
+        cert=config.get("cert") or None,
+        origin="pip's configuration",
+    )
+
+
+def default_sources(
+    *,
+    find_links: Iterable[str] = (),
+    index_url: str | None = None,
+    extra_index_urls: Iterable[str] = (),
+    python: str | None = None,
+) -> Sources:
+    """The sources given (``RCB_ENV_*``) when any is; else pip's own configuration (``sources_from_pip``)."""
+    links, extras = tuple(find_links), tuple(extra_index_urls)
+    if links or index_url or extras:
+        return Sources(
+            find_links=links, index_url=index_url or None, extra_index_urls=extras, origin="RCB_ENV_*"
+        )
+    return sources_from_pip(python)
 
 
 @dataclass(frozen=True)
@@ -324,9 +409,17 @@ def task_requirements(
 # ---------------------------------------------------------------------------------------- uv
 
 
-def _uv_env(cache_root: str | None) -> dict[str, str]:
+#: Variables of the caller's environment that uv receives: how this host reaches the network (its CA
+#: settings and proxies), nothing else.
+NETWORK_VARIABLES = (
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY",
+    "http_proxy", "https_proxy", "all_proxy", "no_proxy",
+)  # fmt: skip
+
+
+def _uv_env(cache_root: str | None, cert: str | None = None) -> dict[str, str]:
     # A fixed, small environment: the core takes its configuration as arguments (``Sources``), and uv
-    # must not pick up the caller's UV_* or pip settings.
+    # must not pick up the caller's UV_* or pip settings; only how the host reaches the network passes.
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": cache_root or tempfile.gettempdir(),
@@ -338,11 +431,21 @@ def _uv_env(cache_root: str | None) -> dict[str, str]:
     }
     if cache_root:
         env["UV_CACHE_DIR"] = os.path.join(cache_root, "uv-cache")
+    for name in NETWORK_VARIABLES:
+        if os.environ.get(name):
+            env[name] = os.environ[name]
+    if cert and "SSL_CERT_FILE" not in env and "SSL_CERT_DIR" not in env:
+        env["SSL_CERT_FILE"] = cert
     return env
 
 
 def _uv(
-    argv: list[str], *, cache_root: str | None, log: list[str], cwd: str | None = None
+    argv: list[str],
+    *,
+    cache_root: str | None,
+    log: list[str],
+    cwd: str | None = None,
+    cert: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     log.append("$ " + " ".join(argv))
     try:
@@ -351,7 +454,7 @@ def _uv(
             capture_output=True,
             text=True,
             timeout=UV_TIMEOUT_S,
-            env=_uv_env(cache_root),
+            env=_uv_env(cache_root, cert),
             cwd=cwd,
             check=False,
         )
@@ -442,6 +545,7 @@ def lock_requirements(
             cache_root=str(work),
             log=[],
             cwd=tmp,
+            cert=sources.cert,
         )
     if done.returncode != 0:
         raise _failure(done.stderr, wanted)
@@ -515,6 +619,7 @@ def _build(lock: Lock, *, root: Path, final: Path, log_path: Path, sources: Sour
             [uv, "venv", "--quiet", "--relocatable", "--no-project", "--python", interpreter, str(staging)],
             cache_root=str(root),
             log=log,
+            cert=sources.cert,
         )
         if done.returncode != 0:
             raise EnvironmentBuildError(
@@ -534,6 +639,7 @@ def _build(lock: Lock, *, root: Path, final: Path, log_path: Path, sources: Sour
             ],
             cache_root=str(root),
             log=log,
+            cert=sources.cert,
         )
         if done.returncode != 0:
             raise _failure(done.stderr, lock.packages)

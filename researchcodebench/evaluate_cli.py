@@ -15,7 +15,9 @@ Environment (read here, at the command line: the library itself takes these as a
 ``RCB_ALLOW_UNSANDBOXED=1`` (required by ``--sandbox none``). With ``--env auto`` each task runs in its own
 environment (docs/environments.md), built or reused under ``RCB_ENV_DIR`` (default: ``envs`` in the verdict
 cache folder) from the package sources ``RCB_ENV_INDEX_URL`` (replaces PyPI), ``RCB_ENV_EXTRA_INDEX_URLS``
-and ``RCB_ENV_FIND_LINKS`` (space- or comma-separated); a task whose environment cannot be built gets an
+and ``RCB_ENV_FIND_LINKS`` (space- or comma-separated), else the index, extra indexes, find-links and CA
+bundle of pip's own configuration on this host (it prints which); uv gets the host's CA and proxy variables
+and nothing else of the caller's environment. A task whose environment cannot be built gets an
 infrastructure verdict naming the package.
 """
 
@@ -31,7 +33,7 @@ from collections import Counter
 from typing import Any, TextIO
 
 from .environments import EvalEnvironmentError, resolve_environment
-from .envs import EnvironmentBuildError, RequirementsError, Sources, task_environment
+from .envs import EnvironmentBuildError, RequirementsError, Sources, default_sources, task_environment
 from .predictions import (
     PredictionError,
     PredictionLimits,
@@ -195,8 +197,9 @@ def _split(value: str | None) -> tuple[str, ...]:
 
 
 def env_sources_from_environ() -> Sources:
-    """The package sources of ``--env auto`` (see the module docstring)."""
-    return Sources(
+    """The package sources of ``--env auto`` (see the module docstring): ``RCB_ENV_*`` when any is set,
+    else pip's own configuration."""
+    return default_sources(
         find_links=_split(os.environ.get("RCB_ENV_FIND_LINKS")),
         index_url=os.environ.get("RCB_ENV_INDEX_URL") or None,
         extra_index_urls=_split(os.environ.get("RCB_ENV_EXTRA_INDEX_URLS")),
@@ -211,6 +214,7 @@ def assign_task_environments(runner: Runner, tasks: list[Task], *, stream: TextI
         os.environ.get("RCB_CACHE_DIR") or default_cache_dir(), "envs"
     )
     sources = env_sources_from_environ()
+    stream.write(sources.describe() + "\n")
     report: dict[str, Any] = {}
     for task in tasks:
         started = time.monotonic()
@@ -292,6 +296,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     scores["environment"] = "auto" if environments is not None else environment.id
     if environments is not None:
         scores["environments"] = environments
+        scores["environment_sources"] = env_sources_from_environ().describe()
     scores["template"] = args.template
     if args.json:
         rows = [_verdict_row(i, v) for i, v in zip(items, verdicts, strict=True)]

@@ -12,6 +12,7 @@ of one task never pick the same number. Lock order: task row, then its versions 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -307,12 +308,20 @@ def snippet_mark_unchecked(*, snippet: Snippet, reason: str, explanation: str) -
 
 
 def environment_sources() -> envs.Sources:
-    """The package sources task environments are resolved and installed from (settings ``RCB_ENV_*``)."""
-    return envs.Sources(
-        find_links=tuple(settings.RCB_ENV_FIND_LINKS),
-        index_url=settings.RCB_ENV_INDEX_URL or None,
-        extra_index_urls=tuple(settings.RCB_ENV_EXTRA_INDEX_URLS),
+    """The package sources task environments are resolved and installed from: settings ``RCB_ENV_*`` when
+    any is set, else pip's own configuration on this host (read once per process)."""
+    return _environment_sources(
+        tuple(settings.RCB_ENV_FIND_LINKS),
+        settings.RCB_ENV_INDEX_URL or None,
+        tuple(settings.RCB_ENV_EXTRA_INDEX_URLS),
     )
+
+
+@functools.lru_cache(maxsize=4)
+def _environment_sources(
+    find_links: tuple[str, ...], index_url: str | None, extra_index_urls: tuple[str, ...]
+) -> envs.Sources:
+    return envs.default_sources(find_links=find_links, index_url=index_url, extra_index_urls=extra_index_urls)
 
 
 @dataclass(frozen=True)

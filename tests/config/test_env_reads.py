@@ -13,7 +13,13 @@ CORE = "researchcodebench"
 #: the core's command line, the one place the core turns environment variables into arguments
 CORE_CLI = {"researchcodebench/evaluate_cli.py", "researchcodebench/cli.py", "researchcodebench/__main__.py"}
 #: (file, function): forwarding, not configuration. GPU tests see the worker's device-visibility variables.
-FORWARDED = {("researchcodebench/runner.py", "sandbox_env")}
+FORWARDED = {
+    ("researchcodebench/runner.py", "sandbox_env"),
+    # the host's CA and proxy variables handed to uv, and pip run in the caller's own environment to read
+    # pip's configuration: passed through to a child process, never read as our own settings
+    ("researchcodebench/envs.py", "_uv_env"),
+    ("researchcodebench/envs.py", "pip_config"),
+}
 #: read by a library rather than by us (the Docker SDK finds its engine through DOCKER_HOST)
 READ_BY_LIBRARIES = {"DOCKER_HOST"}
 ENV_HELPERS = {"env_str", "env_bool", "env_int", "env_float", "env_list"}

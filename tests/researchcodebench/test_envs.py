@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from researchcodebench import envs
 from researchcodebench.cli import main
 from researchcodebench.envs import (
     BASE_REQUIREMENTS,
@@ -23,11 +24,13 @@ from researchcodebench.envs import (
     Sources,
     beyond_base,
     build_environment,
+    default_sources,
     environment_size,
     infer_requirements,
     lock_requirements,
     parse_requirements,
     prune_environments,
+    sources_from_pip,
     task_requirements,
 )
 from researchcodebench.pset import read_pset
@@ -148,6 +151,56 @@ def test_prune_removes_environments_unused_too_long_then_the_oldest_beyond_the_b
 # ------------------------------------------------------------------------------------------ uv (slow)
 
 
+# ------------------------------------------------------------------------------------------ sources
+
+
+def test_without_rcb_env_settings_the_sources_are_pips_own_with_pips_precedence(tmp_path):
+    config = tmp_path / "pip.conf"
+    config.write_text(
+        "[global]\nindex-url = https://pypi.example.org/simple\n"
+        "extra-index-url = https://a.example.org/simple https://b.example.org/simple\n"
+        "find-links = /srv/wheels\ncert = /srv/ca.pem\n"
+    )
+    environ = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PIP_CONFIG_FILE": str(config)}
+    from_file = sources_from_pip(environ=environ)
+    assert from_file.index_url == "https://pypi.example.org/simple"
+    assert from_file.extra_index_urls == ("https://a.example.org/simple", "https://b.example.org/simple")
+    assert from_file.find_links == ("/srv/wheels",)
+    assert from_file.cert == "/srv/ca.pem"
+    assert from_file.describe().startswith("package sources (pip's configuration): index https://pypi.exa")
+    # A PIP_* variable wins over every config file, as in pip.
+    overridden = sources_from_pip(environ={**environ, "PIP_FIND_LINKS": "/opt/a /opt/b"})
+    assert overridden.find_links == ("/opt/a", "/opt/b") and overridden.index_url == from_file.index_url
+    # Any RCB_ENV_* setting replaces pip's configuration entirely.
+    given = default_sources(find_links=["/w"])
+    assert (given.find_links, given.index_url, given.extra_index_urls, given.origin) == (
+        ("/w",),
+        None,
+        (),
+        "RCB_ENV_*",
+    )
+
+
+def test_uv_gets_the_hosts_ca_and_proxy_settings_and_nothing_else(monkeypatch, tmp_path):
+    for name, value in {
+        "SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt",
+        "HTTPS_PROXY": "http://proxy.internal:3128",
+        "no_proxy": "localhost",
+        "UV_INDEX_URL": "https://evil.example.org/simple",
+        "PIP_INDEX_URL": "https://evil.example.org/simple",
+        "RCB_SECRET": "x",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    env = envs._uv_env(str(tmp_path), cert="/srv/ignored.pem")
+    assert env["SSL_CERT_FILE"] == "/etc/ssl/certs/ca-certificates.crt"
+    assert env["HTTPS_PROXY"] == "http://proxy.internal:3128" and env["no_proxy"] == "localhost"
+    assert not {"UV_INDEX_URL", "PIP_INDEX_URL", "RCB_SECRET"} & set(env)
+    # pip's cert fills in only where the host names no CA of its own.
+    monkeypatch.delenv("SSL_CERT_FILE")
+    assert envs._uv_env(str(tmp_path), cert="/srv/ca.pem")["SSL_CERT_FILE"] == "/srv/ca.pem"
+
+
 @pytest.fixture(scope="session")
 def env_root(tmp_path_factory):
     if shutil.which("bwrap") is None or not Path("/opt/wheels").is_dir():
@@ -194,6 +247,39 @@ def test_env_auto_runs_each_task_in_its_own_environment_and_reuses_them_the_seco
     assert err.count(" reused; ") == 3
     # Packages are hardlinked from uv's cache: an environment holds a few megabytes of its own.
     assert all(environment_size(env_root / h) < 50 * 1024 * 1024 for h in hashes.values())
+
+
+@pytest.mark.slow
+def test_env_auto_with_no_rcb_env_setting_builds_from_pips_configuration(
+    env_root, capsys, monkeypatch, tmp_path
+):
+    """A task that needs a package beyond the base, on a host whose pip reaches the index (here through
+    a TLS proxy whose CA is in the system bundle): no RCB_ENV_* set, a fresh environment folder."""
+    if not envs.pip_config():
+        pytest.skip("pip on this host has no configuration to take the sources from")
+    for name in ("RCB_ENV_FIND_LINKS", "RCB_ENV_INDEX_URL", "RCB_ENV_EXTRA_INDEX_URLS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RCB_ENV_DIR", str(tmp_path / "envs"))
+    status = main(
+        [
+            "evaluate",
+            str(ENV_PSET),
+            "--oracle",
+            "--env",
+            "auto",
+            "--no-cache",
+            "--json",
+            "--tasks",
+            "uses-einops",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    data = json.loads(out)
+    assert [v["outcome"] for v in data["verdicts"]] == ["passed"]
+    assert data["scores"]["environments"]["uses-einops"]["built"] is True
+    assert "package sources (pip's configuration)" in err
+    assert data["scores"]["environment_sources"].startswith("package sources (pip's configuration)")
 
 
 @pytest.mark.slow
