@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
-import ipaddress
 import os
 import re
 import shutil
@@ -51,6 +50,8 @@ from typing import BinaryIO
 from urllib.parse import urlsplit
 
 import git
+
+from researchcodebench import outbound
 
 #: files that must decode as UTF-8 (code, paper, configuration)
 TEXT_SUFFIXES = (".py", ".md", ".tex", ".txt", ".yaml", ".yml", ".toml", ".cfg", ".json")
@@ -73,7 +74,6 @@ _GIT_SIZE_SLACK = 1024 * 1024
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 _TRANSPORT_HELPER = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
 _DRIVE = re.compile(r"^[A-Za-z]:")
-_NUMERIC_HOST_PART = re.compile(r"0x[0-9a-f]*|[0-9]+", re.IGNORECASE)
 
 
 class IntakeError(ValueError):
@@ -508,7 +508,8 @@ def _read_tar(source: BinaryIO, collector: _Collector, *, gz: bool) -> None:
 def check_git_url(url: str, *, allow_file_urls: bool) -> str:
     """``url`` when git intake may fetch it, else IntakeError(field="url") saying why. Only ``https://`` (and
     ``file://`` when allowed); transport helpers (``ext::``, ``fd::``), option-like URLs, credentials in the
-    URL and hosts that are loopback, private or link-local addresses are refused."""
+    URL and hosts ``researchcodebench.outbound`` refuses without a lookup are refused; ``intake_git`` then
+    resolves the host once and fetches from exactly that public address."""
     accepted = "https://" + (" or file://" if allow_file_urls else "")
 
     def refuse(why: str) -> IntakeError:
@@ -540,17 +541,9 @@ def check_git_url(url: str, *, allow_file_urls: bool) -> str:
         raise refuse("no host in the URL")
     if parts.username is not None or parts.password is not None:
         raise refuse("credentials in the URL are refused (public repositories only)")
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        address = None  # a host name
-    if address is not None and not address.is_global:
-        raise refuse("the host is a local or private address")
-    if address is None and all(_NUMERIC_HOST_PART.fullmatch(part) for part in host.split(".")):
-        # inet_aton spellings (2130706433, 0x7f.1, 0177.0.0.1) name addresses too: only dotted quads pass.
-        raise refuse("a numeric host must be a plain public address (a.b.c.d)")
-    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
-        raise refuse("the host is a local address")
+    if outbound.static_refused(host):
+        # The same answer as for a host that does not answer (researchcodebench/outbound.py).
+        raise refuse(outbound.UNREACHABLE)
     return url
 
 
@@ -612,11 +605,21 @@ class _GitRun:
     """Runs git (through gitpython) in one quarantine folder, killing it on the deadline or when the folder
     grows past the size limit: a hostile server cannot stream more than that onto the disk."""
 
-    def __init__(self, *, folder: Path, url: str, limits: IntakeLimits, deadline: float) -> None:
+    def __init__(
+        self,
+        *,
+        folder: Path,
+        url: str,
+        limits: IntakeLimits,
+        deadline: float,
+        destination: outbound.Destination | None = None,
+    ) -> None:
         self.folder, self.url, self.limits, self.deadline = folder, url, limits, deadline
         self.git = git.Git(str(folder))
         self.env = _git_env(allow_file_urls=limits.allow_file_urls)
         self.config = _git_config(allow_file_urls=limits.allow_file_urls)
+        if destination is not None:
+            self.config += ["-c", f"http.curloptResolve={destination.curl_resolve()}"]
 
     def __call__(self, *args: str) -> tuple[int, bytes, str]:
         """(exit status, stdout, stderr) of ``git <args>``."""
@@ -676,8 +679,19 @@ def _git_failure(url: str, commit: str, stderr: str) -> IntakeError:
         s in text for s in ("not our ref", "couldn't find remote ref", "no such remote ref", "bad object")
     ):
         return IntakeError(f"commit {commit}: not found in {_show(url)}", field="commit")
+    if any(s in text for s in _UNREACHABLE_SIGNS):
+        # Whatever the transport said (refused, reset, TLS cut short, timed out): one answer, no port oracle.
+        return IntakeError(f"{_show(url)}: {outbound.UNREACHABLE}", field="url")
     last = _show(lines[-1].removeprefix("fatal: ")) if lines else "no message"
     return IntakeError(f"{_show(url)}: git fetch failed: {last}", field="url")
+
+
+#: git's words for a host it could not talk to (curl's errors behind "unable to access").
+_UNREACHABLE_SIGNS = (
+    "unable to access", "could not resolve", "couldn't connect", "failed to connect", "connection refused",
+    "connection reset", "connection timed out", "timed out", "empty reply", "recv failure", "ssl", "tls",
+    "gnutls", "handshake", "network is unreachable",
+)  # fmt: skip
 
 
 def _resolve_abbreviated(run: _GitRun, git_dir: str, url: str, prefix: str) -> str:
@@ -707,9 +721,17 @@ def intake_git(*, url: str, commit: str, limits: IntakeLimits, quarantine: Path)
     url = check_git_url(url, allow_file_urls=limits.allow_file_urls)
     commit = check_commit(commit)
     deadline = time.monotonic() + limits.git_timeout_s
+    destination = None
+    parts = urlsplit(url)
+    if parts.scheme.lower() == "https":
+        # Resolved once here; git then connects to exactly that address (curl's resolve list).
+        try:
+            destination = outbound.resolve_public(parts.hostname or "", parts.port or 443)
+        except outbound.OutboundRefused:
+            raise IntakeError(f"{_show(url)}: {outbound.UNREACHABLE}", field="url") from None
     with quarantine_folder(root=quarantine, prefix="git-") as folder:
         repo_dir = folder / "repo.git"
-        run = _GitRun(folder=folder, url=url, limits=limits, deadline=deadline)
+        run = _GitRun(folder=folder, url=url, limits=limits, deadline=deadline, destination=destination)
         status, _out, err = run("init", "--bare", "--quiet", "--template=", str(repo_dir))
         if status != 0:
             raise IntakeError(f"{_show(url)}: cannot prepare the quarantine repository: {_show(err.strip())}")

@@ -39,6 +39,7 @@ from django.conf import settings
 from django.utils.http import is_same_domain
 
 from config.env import env_secret
+from researchcodebench import outbound
 
 if TYPE_CHECKING:
     from evaluation.models import LanguageModel
@@ -120,8 +121,16 @@ def _host_allowed(host: str, port: int, entry: str) -> bool:
     return bool(entry_host) and is_same_domain(host, entry_host) and entry_port in (None, port)
 
 
+def _wildcard(entry: str) -> bool:
+    entry = entry.strip()
+    return entry == "*" or entry.startswith(".")
+
+
 def endpoint_refusal(url: str) -> str | None:
-    """Why requests may not be sent to ``url``, or None when its host is in ``RCB_LLM_ALLOWED_HOSTS``."""
+    """Why requests may not be sent to ``url``, or None when its host is in ``RCB_LLM_ALLOWED_HOSTS``.
+
+    A host allowed only by a pattern (``*`` or ``.domain``) must also resolve to public addresses only
+    (``researchcodebench.outbound``); a host named exactly may be anywhere."""
     try:
         parts = urlsplit(url)
         host, port = (parts.hostname or "").rstrip("."), parts.port
@@ -131,7 +140,16 @@ def endpoint_refusal(url: str) -> str | None:
         return f"the endpoint {url!r} is not an http:// or https:// URL with a host"
     port = port or (443 if parts.scheme == "https" else 80)
     allowed = settings.RCB_LLM_ALLOWED_HOSTS
-    if any(_host_allowed(host, port, entry) for entry in allowed):
+    matched = [entry for entry in allowed if _host_allowed(host, port, entry)]
+    if matched and any(not _wildcard(entry) for entry in matched):
+        # A host the operator named itself (a local vLLM server, say) is their decision.
+        return None
+    if matched:
+        # Allowed only by a pattern (``*``, ``.domain``): the host must be public (the git intake's rule).
+        try:
+            outbound.resolve_public(host, port)
+        except outbound.OutboundRefused:
+            return f"the endpoint {url} is refused: {outbound.UNREACHABLE}"
         return None
     return (
         f"the endpoint {url} is refused: its host {host}:{port} is not in RCB_LLM_ALLOWED_HOSTS "

@@ -14,6 +14,7 @@ from pathlib import Path
 import git
 import pytest
 
+from contributions import intake
 from contributions.intake import (
     IntakeError,
     IntakeLimits,
@@ -23,6 +24,7 @@ from contributions.intake import (
     quarantine_folder,
     quarantine_root,
 )
+from researchcodebench import outbound
 from tests.contributions.conftest import EXAMPLES, all_files
 
 LIMITS = IntakeLimits(
@@ -424,10 +426,10 @@ def test_a_repository_with_a_submodule_is_refused(source_repo, tmp_path):
         ("ssh://git@example.com/repo.git", "only https:// or file:// URLs"),
         ("git@github.com:org/repo.git", "only https:// or file:// URLs"),
         ("https://user:token@github.com/org/repo.git", "credentials"),
-        ("https://127.0.0.1/repo.git", "local or private address"),
-        ("https://[::1]/repo.git", "local or private address"),
-        ("https://2130706433/repo.git", "numeric host"),
-        ("https://localhost/repo.git", "local address"),
+        ("https://127.0.0.1/repo.git", outbound.UNREACHABLE),
+        ("https://[::1]/repo.git", outbound.UNREACHABLE),
+        ("https://2130706433/repo.git", outbound.UNREACHABLE),
+        ("https://localhost/repo.git", outbound.UNREACHABLE),
         ("file://host/tmp/repo", "absolute path"),
     ],
 )
@@ -436,6 +438,77 @@ def test_refuses_other_transports_and_option_like_urls_on_the_url_field(url, why
     assert error.field == "url" and why in str(error)
     assert not (tmp_path / "q").exists()  # refused before any git process or folder
     assert not Path("/tmp/rcb-pwned").exists()
+
+
+#: Every form of a local, private or special-purpose address seen used against URL checks.
+REFUSED_HOSTS = (
+    "127.0.0.1", "127.1.2.3", "0.0.0.0", "10.0.0.1", "172.16.5.4", "192.168.1.1", "100.64.0.1",
+    "169.254.169.254", "192.0.0.9", "192.0.0.170", "192.0.2.1", "198.18.0.1", "198.51.100.7", "203.0.113.9",
+    "224.0.0.1", "240.0.0.1", "255.255.255.255", "[::1]", "[::]", "[::127.0.0.1]", "[::ffff:127.0.0.1]",
+    "[::ffff:10.0.0.1]", "[64:ff9b::7f00:1]", "[64:ff9b:1::a00:1]", "[2002:7f00:1::]", "[2001::1]",
+    "[2001:db8::1]", "[fc00::1]", "[fd12:3456::1]", "[fe80::1]", "[fec0::1]", "[ff02::1]", "[100::1]",
+    "localhost", "localhost.", "LOCALHOST", "api.localhost", "%6c%6fcalhost", "2130706433", "0x7f.1",
+    "0177.0.0.1", "017700000001", "0x7f000001",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("host", REFUSED_HOSTS)
+def test_every_local_or_special_address_form_is_refused_with_one_message(host, tmp_path):
+    error = git_refused(f"https://{host}/repo.git", "a" * 40, tmp_path / "q")
+    assert error.field == "url" and str(error).endswith(outbound.UNREACHABLE)
+    assert not (tmp_path / "q").exists()
+
+
+def test_a_name_that_resolves_to_a_local_address_is_refused_after_one_lookup(monkeypatch, tmp_path):
+    import socket
+
+    asked = []
+
+    def resolve(host, port, *args, **kwargs):
+        asked.append(host)
+        # A rebinding server: one public answer, one loopback.
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", port)),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port)),
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    error = git_refused("https://git.example.org/repo.git", "a" * 40, tmp_path / "q")
+    assert str(error) == f"https://git.example.org/repo.git: {outbound.UNREACHABLE}"
+    assert asked == ["git.example.org"]
+
+
+def test_git_connects_to_exactly_the_address_that_was_checked(monkeypatch):
+    import socket
+
+    monkeypatch.setattr(
+        socket,
+        "getaddrinfo",
+        lambda host, port, *a, **k: [
+            (socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("2606:4700::1111", port, 0, 0))
+        ],
+    )
+    destination = outbound.resolve_public("git.example.org", 443)
+    assert destination.curl_resolve() == "git.example.org:443:[2606:4700::1111]"
+    run = intake._GitRun(
+        folder=Path("/tmp"),
+        url="https://git.example.org/r.git",
+        limits=limits(),
+        deadline=0,
+        destination=destination,
+    )
+    assert "http.curloptResolve=git.example.org:443:[2606:4700::1111]" in run.config
+
+
+def test_a_host_that_does_not_answer_gets_the_same_message_as_a_refused_one():
+    for stderr in (
+        "fatal: unable to access 'https://x/': Failed to connect to x port 443: Connection refused",
+        "fatal: unable to access 'https://x/': GnuTLS recv error (-110): The TLS connection was non-properly terminated.",
+        "fatal: unable to access 'https://x/': Could not resolve host: x",
+    ):
+        assert (
+            str(intake._git_failure("https://x/", "a" * 40, stderr)) == f"https://x/: {outbound.UNREACHABLE}"
+        )
 
 
 def test_file_urls_are_refused_unless_the_setting_allows_them(source_repo, tmp_path):

@@ -254,11 +254,24 @@ def test_a_stored_model_on_a_host_not_allowed_is_refused_at_call_time_and_sends_
         ([".example.org"], "https://example.org/v1", True),
         ([".example.org"], "https://badexample.org/v1", False),
         (["[::1]"], "http://[::1]:8000/v1", True),
-        (["*"], "http://10.0.0.1/v1", True),
+        (["*"], "http://10.0.0.1/v1", False),
+        (["*"], "http://[::ffff:127.0.0.1]/v1", False),
+        (["*"], "http://93.184.215.14/v1", True),
+        (["*"], "https://private.example.org/v1", False),
+        (["10.0.0.1"], "http://10.0.0.1/v1", True),
         ([], "https://api.openai.com/v1", False),
     ],
 )
-def test_allowed_host_entries_match_hosts_ports_and_domains(settings, entries, url, allowed):
+def test_allowed_host_entries_match_hosts_ports_and_domains(settings, monkeypatch, entries, url, allowed):
+    """Patterns (``*``, ``.domain``) admit public hosts only; a host named exactly may be local."""
+    import socket
+
+    def resolve(host, port, *args, **kwargs):
+        # This machine has no DNS: example.org names resolve here, one of them to a private address.
+        address = "10.1.2.3" if host.startswith("private.") else "93.184.215.14"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
     settings.RCB_LLM_ALLOWED_HOSTS = entries
     assert (llm.endpoint_refusal(url) is None) is allowed
 
