@@ -60,6 +60,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "config.middleware.BodySizeLimitMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -149,6 +150,7 @@ LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "contributions:profile"
 ACCOUNT_LOGOUT_REDIRECT_URL = "leaderboard:board"
 ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_ADAPTER = "contributions.account_adapter.AccountAdapter"
 ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
 ACCOUNT_EMAIL_VERIFICATION = "mandatory"
 ACCOUNT_UNIQUE_EMAIL = True
@@ -304,6 +306,12 @@ RCB_UPLOAD_TMP_MAX_AGE_S = env_int("RCB_UPLOAD_TMP_MAX_AGE_S", 3600, minimum=60)
 # refused past these limits, naming the limit; git fetches only https:// URLs, and file:// ones when allowed
 # (an operator's local mirrors and the tests: on a public portal it would read the server's own disk).
 RCB_INTAKE_MAX_BYTES = env_int("RCB_INTAKE_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
+# Request bodies (config/middleware.py): signed-in requests may carry the largest upload or archive and the
+# form around it; anonymous ones only what the sign-in and sign-up forms need.
+RCB_REQUEST_MAX_BYTES = env_int(
+    "RCB_REQUEST_MAX_BYTES", max(RCB_UPLOAD_MAX_BYTES, RCB_INTAKE_MAX_BYTES) + 1024 * 1024, minimum=1
+)
+RCB_ANONYMOUS_REQUEST_MAX_BYTES = env_int("RCB_ANONYMOUS_REQUEST_MAX_BYTES", 64 * 1024, minimum=1)
 RCB_INTAKE_MAX_FILES = env_int("RCB_INTAKE_MAX_FILES", 2000, minimum=1)
 RCB_INTAKE_MAX_MEMBER_BYTES = env_int("RCB_INTAKE_MAX_MEMBER_BYTES", 10 * 1024 * 1024, minimum=1)
 RCB_INTAKE_MAX_RATIO = env_float("RCB_INTAKE_MAX_RATIO", 100.0, minimum=1)

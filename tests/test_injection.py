@@ -396,3 +396,21 @@ def test_failed_sign_ins_are_rate_limited_then_even_the_right_password_is_refuse
     signed_in = Client().post(url, {"login": other.email, "password": "a-long-test-password"})
     assert signed_in.status_code == 302
     assert "_auth_user_id" in signed_in.client.session
+
+
+@pytest.mark.django_db
+def test_failures_from_one_address_never_lock_the_account_out_from_another(settings):
+    settings.ACCOUNT_RATE_LIMITS = {**settings.ACCOUNT_RATE_LIMITS, "login_failed": "10/m/ip,3/15m/key"}
+    cache.clear()
+    maintainer = UserFactory()
+    url = reverse("account_login")
+    for _ in range(6):
+        Client(REMOTE_ADDR="203.0.113.7").post(url, {"login": maintainer.email, "password": "wrong"})
+    attacker = Client(REMOTE_ADDR="203.0.113.7").post(
+        url, {"login": maintainer.email, "password": "a-long-test-password"}
+    )
+    assert "_auth_user_id" not in attacker.client.session
+    owner = Client(REMOTE_ADDR="198.51.100.20").post(
+        url, {"login": maintainer.email, "password": "a-long-test-password"}
+    )
+    assert owner.status_code == 302 and "_auth_user_id" in owner.client.session

@@ -1,0 +1,50 @@
+"""Request body caps checked before anything reads the body (docs in README, Configuration).
+
+Django reads a body only when a view or middleware asks for ``request.POST`` or ``request.FILES``, but the
+CSRF check asks for it on every unsafe request, so without a cap an anonymous client could make any web
+process spool a file part of any size to ``FILE_UPLOAD_TEMP_DIR`` before the answer. Here the declared
+``Content-Length`` is compared first: an anonymous request may send ``RCB_ANONYMOUS_REQUEST_MAX_BYTES``
+(sign-in and sign-up forms need a few hundred), a signed-in one (session or an ``Authorization`` header, which
+DRF checks before it reads the body) ``RCB_REQUEST_MAX_BYTES`` (the largest upload or contributed archive
+plus room for the form). Larger bodies get 413 without a byte of them read. A request without a
+``Content-Length`` (chunked) has an empty body under WSGI, so it cannot get past the cap either. The reverse
+proxy of compose.yaml applies the same large cap in front of the web server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.contrib.auth import get_user
+from django.http import HttpRequest, HttpResponse
+
+
+class BodySizeLimitMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        declared = request.META.get("CONTENT_LENGTH") or "0"
+        try:
+            length = int(declared)
+        except ValueError:
+            length = -1
+        if length < 0:
+            return HttpResponse(
+                f"Content-Length {declared[:40]!r} is not a number of bytes\n",
+                status=400,
+                content_type="text/plain; charset=utf-8",
+            )
+        if length > settings.RCB_ANONYMOUS_REQUEST_MAX_BYTES:
+            signed_in = "HTTP_AUTHORIZATION" in request.META or get_user(request).is_authenticated
+            cap = settings.RCB_REQUEST_MAX_BYTES if signed_in else settings.RCB_ANONYMOUS_REQUEST_MAX_BYTES
+            if length > cap:
+                who = "" if signed_in else " without signing in"
+                return HttpResponse(
+                    f"Request body too large: {length} bytes, at most {cap}{who} (RCB_REQUEST_MAX_BYTES, "
+                    "RCB_ANONYMOUS_REQUEST_MAX_BYTES)\n",
+                    status=413,
+                    content_type="text/plain; charset=utf-8",
+                )
+        return self.get_response(request)
