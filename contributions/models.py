@@ -338,8 +338,11 @@ class ProposalRevision(models.Model):
     validation_progress = models.JSONField(default=list, blank=True)
     validation_started_at = models.DateTimeField(null=True, blank=True)
     validation_finished_at = models.DateTimeField(null=True, blank=True)
-    #: after this instant the watchdog fails the validation (twice its limit after it started)
+    #: after this instant the watchdog fails the validation and stops its job (its time limit plus the job's
+    #: grace after it started)
     validation_deadline = models.DateTimeField(null=True, blank=True, db_index=True)
+    #: the Celery task id of the job running the validation ("" before it starts), for the watchdog to stop
+    validation_job_id = models.CharField(max_length=255, blank=True, default="")
     #: how many times a validation of this revision has started (infrastructure retries count)
     validation_attempts = models.PositiveSmallIntegerField(default=0)
 

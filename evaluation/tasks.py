@@ -7,6 +7,7 @@ import os
 import random
 import socket
 import threading
+from typing import Any
 
 from celery import Task, current_app, shared_task
 from celery.signals import worker_process_init
@@ -212,20 +213,20 @@ def _prewarm_on_start(**kwargs: object) -> None:
 # so a redelivered message does nothing), and the validation watchdog covers a worker that died.
 
 
-@shared_task(name="evaluation.tasks.validate_revision_cpu")
-def validate_revision_cpu(revision_id: int) -> str:
+@shared_task(name="evaluation.tasks.validate_revision_cpu", bind=True)
+def validate_revision_cpu(self: Any, revision_id: int) -> str:
     """Run the validation battery of a proposal revision (queue ``eval-cpu``)."""
     from evaluation.services.validation import revision_validate
 
-    return revision_validate(revision_id=revision_id)
+    return revision_validate(revision_id=revision_id, job_id=self.request.id or "")
 
 
-@shared_task(name="evaluation.tasks.validate_revision_gpu")
-def validate_revision_gpu(revision_id: int) -> str:
+@shared_task(name="evaluation.tasks.validate_revision_gpu", bind=True)
+def validate_revision_gpu(self: Any, revision_id: int) -> str:
     """Run the validation battery of a revision whose task needs a GPU (queue ``eval-gpu``)."""
     from evaluation.services.validation import revision_validate
 
-    return revision_validate(revision_id=revision_id)
+    return revision_validate(revision_id=revision_id, job_id=self.request.id or "")
 
 
 @shared_task(name="evaluation.tasks.validation_watchdog")

@@ -49,7 +49,7 @@ from .problems import placeholder_lines
 from .pset import MANIFEST, PAPER_FILES, Task
 from .runner import TIMEOUT_FACTOR, Runner, TaskFacts, Verdict, normalise_code, oracle_access
 
-CHECKS = ("annotations", "reference", "flaky", "mutation", "oracle", "environment", "sandbox")
+CHECKS = ("annotations", "reference", "flaky", "mutation", "oracle", "environment", "sandbox", "timeout")
 ERROR = "error"
 WARNING = "warning"
 #: Longest one-line message and longest detail (output, code) a finding keeps.
@@ -65,6 +65,25 @@ MUTANTS_PER_SNIPPET = 4
 MUTATION_SCORE_MIN = 0.5
 #: Further mutants drawn (same seed) for a snippet whose first draw looks weak, before it is judged.
 MUTANTS_CONFIRM = 12
+
+
+#: A battery's time budget (``battery_budget_s``): seconds beyond its runs (facts, report), and how many
+#: times the slowest reference run each fill or mutant may take on average.
+BATTERY_OVERHEAD_S = 60.0
+BATTERY_RUN_FACTOR = 3.0
+#: The result of a fill or mutant the battery had no time left to run.
+OUT_OF_TIME = "not run: the validation reached its time limit"
+
+
+def battery_budget_s(*, snippets: int, slowest_reference_s: float, workers: int = 1) -> float:
+    """Seconds the fills and mutants of ``snippets`` snippets may take, once the slowest reference run is
+    known: every run they can need (each fill, the first draw and the confirmation draw of mutants)
+    at ``BATTERY_RUN_FACTOR`` times the slowest reference run (at least 1 s each), over ``workers``, plus
+    ``BATTERY_OVERHEAD_S``. A test that sleeps therefore cannot hold a worker for more than a few times
+    what its own reference takes per run."""
+    runs = max(0, snippets) * (len(FILL_KINDS) + MUTANTS_PER_SNIPPET + MUTANTS_CONFIRM)
+    per_run = BATTERY_RUN_FACTOR * max(1.0, slowest_reference_s)
+    return round(BATTERY_OVERHEAD_S + runs * per_run / max(1, workers), 1)
 
 
 def weakly_checked(killed: int, total: int) -> bool:
@@ -815,6 +834,7 @@ def validate_task(
     repeats: int = DEFAULT_REPEATS,
     progress: Callable[[str, dict[str, Any]], None] | None = None,
     seed: str | None = None,
+    deadline: float | None = None,
 ) -> ValidationReport:
     """Run the battery on ``task`` (a folder on disk) with ``runner``; see the module docstring.
 
@@ -823,6 +843,9 @@ def validate_task(
     "mutation" once per snippet (``snippet``: its record, ``findings``), then "done" (``report``). A task
     that cannot run at all (not on disk, no test script) goes from "annotations" to "reference" to "done".
     ``seed`` draws the snippets' mutants (default: a fresh random one, which never reaches the sandbox).
+    ``deadline`` (``time.monotonic()``) is the latest the battery may end; once the reference runs are in,
+    it becomes the earlier of that and ``battery_budget_s`` from now. No run starts after it and none is
+    given a timeout past it; fills and mutants left unrun make a ``timeout`` error.
     Never raises for a bad task: every problem is a finding.
     """
     if repeats < 1:
@@ -869,7 +892,27 @@ def validate_task(
             timeout_s=timeout,
         )
         if timeout is not None and all(v.passed for v in runs):
-            _run_mutations(task, states, runner, timeout, stage)
+            slowest = max(v.duration_s for v in runs)
+            budget = battery_budget_s(
+                snippets=len(task.snippets), slowest_reference_s=slowest, workers=runner.workers
+            )
+            end = time.monotonic() + budget
+            if deadline is not None and deadline < end:
+                end, budget = deadline, max(0.0, deadline - time.monotonic())
+            skipped = _run_mutations(task, states, runner, timeout, stage, deadline=end)
+            if skipped:
+                stage(
+                    "timeout",
+                    [
+                        Finding(
+                            "timeout",
+                            ERROR,
+                            f"validation timed out: {skipped} fills and mutants were not run within its "
+                            f"limit of {budget:.0f} s (derived from the slowest reference run, "
+                            f"{slowest:.1f} s, and {len(task.snippets)} snippets); make the test faster",
+                        )
+                    ],
+                )
         else:
             for state in states:
                 for index, fill in enumerate(state.fills):
@@ -939,16 +982,33 @@ def _run_mutations(
     runner: Runner,
     timeout: float,
     stage: Callable[..., None],
-) -> None:
+    *,
+    deadline: float,
+) -> int:
     """Run every fill and drawn mutant; a snippet whose first draw lets too many mutants through gets up to
     ``MUTANTS_CONFIRM`` more drawn with the same seed before it is judged, so that equivalent mutants (a
-    larger table whose extra cells stay unused) do not decide a validation by the luck of one draw."""
-    limits = replace(runner.limits, timeout_s=timeout)
-    pending: dict[Future[Verdict], tuple[_SnippetState, int]] = {}
+    larger table whose extra cells stay unused) do not decide a validation by the luck of one draw.
+    Nothing starts after ``deadline`` and no run's timeout reaches past it; returns how many were left
+    unrun (their result is ``OUT_OF_TIME``)."""
+    pending: dict[Future[Verdict | str], tuple[_SnippetState, int]] = {}
     left = {id(state): state.runnable for state in states}
+    skipped = [0]
+
+    def run(state: _SnippetState, code: str) -> Verdict | str:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0.5:
+            skipped[0] += 1
+            return OUT_OF_TIME
+        limits = replace(runner.limits, timeout_s=min(timeout, remaining))
+        verdict = runner.evaluate(task, state.snippet, code, limits=limits)
+        if verdict.outcome == "timeout" and limits.timeout_s < timeout:
+            # Cut short by the battery's limit, not by its own: it says nothing about the test.
+            skipped[0] += 1
+            return OUT_OF_TIME
+        return verdict
 
     def submit(state: _SnippetState, code: str, index: int) -> None:
-        pending[executor.submit(runner.evaluate, task, state.snippet, code, limits=limits)] = (state, index)
+        pending[executor.submit(run, state, code)] = (state, index)
 
     with ThreadPoolExecutor(max_workers=runner.workers, thread_name_prefix="rcb-validate") as executor:
         for state in states:
@@ -981,6 +1041,7 @@ def _run_mutations(
                         submit(state, mutant.code, -1 - (start + offset))
                     continue
                 _finish(state, stage)
+    return skipped[0]
 
 
 def _finish(state: _SnippetState, stage: Callable[..., None]) -> None:

@@ -38,6 +38,7 @@ from contributions.services.proposals import (
     proposal_withdraw,
     revision_create,
     revision_update_manifest,
+    validation_job_limits,
 )
 from contributions.services.releases import (
     release_create_from_pset,
@@ -78,6 +79,7 @@ __all__ = [
     "proposal_validation_progress",
     "proposal_validation_start",
     "proposal_validation_watchdog",
+    "validation_job_limits",
     "proposal_withdraw",
     "release_create_from_pset",
     "release_entry_get_or_create",

@@ -629,16 +629,29 @@ def _validation_end(
     )
 
 
+def validation_job_limits() -> tuple[int, int]:
+    """(soft, hard) Celery time limits of a validation job: the battery stops itself at
+    ``RCB_VALIDATION_LIMIT_S`` (or earlier, by its own budget); the soft limit leaves it time to report,
+    the hard one kills a job that ignores the soft one. The watchdog acts after the hard one."""
+    limit = settings.RCB_VALIDATION_LIMIT_S
+    return limit + VALIDATION_SOFT_GRACE_S, limit + VALIDATION_SOFT_GRACE_S + VALIDATION_HARD_GRACE_S
+
+
+#: Seconds past ``RCB_VALIDATION_LIMIT_S`` before the soft, then the hard time limit of a validation job.
+VALIDATION_SOFT_GRACE_S = 60
+VALIDATION_HARD_GRACE_S = 30
+
+
 @transaction.atomic
-def proposal_validation_start(*, revision: ProposalRevision) -> ProposalRevision:
-    """submitted -> validating: the validation job has begun; sets the deadline the watchdog enforces.
+def proposal_validation_start(*, revision: ProposalRevision, job_id: str = "") -> ProposalRevision:
+    """submitted -> validating: the validation job ``job_id`` has begun; sets the deadline the watchdog
+    enforces (after the job's hard time limit, ``validation_job_limits``).
 
     Raises ``ProposalError`` when the proposal is not waiting for validation (a duplicate message, a
     withdrawn proposal): the job then does nothing.
     """
     revision = _validated_revision(revision)
     now = timezone.now()
-    limit = settings.RCB_VALIDATION_LIMIT_S
     attempt = revision.validation_attempts + 1
     _validation_move(
         revision,
@@ -649,7 +662,8 @@ def proposal_validation_start(*, revision: ProposalRevision) -> ProposalRevision
         validation_status=VStatus.RUNNING,
         validation_started_at=now,
         validation_finished_at=None,
-        validation_deadline=now + timedelta(seconds=2 * limit),
+        validation_deadline=now + timedelta(seconds=validation_job_limits()[1] + VALIDATION_HARD_GRACE_S),
+        validation_job_id=(job_id or "")[:255],
         validation_attempts=attempt,
         validation_progress=[],
         validation_report={},
@@ -780,33 +794,39 @@ def proposal_validation_fail(*, revision: ProposalRevision, reason: str, retry: 
     )
 
 
-def proposal_validation_watchdog(*, now: Any = None) -> dict[str, list[int]]:
+def proposal_validation_watchdog(*, now: Any = None) -> dict[str, list[Any]]:
     """Fail every validation running past its deadline; re-send the message of a long-submitted proposal.
 
-    A validation past its deadline (twice its limit after it started: the worker died, froze or the task
-    hangs) goes back to the author with the reason "validation ran longer than twice its limit (N s)". A
-    proposal submitted longer than ``RCB_PENDING_RESEND_S`` ago whose job never started (a lost message)
-    is queued again. Returns the revision ids of each kind: ``{"failed": [...], "resent": [...]}``.
+    A validation past its deadline (its job's hard time limit has passed: the worker died, froze or the
+    job ignored its limits) goes back to the author with the reason "validation timed out: ...". A proposal
+    submitted longer than ``RCB_PENDING_RESEND_S`` ago whose job never started (a lost message) is queued
+    again. Returns ``{"failed": [revision ids], "jobs": [their job ids, for the caller to stop],
+    "resent": [revision ids]}``.
     """
     now = now or timezone.now()
     failed: list[int] = []
+    jobs: list[str] = []
     overdue = ProposalRevision.objects.filter(
         validation_status=VStatus.RUNNING,
         validation_deadline__lt=now,
         proposal__state=State.VALIDATING,
     ).order_by("pk")
     for revision in overdue:
-        started, deadline = revision.validation_started_at, revision.validation_deadline
-        limit = round((deadline - started).total_seconds() / 2) if started and deadline else 0
+        job = revision.validation_job_id
         try:
             proposal_validation_fail(
                 revision=revision,
-                reason=f"validation ran longer than twice its limit ({limit} s)",
+                reason=(
+                    f"it timed out, running past its limit of {settings.RCB_VALIDATION_LIMIT_S} s "
+                    "(RCB_VALIDATION_LIMIT_S), and its job was stopped; make the test faster"
+                ),
                 retry=False,
             )
         except ProposalError:
             continue  # finished or failed by the job meanwhile
         failed.append(revision.pk)
+        if job:
+            jobs.append(job)
     resent: list[int] = []
     stale = now - timedelta(seconds=settings.RCB_PENDING_RESEND_S)
     waiting = ProposalRevision.objects.filter(
@@ -822,7 +842,7 @@ def proposal_validation_watchdog(*, now: Any = None) -> dict[str, list[int]]:
             sender=ProposalRevision, revision_id=revision.pk, needs_gpu=revision.needs_gpu
         )
         resent.append(revision.pk)
-    return {"failed": failed, "resent": resent}
+    return {"failed": failed, "jobs": jobs, "resent": resent}
 
 
 # ------------------------------------------------------------------------------------------------ review

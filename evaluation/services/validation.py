@@ -22,6 +22,8 @@ import logging
 import time
 from typing import Any
 
+from django.conf import settings
+
 from contributions.models import ProposalRevision
 from contributions.services import (
     ProposalError,
@@ -30,6 +32,7 @@ from contributions.services import (
     proposal_validation_progress,
     proposal_validation_start,
     proposal_validation_watchdog,
+    validation_job_limits,
 )
 from contributions.task_folders import revision_task
 from researchcodebench import envs
@@ -70,36 +73,58 @@ def task_environment_prepare(*, task: Task, runner: Any) -> str:
     )
 
 
-def revision_validate(*, revision_id: int, runner: Any = None) -> str:
+def revision_validate(*, revision_id: int, runner: Any = None, job_id: str = "") -> str:
     """Validate revision ``revision_id`` if its proposal is waiting for it; returns what happened:
     "missing", "skipped" (not waiting: a duplicate message, a withdrawn proposal), "passed", "failed"
     (the report has errors), "error" (the battery could not run) or "stale" (the validation was
     failed by the watchdog or the proposal withdrawn while the battery ran).
 
-    ``runner`` defaults to the worker's shared runner (``evaluation.workspace.shared_runner``).
+    ``runner`` defaults to the worker's shared runner (``evaluation.workspace.shared_runner``). The battery
+    ends by ``RCB_VALIDATION_LIMIT_S`` after the start, or earlier by its own budget
+    (``researchcodebench.validation.battery_budget_s``); a job stopped by its Celery soft time limit
+    (``validation_job_limits``) fails the validation as timed out, without retrying.
     """
+    from celery.exceptions import SoftTimeLimitExceeded
+
     revision = ProposalRevision.objects.select_related("proposal").filter(pk=revision_id).first()
     if revision is None:
         return "missing"
     try:
-        revision = proposal_validation_start(revision=revision)
+        revision = proposal_validation_start(revision=revision, job_id=job_id)
     except ProposalError as exc:
         log.info("validation of revision %s skipped: %s", revision_id, exc)
         return "skipped"
+    started = time.monotonic()
     try:
         if runner is None:
             from evaluation.workspace import shared_runner
 
             runner = shared_runner()
+        deadline = started + settings.RCB_VALIDATION_LIMIT_S
         task = revision_task(revision=revision)
         environment = task_environment_prepare(task=task, runner=runner)
         report = validate_task(
             task,
             runner=runner,
+            deadline=deadline,
             progress=lambda stage, data: proposal_validation_progress(
                 revision=revision, stage=stage, data=_progress_entry(data)
             ),
         )
+    except SoftTimeLimitExceeded:
+        soft, _hard = validation_job_limits()
+        try:
+            proposal_validation_fail(
+                revision=revision,
+                reason=(
+                    f"it timed out: its job was stopped after {soft} s (RCB_VALIDATION_LIMIT_S); make the "
+                    "test faster"
+                ),
+                retry=False,
+            )
+        except ProposalError:
+            return "stale"
+        return "timed out"
     except Exception as exc:
         log.exception("validation of revision %s could not run", revision_id)
         try:
@@ -116,7 +141,20 @@ def revision_validate(*, revision_id: int, runner: Any = None) -> str:
     return "passed" if report.ok else "failed"
 
 
-def validations_watchdog() -> dict[str, int]:
-    """Beat: fail validations past their deadline and re-send lost ones (``proposal_validation_watchdog``)."""
+def validations_watchdog(*, revoke: Any = None) -> dict[str, int]:
+    """Beat: fail validations past their deadline, stop their jobs, re-send lost ones
+    (``proposal_validation_watchdog``). ``revoke(job_id)`` stops a job (default: Celery's revoke with
+    ``terminate``, which kills the worker process running it)."""
+    if revoke is None:
+        from celery import current_app
+
+        def revoke(job_id: str) -> None:
+            current_app.control.revoke(job_id, terminate=True, signal="SIGKILL")
+
     outcome = proposal_validation_watchdog()
+    for job_id in outcome["jobs"]:
+        try:
+            revoke(job_id)
+        except Exception:
+            log.exception("could not stop validation job %s", job_id)
     return {kind: len(ids) for kind, ids in outcome.items()}

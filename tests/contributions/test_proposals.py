@@ -31,6 +31,7 @@ from contributions.services import (
     proposal_validation_watchdog,
     proposal_withdraw,
     revision_create,
+    validation_job_limits,
 )
 from contributions.services.proposals import RUBRIC_KEYS
 from contributions.signals import revision_submitted
@@ -306,7 +307,8 @@ def test_validation_progress_streams_stages_while_running_only():
     assert proposal_validation_progress(revision=revision, stage="reference", data={"runs": 5})
     revision.refresh_from_db()
     assert [e["stage"] for e in revision.validation_progress] == ["annotations", "reference"]
-    assert revision.validation_deadline - revision.validation_started_at == timedelta(seconds=1200)
+    # The hard time limit of its job (600 + 60 + 30 s), then 30 s of grace for the watchdog.
+    assert revision.validation_deadline - revision.validation_started_at == timedelta(seconds=720)
 
 
 def test_an_infrastructure_failure_is_retried_then_returned_to_the_author(
@@ -333,18 +335,23 @@ def test_an_infrastructure_failure_is_retried_then_returned_to_the_author(
     assert proposal.state == State.SUBMITTED
 
 
-def test_the_watchdog_fails_a_validation_past_twice_its_limit_with_the_reason(settings):
+def test_the_watchdog_fails_a_validation_past_its_jobs_hard_limit_and_names_the_job(settings):
     settings.RCB_VALIDATION_LIMIT_S = 30
+    soft, hard = validation_job_limits()
+    assert (soft, hard) == (90, 120)
     revision = proposal_submitted().revisions.get()
-    proposal_validation_start(revision=revision)
-    assert proposal_validation_watchdog() == {"failed": [], "resent": []}
-    outcome = proposal_validation_watchdog(now=timezone.now() + timedelta(seconds=61))
-    assert outcome["failed"] == [revision.pk]
+    proposal_validation_start(revision=revision, job_id="job-123")
+    assert proposal_validation_watchdog() == {"failed": [], "jobs": [], "resent": []}
+    # Not before the hard limit has passed (and the grace after it).
+    assert proposal_validation_watchdog(now=timezone.now() + timedelta(seconds=hard))["failed"] == []
+    outcome = proposal_validation_watchdog(now=timezone.now() + timedelta(seconds=hard + 31))
+    assert outcome["failed"] == [revision.pk] and outcome["jobs"] == ["job-123"]
     proposal = revision.proposal
     proposal.refresh_from_db()
     assert proposal.state == State.CHANGES_REQUESTED
     assert proposal.events.last().reason == (
-        "validation could not run: validation ran longer than twice its limit (30 s)"
+        "validation could not run: it timed out, running past its limit of 30 s (RCB_VALIDATION_LIMIT_S), "
+        "and its job was stopped; make the test faster"
     )
     # The battery finishing afterwards changes nothing.
     with pytest.raises(ProposalError):

@@ -88,10 +88,10 @@ def test_the_watchdog_task_fails_validations_past_their_deadline(settings):
         validation_started_at=timezone.now() - timedelta(seconds=11),
         validation_deadline=timezone.now() - timedelta(seconds=1),
     )
-    assert validation_watchdog() == {"failed": 1, "resent": 0}
+    assert validation_watchdog() == {"failed": 1, "jobs": 0, "resent": 0}
     proposal.refresh_from_db()
     assert proposal.state == State.CHANGES_REQUESTED
-    assert proposal.events.last().reason.endswith("validation ran longer than twice its limit (5 s)")
+    assert "timed out, running past its limit of 5 s" in proposal.events.last().reason
 
 
 def test_a_worker_validates_submitted_revisions_end_to_end(start_worker):
@@ -128,3 +128,62 @@ def test_a_worker_validates_submitted_revisions_end_to_end(start_worker):
     }
     assert unchecked.state == State.READY_FOR_REVIEW, unchecked.events.last().reason
     assert flagged and all(name in unchecked.events.last().reason for name in flagged)
+
+
+def test_a_test_that_sleeps_is_stopped_at_the_validation_limit_and_the_page_says_so(
+    start_worker, settings, tmp_path, client
+):
+    """Item 7 of issue 19: a test that sleeps whenever the code is not the reference would hold a worker
+    for every fill and mutant's full timeout; the battery ends at RCB_VALIDATION_LIMIT_S instead."""
+    import shutil
+
+    from django.urls import reverse
+
+    limit = 40
+    settings.RCB_VALIDATION_LIMIT_S = limit
+    folder = tmp_path / "sleepy"
+    shutil.copytree(EXAMPLE_TASK, folder)
+    original = (folder / "rmsnorm.py").read_text()
+    test = folder / "paper2code_test.py"
+    test.write_text(
+        test.read_text().replace(
+            "import unittest\n",
+            f"import unittest\nimport time\nif open('rmsnorm.py').read() != {original!r}:\n    time.sleep(120)\n",
+            1,
+        )
+    )
+    start_worker(
+        "eval-cpu", concurrency=1, extra_env={"RCB_VERDICT_CACHE": "0", "RCB_VALIDATION_LIMIT_S": str(limit)}
+    )
+    started = time.monotonic()
+    proposal = submit("sleepy-contrib", zipped(folder), EXAMPLE_MANIFEST)
+
+    def finished() -> bool:
+        proposal.refresh_from_db()
+        return proposal.state not in (State.SUBMITTED, State.VALIDATING)
+
+    wait_for(finished, timeout=limit + 120, what="the sleepy task's validation")
+    elapsed = time.monotonic() - started
+    revision = proposal.revisions.get()
+    assert revision.validation_job_id  # the job that ran it, for the watchdog to stop if it must
+    timeouts = [f for f in revision.validation_report["findings"] if f["check"] == "timeout"]
+    assert timeouts and "validation timed out" in timeouts[0]["message"], revision.validation_report
+    assert elapsed < limit + 60, elapsed
+    client.force_login(proposal.author)
+    page = client.get(reverse("contributions:proposal_detail", kwargs={"proposal_id": proposal.pk}))
+    assert "validation timed out" in page.content.decode()
+    print(f"a sleeping test's validation ended after {elapsed:.1f} s (limit {limit} s)")
+
+
+@pytest.mark.django_db
+def test_the_watchdog_stops_the_job_of_an_overdue_validation(settings):
+    from evaluation.services.validation import validations_watchdog
+
+    proposal = submit("overdue", example_upload(), EXAMPLE_MANIFEST)
+    revision = proposal_validation_start(revision=proposal.revisions.get(), job_id="celery-job-7")
+    ProposalRevision.objects.filter(pk=revision.pk).update(
+        validation_deadline=timezone.now() - timedelta(seconds=1)
+    )
+    stopped: list[str] = []
+    assert validations_watchdog(revoke=stopped.append) == {"failed": 1, "jobs": 1, "resent": 0}
+    assert stopped == ["celery-job-7"]

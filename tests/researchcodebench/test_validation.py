@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,15 @@ from researchcodebench import cli
 from researchcodebench.annotations import parse_file
 from researchcodebench.pset import PaperMeta, read_pset, task_from_files
 from researchcodebench.runner import TIMEOUT_FACTOR, Runner
-from researchcodebench.validation import FILL_KINDS, Finding, ValidationReport, mutation_fills, validate_task
+from researchcodebench.validation import (
+    FILL_KINDS,
+    OUT_OF_TIME,
+    Finding,
+    ValidationReport,
+    battery_budget_s,
+    mutation_fills,
+    validate_task,
+)
 
 from .runner_fixtures import checked_local_sandbox, eval_python
 
@@ -117,6 +126,40 @@ def test_mutants_are_drawn_per_validation_from_its_seed(runner):
         "",
         "one",
     )
+
+
+def test_the_battery_budget_follows_the_slowest_reference_and_the_snippet_count():
+    one = battery_budget_s(snippets=1, slowest_reference_s=0.2)
+    assert one == battery_budget_s(snippets=1, slowest_reference_s=1.0)  # at least 1 s per run
+    assert battery_budget_s(snippets=10, slowest_reference_s=0.2) - 60 == pytest.approx(10 * (one - 60))
+    assert battery_budget_s(snippets=2, slowest_reference_s=4.0, workers=2) - 60 == pytest.approx(
+        2 * 4 * (one - 60) / 2
+    )
+
+
+def test_a_battery_past_its_deadline_stops_and_says_it_timed_out(runner, tmp_path):
+    """A test that sleeps whenever the code is not the reference: its fills and mutants would each hold
+    the worker for the whole per-run timeout. The battery ends at its deadline, naming the limit."""
+    pset = tmp_path / "pset"
+    shutil.copytree(EXAMPLES, pset)
+    original = (pset / "rmsnorm" / "rmsnorm.py").read_text()
+    test = pset / "rmsnorm" / "paper2code_test.py"
+    test.write_text(
+        test.read_text().replace(
+            "import unittest\n",
+            "import unittest\nimport time\n"
+            f"if open('rmsnorm.py').read() != {original!r}:\n    time.sleep(60)\n",
+            1,
+        )
+    )
+    task = read_pset(pset).task("rmsnorm")
+    started = time.monotonic()
+    report = validate_task(task, runner=runner, deadline=started + 40)
+    took = time.monotonic() - started
+    assert took < 55, took
+    (finding,) = errors_of(report, "timeout")
+    assert "validation timed out" in finding.message and "slowest reference run" in finding.message
+    assert OUT_OF_TIME in json.dumps(report.to_dict())
 
 
 def test_a_test_that_passes_a_return_none_fill_is_flagged_naming_only_that_fill(runner, fixtures):
