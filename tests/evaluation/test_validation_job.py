@@ -139,7 +139,7 @@ def test_a_test_that_sleeps_is_stopped_at_the_validation_limit_and_the_page_says
 
     from django.urls import reverse
 
-    limit = 40
+    limit = 20
     settings.RCB_VALIDATION_LIMIT_S = limit
     folder = tmp_path / "sleepy"
     shutil.copytree(EXAMPLE_TASK, folder)
