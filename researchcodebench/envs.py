@@ -344,7 +344,48 @@ def infer_requirements(task_root: str | Path, files: Sequence[str] | None = None
         and name not in BASE_IMPORTS
         and name != "__future__"
     )
-    return [(name, IMPORT_TO_DISTRIBUTION.get(name, name)) for name in wanted]
+    needs = [(name, IMPORT_TO_DISTRIBUTION.get(name, name)) for name in wanted]
+    texts = "\n".join(
+        (root / rel).read_text(encoding="utf-8", errors="replace")
+        for rel in files
+        if rel.endswith(".py") and (root / rel).is_file()
+    )
+    for (module, call), distribution in OPTIONAL_ENGINES.items():
+        if module in found and call in texts and all(d != distribution for _, d in needs):
+            needs.append((f"{module}.{call}", distribution))
+    return sorted(needs)
+
+
+#: Engines a common call needs that no import names: (imported module, call) -> distribution.
+OPTIONAL_ENGINES: dict[tuple[str, str], str] = {
+    ("pandas", "read_parquet"): "pyarrow",
+    ("pandas", "to_parquet"): "pyarrow",
+    ("pandas", "read_feather"): "pyarrow",
+    ("pandas", "read_excel"): "openpyxl",
+}
+#: A requirement line naming a version-control checkout (``git+https://...@commit``, ``-e git+...``,
+#: ``name @ git+...``): only released wheels are installed.
+_VCS_LINE = re.compile(r"^(?:-e\s+|--editable\s+)?(?:\S+\s*@\s*)?(?:git|hg|svn|bzr)\+\S+", re.IGNORECASE)
+
+
+def vcs_lines(text: str, *, source: str) -> tuple[str, tuple[str, ...]]:
+    """``text`` without its version-control lines, and a note for each naming ``source:line`` and how to
+    replace it."""
+    kept: list[str] = []
+    notes: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split(" #", 1)[0].strip()
+        if _VCS_LINE.match(line):
+            notes.append(
+                f"{source}:{number}: {line[:120]!r} is a version-control checkout, which is never installed "
+                "(only released wheels are); replace it with the package's released version "
+                "('name==X.Y'), or copy the code the task needs into the task folder. Its imports are "
+                "inferred from the code meanwhile."
+            )
+            kept.append("")
+        else:
+            kept.append(raw)
+    return "\n".join(kept), tuple(notes)
 
 
 def parse_requirements(text: str, *, source: str) -> list[str]:
@@ -384,6 +425,8 @@ class TaskRequirements:
     requirements: tuple[str, ...]
     source: str
     inferred: tuple[tuple[str, str], ...] = field(default=())
+    #: lines of the requirements file that were left out, each with how to replace it
+    notes: tuple[str, ...] = field(default=())
 
 
 def task_requirements(
@@ -398,7 +441,15 @@ def task_requirements(
                 text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
                 raise RequirementsError(f"{name}: cannot read: {exc}") from exc
-            return TaskRequirements(tuple(parse_requirements(text, source=name)), name)
+            text, notes = vcs_lines(text, source=name)
+            listed = parse_requirements(text, source=name)
+            if not notes:
+                return TaskRequirements(tuple(listed), name)
+            # The rest of the file stands; what the checkouts provided comes from import inference.
+            names = {canonicalize_name(Requirement(r).name) for r in listed}
+            inferred = tuple((i, d) for i, d in infer_requirements(root) if canonicalize_name(d) not in names)
+            merged = tuple(sorted({*listed, *(d for _, d in inferred)}))
+            return TaskRequirements(merged, f"{name} and inferred", inferred, notes)
     if manifest_requirements:
         text = "\n".join(manifest_requirements)
         return TaskRequirements(tuple(parse_requirements(text, source="task.yaml requirements")), "task.yaml")
@@ -505,6 +556,35 @@ def beyond_base(requirements: Iterable[str], *, base: Sequence[str] = BASE_REQUI
     return sorted(out)
 
 
+def effective_base(requirements: Iterable[str], *, base: Sequence[str] = BASE_REQUIREMENTS) -> list[str]:
+    """``base`` as a task's own requirements leave it: a pin the task excludes (``numpy==1.26.4`` against
+    the base's numpy) is dropped, the task's pin wins, and the base's other pins (but torch's) become bare
+    names so that uv picks versions that agree with it (scipy for that numpy). torch stays pinned: its CPU
+    build is what every environment shares."""
+    wanted: dict[str, Requirement] = {}
+    for line in requirements:
+        requirement = Requirement(line)
+        wanted[canonicalize_name(requirement.name)] = requirement
+    excluded = set()
+    for line in base:
+        pin = Requirement(line)
+        name = canonicalize_name(pin.name)
+        task = wanted.get(name)
+        versions = [spec.version for spec in pin.specifier if spec.operator == "=="]
+        if name != "torch" and task is not None and versions and str(task.specifier):
+            if not task.specifier.contains(versions[0], prereleases=True):
+                excluded.add(name)
+    if not excluded:
+        return list(base)
+    out = []
+    for line in base:
+        name = canonicalize_name(Requirement(line).name)
+        if name in excluded:
+            continue
+        out.append(line if name == "torch" else Requirement(line).name)
+    return out
+
+
 def lock_requirements(
     requirements: Sequence[str],
     *,
@@ -520,14 +600,59 @@ def lock_requirements(
     package) when uv cannot resolve them.
     """
     checked = parse_requirements("\n".join(requirements), source="requirements")
-    wanted = [*base, *beyond_base(checked, base=base)]
+    base = effective_base(checked, base=base)
     header = LOCK_HEADER.format(python=python, platform=PLATFORM)
+    attempts = companion_bases(checked, base)
+    failure: EnvironmentBuildError | None = None
+    for attempt in attempts:
+        wanted = [*attempt, *beyond_base(checked, base=attempt)]
+        done = _compile(wanted, sources=sources, python=python, cache_root=cache_root)
+        if done.returncode == 0:
+            text = header + done.stdout
+            return Lock(text=text, hash=hashlib.sha256(text.encode()).hexdigest())
+        failure = failure or _failure(done.stderr, wanted)
+    assert failure is not None
+    raise failure
+
+
+#: Builds of torch's companion packages made for each torch, newest pairs last: a task that needs
+#: torchvision or torchaudio without pinning them gets the companion built for the environment's torch, or
+#: (where the sources hold none) the first pair here they do hold. PyPI's torchvision next to another
+#: torch fails at import ("operator torchvision::nms does not exist").
+TORCH_COMPANIONS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("2.13.0+cpu", {"torchvision": "0.28.0+cpu", "torchaudio": "2.13.0+cpu"}),
+    ("2.14.1", {"torchvision": "0.29.1", "torchaudio": "2.14.1"}),
+    ("2.9.1", {"torchvision": "0.24.1", "torchaudio": "2.9.1"}),
+)
+
+
+def companion_bases(requirements: Sequence[str], base: Sequence[str]) -> list[list[str]]:
+    """The bases to try, in order: ``base`` alone when no unpinned companion of torch is wanted, else
+    ``base`` with torch and its companions pinned to each pair of ``TORCH_COMPANIONS``, the base's own
+    torch first."""
+    wanted = {canonicalize_name(Requirement(r).name): Requirement(r) for r in requirements}
+    companions = [n for n in ("torchvision", "torchaudio") if n in wanted and not str(wanted[n].specifier)]
+    if not companions:
+        return [list(base)]
+    torch_pin = next((line for line in base if canonicalize_name(Requirement(line).name) == "torch"), None)
+    current = torch_pin.split("==", 1)[1] if torch_pin and "==" in torch_pin else None
+    pairs = sorted(TORCH_COMPANIONS, key=lambda pair: pair[0] != current)
+    out = []
+    for torch_version, versions in pairs:
+        rest = [line for line in base if canonicalize_name(Requirement(line).name) != "torch"]
+        out.append([f"torch=={torch_version}", *rest, *(f"{n}=={versions[n]}" for n in companions)])
+    return out
+
+
+def _compile(
+    wanted: Sequence[str], *, sources: Sources, python: str, cache_root: str | None
+) -> subprocess.CompletedProcess[str]:
     work = Path(cache_root or os.path.join(os.path.expanduser("~"), ".cache", "researchcodebench", "envs"))
     work.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="lock-", dir=work) as tmp:
         # A fixed file name, read from its own folder: uv writes it into the lock's "via" annotations.
         Path(tmp, "requirements.in").write_text("".join(r + "\n" for r in wanted))
-        done = _uv(
+        return _uv(
             [
                 sources.executable(),
                 "pip",
@@ -547,10 +672,6 @@ def lock_requirements(
             cwd=tmp,
             cert=sources.cert,
         )
-    if done.returncode != 0:
-        raise _failure(done.stderr, wanted)
-    text = header + done.stdout
-    return Lock(text=text, hash=hashlib.sha256(text.encode()).hexdigest())
 
 
 # ---------------------------------------------------------------------------------------- building

@@ -45,6 +45,9 @@ CATEGORIES: dict[str, tuple[str, str]] = {
     "sandbox_failure": ("Sandbox failure", INFRASTRUCTURE),
     "missing_dependency": ("Missing dependency", INFRASTRUCTURE),
     "worker_lost": ("Worker lost", INFRASTRUCTURE),
+    # The task's own reference fails in the environment the completion ran in: the run says nothing about
+    # the model (docs/environments.md).
+    "reference_failed": ("Reference fails in its environment", INFRASTRUCTURE),
 }
 LABELS: dict[str, str] = {slug: label for slug, (label, _tier) in CATEGORIES.items()}
 

@@ -33,7 +33,14 @@ from collections import Counter
 from typing import Any, TextIO
 
 from .environments import EvalEnvironmentError, resolve_environment
-from .envs import EnvironmentBuildError, RequirementsError, Sources, default_sources, task_environment
+from .envs import (
+    EnvironmentBuildError,
+    RequirementsError,
+    Sources,
+    default_sources,
+    task_environment,
+    task_requirements,
+)
 from .predictions import (
     PredictionError,
     PredictionLimits,
@@ -219,6 +226,8 @@ def assign_task_environments(runner: Runner, tasks: list[Task], *, stream: TextI
     for task in tasks:
         started = time.monotonic()
         try:
+            for note in task_requirements(task.root, manifest_requirements=task.manifest.requirements).notes:
+                stream.write(f"environment of {task.id}: {note}\n")
             lock, built = task_environment(
                 task.root,
                 cache_root=cache_root,

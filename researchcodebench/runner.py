@@ -772,6 +772,25 @@ class Runner:
         with self._lock:
             return self._baselines.get(task.root, GuardBaseline(frozenset(), {}, False))
 
+    def _charge_reference(self, task: Task, verdict: Verdict) -> Verdict:
+        """A completion that fails where the task's own reference fails too (a package that does not load,
+        a missing data file, a broken build of the environment) gets an infrastructure verdict naming the
+        reference's error: the failure is the environment's, never the model's. Only with calibration on
+        (the reference run is then made anyway)."""
+        if verdict.passed or verdict.tier != errors.MODEL or not self.calibrate:
+            return verdict
+        reference = self.reference(task)
+        if reference.passed:
+            return verdict
+        why = reference.reason or reference.outcome
+        return replace(
+            verdict,
+            outcome="infra_error",
+            category="reference_failed",
+            tier=errors.INFRASTRUCTURE,
+            reason=f"the task's reference fails in this environment too ({why[:300]}); not the model's failure",
+        )
+
     def _check_counts(self, task: Task, verdict: Verdict, *, is_reference: bool) -> Verdict:
         """A passing run must have run as many tests (and skipped as many) as the reference run: a test that
         vanished or was skipped did not test the completion."""
@@ -987,6 +1006,7 @@ class Runner:
             verdict = self._run(task, snippet, code, facts, run_limits, screening)
             is_reference = fill_in(original, snippet, code) == original
             verdict = self._check_counts(task, verdict, is_reference=is_reference)
+            verdict = self._charge_reference(task, verdict)
         if self.cache is not None and key is not None:
             self.cache.put(key, verdict)
         return verdict

@@ -66,10 +66,11 @@ def task_environment_prepare(*, task: Task, runner: Any) -> str:
     runner.assign_environment(task, environment)
     size_mb = envs.environment_size(built.path) / (1024 * 1024)
     what = ", ".join(needs.requirements) or "the base only"
+    notes = "".join(f" Note: {note}" for note in needs.notes)
     return (
         f"{environment.id} (lock {lock.hash[:12]}: {what}, from {needs.source}; "
         f"{'built' if built.built else 'reused'} in {time.monotonic() - started:.1f} s, "
-        f"{size_mb:.1f} MB of its own)"
+        f"{size_mb:.1f} MB of its own).{notes}"
     )
 
 

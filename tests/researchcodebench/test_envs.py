@@ -318,3 +318,78 @@ def test_a_failed_build_leaves_no_environment_and_keeps_its_log(env_root):
     assert caught.value.package == "einops"
     assert not (env_root / forged.hash).exists() and not (env_root / f"{forged.hash}.building").exists()
     assert Path(caught.value.log_path or "").read_text().count("$ ") >= 2
+
+
+# ------------------------------------------------------------------------------------------ real papers' code
+
+
+def test_a_vcs_line_is_left_out_with_how_to_replace_it_and_its_imports_are_inferred(tmp_path):
+    task = _write(
+        tmp_path / "task",
+        {
+            "requirements.txt": "einops==0.8.2\ngit+https://github.com/org/lib.git@0123abc#egg=lib\n"
+            "-e git+https://github.com/org/other.git#egg=other\n",
+            "model.py": "import einops\nimport pandas as pd\n",
+        },
+    )
+    needs = task_requirements(task)
+    assert needs.requirements == ("einops==0.8.2", "pandas")
+    assert needs.source == "requirements.txt and inferred"
+    assert len(needs.notes) == 2 and needs.notes[0].startswith("requirements.txt:2: 'git+https://github.com/")
+    assert "replace it with the package's released version" in needs.notes[0]
+
+
+def test_pandas_without_a_parquet_call_needs_no_engine():
+    from researchcodebench.envs import infer_requirements
+
+    folder = Path(__file__).parent / "fixtures" / "env_pset" / "uses-pandas"
+    assert ("pandas.read_parquet", "pyarrow") not in infer_requirements(folder)
+
+
+def test_a_parquet_call_brings_its_engine_in_a_task(tmp_path):
+    from researchcodebench.envs import infer_requirements
+
+    task = _write(tmp_path / "t", {"data.py": "import pandas as pd\nframe = pd.read_parquet('x.parquet')\n"})
+    assert infer_requirements(task) == [("pandas", "pandas"), ("pandas.read_parquet", "pyarrow")]
+
+
+def test_a_tasks_own_pin_wins_over_the_base_and_the_rest_of_the_base_follows_it():
+    from researchcodebench.envs import effective_base
+
+    assert effective_base(["einops"]) == list(BASE_REQUIREMENTS)
+    assert effective_base(["numpy==1.26.4"]) == ["torch==2.13.0+cpu", "scipy", "PyYAML"]
+    # torch keeps the shared CPU build
+    assert effective_base(["torch==2.1.0"])[0] == "torch==2.13.0+cpu"
+
+
+@pytest.mark.slow
+def test_a_task_pinning_an_older_numpy_locks_with_it(env_root):
+    lock = lock_requirements(["numpy==1.26.4"], sources=LOCAL_SOURCES, cache_root=str(env_root))
+    assert "numpy==1.26.4" in lock.packages and "torch==2.13.0+cpu" in lock.packages
+
+
+def test_an_unpinned_torchvision_is_paired_with_a_build_made_for_the_environments_torch():
+    from researchcodebench.envs import companion_bases
+
+    assert companion_bases(["einops"], BASE_REQUIREMENTS) == [list(BASE_REQUIREMENTS)]
+    tries = companion_bases(["torchvision"], BASE_REQUIREMENTS)
+    assert tries[0][0] == "torch==2.13.0+cpu" and "torchvision==0.28.0+cpu" in tries[0]
+    assert ["torch==2.14.1", "torchvision==0.29.1"] == [tries[1][0], tries[1][-1]]
+    # A task that pins its companion itself is taken at its word.
+    assert companion_bases(["torchvision==0.20.0"], BASE_REQUIREMENTS) == [list(BASE_REQUIREMENTS)]
+
+
+@pytest.mark.slow
+def test_torchvision_locks_with_a_torch_it_was_built_for(env_root):
+    """This machine's sources (pip's configuration: PyPI through the TLS proxy and the local indexes) hold
+    no torchvision for the CPU torch 2.13.0, and torchvision 0.29.1 with torch 2.14.1 (the env skill's
+    machine page): the lock takes that pair."""
+    if not envs.pip_config():
+        pytest.skip("pip on this host has no configuration to take the sources from")
+    lock = lock_requirements(["torchvision"], sources=sources_from_pip(), cache_root=str(env_root))
+    torch = next(p for p in lock.packages if p.startswith("torch=="))
+    vision = next(p for p in lock.packages if p.startswith("torchvision=="))
+    assert (torch, vision) in {
+        ("torch==2.13.0+cpu", "torchvision==0.28.0+cpu"),
+        ("torch==2.14.1", "torchvision==0.29.1"),
+    }

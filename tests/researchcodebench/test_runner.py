@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 from researchcodebench.environments import resolve_environment
 from researchcodebench.problems import blank_body
+from researchcodebench.pset import read_pset
 from researchcodebench.runner import (
     RESULT_MARK,
     START_MARK,
@@ -126,6 +128,25 @@ def test_test_importing_a_package_missing_from_the_environment_is_infrastructure
         "infrastructure",
     )
     assert verdict.reason == "missing dependency: rcb_missing_dependency_pkg"
+
+
+def test_a_completion_of_a_task_whose_reference_fails_is_never_the_models_failure(sandbox):
+    """The reference itself fails in this environment (here: its test expects a wrong value): every completion
+    gets an infrastructure verdict naming the reference's error, not a model error (issue 19 item 8)."""
+    fixtures = Path(__file__).resolve().parent / "fixtures" / "validation"
+    task = read_pset(fixtures).task("failing-reference")
+    snippet = task.snippets[0]
+    with Runner(sandbox=sandbox, environment=eval_python(), warm=True, calibrate=True, workers=1) as runner:
+        reference = runner.reference(task)
+        assert not reference.passed
+        for code in (snippet.code, "    return None\n"):
+            verdict = runner.evaluate(task, snippet, code)
+            assert (verdict.outcome, verdict.category, verdict.tier) == (
+                "infra_error",
+                "reference_failed",
+                "infrastructure",
+            ), verdict.reason
+            assert verdict.reason.startswith("the task's reference fails in this environment too (")
 
 
 @pytest.mark.parametrize("mode", ["warm", "cold"])
