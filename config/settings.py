@@ -348,6 +348,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_WORKER_HEARTBEAT_S = env_int("RCB_WORKER_HEARTBEAT_S", 10, minimum=1)
+# A warm shutdown waits this long for running tasks, then cancels them (evaluation/worker_signals.py).
+RCB_WORKER_STOP_S = env_float("RCB_WORKER_STOP_S", 8.0, minimum=0)
 #: seconds /status/ reuses its report (queue depths, counts): a page polled under load costs no broker call
 #: and no query in between (0: every request asks again)
 RCB_STATUS_CACHE_S = env_int("RCB_STATUS_CACHE_S", 5, minimum=0)

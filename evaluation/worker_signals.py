@@ -10,16 +10,25 @@ with an error in its log and serves its other queues; if ``eval-gpu`` was its on
 error (exit status 1). A GPU task taken by such a worker would fail for want of a device, or worse pass on
 the CPU while the task says it needs a GPU. ``RCB_GPU_QUEUE_WITHOUT_GPU=1`` lets development and test
 machines keep the queue.
+
+Clean stops: a warm shutdown (TERM to the main process or to its whole process group, Ctrl-C) waits for
+running tasks, which for a test run or a validation can be minutes. ``_on_shutting_down`` bounds it: after
+``RCB_WORKER_STOP_S`` seconds the worker sends itself SIGQUIT, Celery's cold shutdown, which cancels the
+running tasks (their messages go back to the queue, as ``task_acks_late`` and ``task_reject_on_worker_lost``
+say) and stops the pool; every sandbox dies with the pool process that started it (``--die-with-parent``),
+and a lease a cancelled item held is reclaimed by the reaper and listed in its run's Recovery section.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
+import time
 from typing import Any
 
-from celery.signals import celeryd_after_setup, worker_ready, worker_shutdown
+from celery.signals import celeryd_after_setup, worker_ready, worker_shutdown, worker_shutting_down
 from django.conf import settings
 from django.db import close_old_connections
 
@@ -104,7 +113,49 @@ def _on_shutdown(sender=None, **kwargs) -> None:
             log.exception("could not record the worker shutdown")
 
 
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (the pool's, for the main process)."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _on_shutting_down(sig: Any = None, how: Any = None, **kwargs: Any) -> None:
+    """A warm shutdown began (in the main process): turn it into a cold one after ``RCB_WORKER_STOP_S``."""
+    if how != "Warm":
+        return
+    delay = settings.RCB_WORKER_STOP_S
+    pid = os.getpid()
+
+    def escalate() -> None:
+        log.warning("the warm shutdown is still waiting after %s s: cancelling the running tasks", delay)
+        os.kill(pid, signal.SIGQUIT)
+        # A cold shutdown cancels the requests but still waits for a pool process busy in a long call (a
+        # sandboxed run): end those processes too, TERM first, then KILL. Their sandboxes die with them.
+        for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
+            time.sleep(wait)
+            for child in _children(pid):
+                try:
+                    os.kill(child, sig)
+                except OSError:
+                    pass
+
+    timer = threading.Timer(delay, escalate)
+    timer.daemon = True
+    timer.start()
+
+
 def connect() -> None:
     celeryd_after_setup.connect(_on_after_setup, dispatch_uid="rcb-worker-gpu-gate")
     worker_ready.connect(_on_ready, dispatch_uid="rcb-worker-ready")
     worker_shutdown.connect(_on_shutdown, dispatch_uid="rcb-worker-shutdown")
+    worker_shutting_down.connect(_on_shutting_down, dispatch_uid="rcb-worker-shutting-down")

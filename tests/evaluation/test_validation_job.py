@@ -51,6 +51,18 @@ def zipped(root: Path) -> IntakeResult:
     return intake_archive(filename=f"{root.name}.zip", stream=buffer, limits=IntakeLimits.from_settings())
 
 
+def sleepy_task(folder: Path, *, sleep_s: int) -> Path:
+    """The example task with a test that sleeps ``sleep_s`` whenever the code is not the reference."""
+    import shutil
+
+    shutil.copytree(EXAMPLE_TASK, folder)
+    original = (folder / "rmsnorm.py").read_text()
+    test = folder / "paper2code_test.py"
+    head = f"import unittest\nimport time\nif open('rmsnorm.py').read() != {original!r}:\n    time.sleep({sleep_s})\n"
+    test.write_text(test.read_text().replace("import unittest\n", head, 1))
+    return folder
+
+
 def test_validation_jobs_route_by_gpu_need():
     assert route_task("evaluation.tasks.validate_revision_cpu", (), {}, {}) == {"queue": "eval-cpu"}
     assert route_task("evaluation.tasks.validate_revision_gpu", (), {}, {}) == {"queue": "eval-gpu"}
@@ -135,23 +147,11 @@ def test_a_test_that_sleeps_is_stopped_at_the_validation_limit_and_the_page_says
 ):
     """Item 7 of issue 19: a test that sleeps whenever the code is not the reference would hold a worker
     for every fill and mutant's full timeout; the battery ends at RCB_VALIDATION_LIMIT_S instead."""
-    import shutil
-
     from django.urls import reverse
 
     limit = 20
     settings.RCB_VALIDATION_LIMIT_S = limit
-    folder = tmp_path / "sleepy"
-    shutil.copytree(EXAMPLE_TASK, folder)
-    original = (folder / "rmsnorm.py").read_text()
-    test = folder / "paper2code_test.py"
-    test.write_text(
-        test.read_text().replace(
-            "import unittest\n",
-            f"import unittest\nimport time\nif open('rmsnorm.py').read() != {original!r}:\n    time.sleep(120)\n",
-            1,
-        )
-    )
+    folder = sleepy_task(tmp_path / "sleepy", sleep_s=120)
     start_worker(
         "eval-cpu", concurrency=1, extra_env={"RCB_VERDICT_CACHE": "0", "RCB_VALIDATION_LIMIT_S": str(limit)}
     )
