@@ -34,7 +34,7 @@ def command_of(service: dict) -> list[str]:
 
 def test_compose_declares_the_required_services_with_health_checks(compose):
     services = compose["services"]
-    expected = {"web", "worker-site", "worker-eval-cpu", "worker-eval-gpu", "postgres", "rabbitmq"}
+    expected = {"proxy", "web", "worker-site", "worker-eval-cpu", "worker-eval-gpu", "postgres", "rabbitmq"}
     assert expected <= set(services)
     for name in expected:
         assert "healthcheck" in services[name], f"{name} has no health check"
@@ -46,7 +46,7 @@ def test_named_volumes_used_by_services_are_declared(compose):
     for name, service in compose["services"].items():
         for volume in service.get("volumes", []):
             source = volume.split(":", 1)[0]
-            if not source.startswith("/"):
+            if not source.startswith(("/", "./")):
                 assert source in declared, f"{name} uses undeclared volume {source}"
 
 
@@ -172,3 +172,41 @@ def test_a_bad_proxy_header_name_stops_start_up_naming_the_variable(tmp_path):
     done = check_deploy(tmp_path, DJANGO_SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto: https")
     assert done.returncode != 0
     assert "DJANGO_SECURE_PROXY_SSL_HEADER" in done.stderr
+
+
+def test_files_the_compose_file_mounts_exist(compose):
+    for name, service in compose["services"].items():
+        for volume in service.get("volumes", []):
+            if volume.startswith("./"):
+                assert (REPO / volume.split(":", 1)[0]).is_file(), f"{name} mounts a missing {volume}"
+
+
+def test_only_the_proxy_is_published_and_it_caps_bodies_like_the_portal(compose, settings):
+    services = compose["services"]
+    published = {name for name, service in services.items() if service.get("ports")}
+    assert published == {"proxy"}
+    assert services["proxy"]["ports"] == ["8000:8080"]
+    command = command_of(services["web"])
+    assert command[command.index("--worker-class") + 1] == "gthread"
+    assert services["web"]["environment"]["RCB_TRUSTED_PROXY_COUNT"] == "1"
+    conf = (REPO / "docker" / "nginx.conf").read_text()
+    directive = lambda name: re.search(rf"^\s*{name}\s+([^;]+);", conf, re.M).group(1)  # noqa: E731
+    cap = directive("client_max_body_size")
+    assert cap.endswith("m") and int(cap[:-1]) * 1024 * 1024 == settings.RCB_REQUEST_MAX_BYTES
+    for timeout in ("client_header_timeout", "client_body_timeout", "send_timeout"):
+        assert int(directive(timeout).rstrip("s")) <= 20, timeout
+    assert directive("proxy_request_buffering") == "on"
+    assert "server web:8000" in conf
+
+
+def test_docker_compose_validates_the_file():
+    import shutil
+
+    tool = shutil.which("docker-compose")
+    if tool is None:
+        pytest.skip("docker-compose is not installed (Debian's docker-compose package)")
+    env = {**os.environ, "DJANGO_SECRET_KEY": "x" * 50}
+    done = subprocess.run(
+        [tool, "-f", str(REPO / "compose.yaml"), "config", "-q"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
