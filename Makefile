@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is a helper for them.
-.PHONY: demo test lint crash-tests bench-eval bench-screen bench-leaderboard bench-mixed clean
+.PHONY: demo test lint crash-tests bench-eval bench-screen bench-slow-clients bench-leaderboard bench-mixed clean
 
 demo:  ## set up, migrate, load demo data, serve http://127.0.0.1:8000/ with one worker and a fake LLM (Ctrl-C stops)
 	scripts/demo.sh
@@ -18,6 +18,11 @@ lint:
 bench-eval:
 	scripts/bootstrap.sh
 	.venv/bin/python bench/eval_speed.py
+
+bench-slow-clients:  ## p50/p95 of a plain page under 100 slow connections: gunicorn alone vs nginx (docker/nginx.conf) in front
+	scripts/bootstrap.sh
+	command -v nginx >/dev/null || (apt-get install -y -q nginx-light || apt-get install -y -q nginx)
+	.venv/bin/python bench/slow_clients.py
 
 bench-screen:  ## the screen's false-positive corpus: real ML code (pinned wheels, fetched once with pip) screened and run
 	scripts/bootstrap.sh
