@@ -64,6 +64,9 @@ def task(tmp_path_factory):
 def test_a_failing_run_stops_at_its_first_failing_test(sandbox, task, warm):
     with Runner(sandbox=sandbox, environment=eval_python(), warm=warm, calibrate=False, workers=1) as runner:
         verdict = runner.evaluate(task, task.snippets[0], WRONG)
+        # The same run with an answer that passes sleeps in both later tests: the yardstick, start-up included.
+        full = runner.evaluate(task, task.snippets[0], EQUIVALENT)
+    assert full.passed and full.duration_s >= 2 * SLEEP_S
     # The verdict a full run gives: the first failing test's assertion decides it.
     assert (verdict.outcome, verdict.category, verdict.exception_type) == (
         "failed",
@@ -73,7 +76,8 @@ def test_a_failing_run_stops_at_its_first_failing_test(sandbox, task, warm):
     assert "[4, 5, 6]" in (verdict.exception_message or "")
     assert (verdict.tests_run, verdict.tests_failed) == (1, 1)
     assert verdict.exit_code == 1
-    assert verdict.duration_s < SLEEP_S, "the slow tests after the failing one did not run"
+    # Neither pause ran: the failing run is shorter than the full one by (nearly) both.
+    assert verdict.duration_s < full.duration_s - 1.5 * SLEEP_S, "the slow tests after the failing one ran"
     assert verdict.warm is warm
 
 
