@@ -826,7 +826,11 @@ class Runner:
             "entry": entry,
             "completed": completed,
             "limits": harness_limits(self.sandbox, limits),
-            "preload": list(environment.heavy_modules),
+            # A cold run prepares like a warm server (every heavy library, warmed up, then the guard's
+            # snapshot), so that both judge alike; a task whose code imports none of them skips that.
+            "preload": list(environment.heavy_modules)
+            if set(environment.heavy_modules) & facts.task_imports
+            else [],
             "oracles": [o for o in facts.oracles if o not in set(facts.hidden)],
             "completion": None,
             "screen": None,
