@@ -27,14 +27,10 @@ import threading
 import time
 from pathlib import Path
 
+from leaderboard_load import free_port
+
 REPO = Path(__file__).resolve().parent.parent
 PAGE = "/healthz"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _wait(port: int, timeout: float = 60.0) -> None:
@@ -133,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     env.pop("CELERY_BROKER_URL", None)
     python = str(REPO / ".venv" / "bin" / "python")
     subprocess.run([python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
-    g_port, n_port = _free_port(), _free_port()
+    g_port, n_port = free_port(), free_port()
     gunicorn = subprocess.Popen(
         [
             python, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{g_port}",
