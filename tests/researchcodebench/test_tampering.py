@@ -207,13 +207,17 @@ SCREENED: dict[str, tuple[str, str]] = {
 #: module, reached through ``sys`` (which the screen refuses already).
 _MAIN = "import sys\nmain = sys.modules['__main__']\n"
 _ALLCLOSE = "torch.allclose = lambda *a, **k: True\n"
-_HOOK = (
-    "class Always(torch.Tensor):\n    pass\n"
+#: A comparison hook that makes torch.allclose say yes and float() say 2.5.
+_HOOK_FUNCTION = (
     "def hook(cls, func, types, args=(), kwargs=None):\n"
     "    if func is torch.allclose:\n        return True\n"
     "    if getattr(func, '__name__', '') == '__float__':\n        return 2.5\n"
     "    return torch.Tensor.__torch_function__.__func__(cls, func, types, args, kwargs or {})\n"
-    "setattr(Always, '__torch_' + 'function__', classmethod(hook))\n"
+)
+_HOOK = (
+    "class Always(torch.Tensor):\n    pass\n"
+    + _HOOK_FUNCTION
+    + "setattr(Always, '__torch_' + 'function__', classmethod(hook))\n"
 )
 RUNTIME: dict[str, tuple[str, str]] = {
     # -- frames
@@ -321,11 +325,7 @@ RUNTIME: dict[str, tuple[str, str]] = {
     # The hook written in the class body: the class is garbage once each test ends, whenever the collector
     # runs, and is still seen (the harness keeps the run's classes until its check).
     "guard-comparison-hook-in-class-body": (
-        "def hook(cls, func, types, args=(), kwargs=None):\n"
-        "    if func is torch.allclose:\n        return True\n"
-        "    if getattr(func, '__name__', '') == '__float__':\n        return 2.5\n"
-        "    return torch.Tensor.__torch_function__.__func__(cls, func, types, args, kwargs or {})\n"
-        "class Always(torch.Tensor):\n    __torch_function__ = classmethod(hook)\n"
+        _HOOK_FUNCTION + "class Always(torch.Tensor):\n    __torch_function__ = classmethod(hook)\n"
         "junk = [[i] for i in range(100000)]\n"
         "return x.abs().mean(dim=-1, keepdim=True).as_subclass(Always)",
         "Always.__torch_function__",
