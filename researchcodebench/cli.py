@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from researchcodebench import evaluate_cli
+from researchcodebench import evaluate_cli, images_cli
 from researchcodebench.environments import EvalEnvironmentError, resolve_environment
 from researchcodebench.problems import TEMPLATES, build_prompt, mask_file
 from researchcodebench.pset import (
@@ -371,7 +371,12 @@ def _register_validate(subparsers: Any) -> None:
 
 
 #: Every subcommand registrar, in help order. Another module joins the CLI by being listed here.
-REGISTRARS: tuple[Callable[[Any], None], ...] = (_register_core, evaluate_cli.register, _register_validate)
+REGISTRARS: tuple[Callable[[Any], None], ...] = (
+    _register_core,
+    evaluate_cli.register,
+    _register_validate,
+    images_cli.register,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

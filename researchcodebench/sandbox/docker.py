@@ -46,9 +46,12 @@ import os
 import posixpath
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from .base import Limits, RunResult, RunSpec, SandboxUnavailable, tail
@@ -75,6 +78,8 @@ LABEL_RUN = "org.researchcodebench.run"
 LABEL_DEADLINE = "org.researchcodebench.deadline"
 #: Where the task folder appears inside the container (also the working directory).
 TASK_DIR = "/task"
+#: Where an evaluation image holds its environment (docker/eval.Dockerfile): first on every run's PATH.
+IMAGE_VENV = "/opt/rcb/venv"
 #: Where a run's stdin file appears inside the container (only when ``RunSpec.stdin`` is given).
 STDIN_PATH = "/run/rcb-stdin"
 #: Where the prepared task folder is visible read-only inside the container (copied from here into /task).
@@ -112,7 +117,7 @@ def _sdk() -> Any:
 def _docker_image_hint(image: str) -> str:
     if locked_image_hash(image) is not None:
         return "build it with `python manage.py build_eval_images` (docs/sandbox.md)"
-    return f"build it with `docker build -f docker/eval.Dockerfile -t {image} .` in the repository root"
+    return "build it with `python -m researchcodebench images` (docs/sandbox.md)"
 
 
 def check_variant(variant: str) -> str:
@@ -179,59 +184,229 @@ class ImageBuildError(RuntimeError):
         super().__init__(f"building {image} failed: {reason}")
 
 
-#: Files of the image recipe, copied from the repository into each build context.
-_RECIPE = {
-    "eval.Dockerfile": ("docker", "eval.Dockerfile"),
-    "requirements-bench.txt": ("requirements-bench.txt",),
-}
+#: The base image of evaluation images when none is named: the public Python image of the lock's Python.
+#: Where no registry can be reached, ``scripts/docker-engine.sh base-image`` makes one from Debian's packages
+#: (``RCB_BASE_IMAGE``, docs/sandbox.md).
+PUBLIC_BASE_IMAGE = "python:{python}-slim"
+#: The image of tasks without their own environment (``DEFAULT_IMAGE``) is the image of this lock's base.
+DEFAULT_GPU_IMAGE = "researchcodebench-eval:py3.11-torch2.13.0-gpu"
+#: Longest the host may take to fetch a lock's wheels.
+FETCH_TIMEOUT_S = 1800.0
 
 
-def eval_image_build_args(lock_text: str, *, variant: str) -> dict[str, str]:
+@dataclass(frozen=True)
+class ImageRecipe:
+    """How evaluation images are built on this host.
+
+    ``base_image`` is the image the environment is installed on (default ``PUBLIC_BASE_IMAGE`` of the
+    lock's Python); ``python`` the interpreter on its PATH (default ``python<lock's Python>``);
+    ``sources`` where the host fetches the lock's wheels (default: ``envs.default_sources()``, i.e. pip's own
+    configuration on this host); ``cert`` the CA bundle handed to the one networked step (a CUDA variant's
+    torch download; default the sources' bundle, else ``SSL_CERT_FILE``); ``pip_python`` the interpreter
+    whose pip fetches the wheels (default this one).
+    """
+
+    base_image: str | None = None
+    python: str | None = None
+    sources: Any = None
+    cert: str | None = None
+    pip_python: str | None = None
+    index_url: str = "https://pypi.org/simple"
+    torch_index: str = "https://download.pytorch.org/whl"
+
+    @classmethod
+    def from_environ(cls, environ: dict[str, str] | None = None) -> ImageRecipe:
+        """The recipe ``RCB_BASE_IMAGE`` and ``RCB_BASE_PYTHON`` describe (unset: the public defaults)."""
+        env = os.environ if environ is None else environ
+        return cls(base_image=env.get("RCB_BASE_IMAGE") or None, python=env.get("RCB_BASE_PYTHON") or None)
+
+    def base_for(self, python_version: str) -> str:
+        return self.base_image or PUBLIC_BASE_IMAGE.format(python=python_version)
+
+    def interpreter_for(self, python_version: str) -> str:
+        return self.python or f"python{python_version}"
+
+
+def eval_image_build_args(
+    lock_text: str, *, variant: str, recipe: ImageRecipe | None = None
+) -> dict[str, str]:
     """The build arguments of the image of ``lock_text`` (an environment lock, ``envs.Lock``)."""
     from ..envs import Lock
 
+    recipe = recipe or ImageRecipe()
     lock = Lock.from_text(lock_text)
-    return {"LOCK_HASH": lock.hash, "TORCH_VARIANT": check_variant(variant), "PYTHON_VERSION": lock.python}
+    return {
+        "LOCK_HASH": lock.hash,
+        "TORCH_VARIANT": check_variant(variant),
+        "BASE_IMAGE": recipe.base_for(lock.python),
+        "PYTHON": recipe.interpreter_for(lock.python),
+        "INDEX_URL": recipe.index_url,
+        "TORCH_INDEX": recipe.torch_index,
+    }
 
 
-def build_eval_image(client: Any, *, lock_text: str, variant: str) -> tuple[str, float]:
+def _pip_platform() -> str:
+    from ..envs import PLATFORM
+
+    arch, _, libc = PLATFORM.partition("-")
+    return f"{libc}_{arch}"
+
+
+def fetch_wheels(lock_text: str, folder: str, *, recipe: ImageRecipe | None = None) -> list[str]:
+    """Fetch exactly the wheels of ``lock_text`` into ``folder`` with the host's pip and package sources
+    (its index, extra indexes, find-links, CA settings and proxy), each checked against the lock's hash;
+    returns their file names. Raises ``ImageBuildError`` naming pip's complaint when one cannot be had."""
+    from ..envs import Lock, default_sources
+
+    recipe = recipe or ImageRecipe()
+    lock = Lock.from_text(lock_text)
+    sources = recipe.sources if recipe.sources is not None else default_sources()
+    os.makedirs(folder, exist_ok=True)
+    major, _, minor = lock.python.partition(".")
+    argv = [
+        recipe.pip_python or sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--require-hashes",
+        "--only-binary=:all:",
+        "--python-version",
+        lock.python,
+        "--implementation",
+        "cp",
+        "--abi",
+        f"cp{major}{minor}",
+        "--abi",
+        "abi3",
+        "--abi",
+        "none",
+        "--platform",
+        _pip_platform(),
+        "--dest",
+        folder,
+    ]
+    if sources.index_url:
+        argv += ["--index-url", sources.index_url]
+    for url in sources.extra_index_urls:
+        argv += ["--extra-index-url", url]
+    for link in sources.find_links:
+        argv += ["--find-links", link]
+    if sources.cert:
+        argv += ["--cert", sources.cert]
+    image = image_name(lock.hash, variant=CPU_VARIANT)
+    try:
+        with tempfile.TemporaryDirectory(prefix="rcb-lock-") as tmp:
+            lock_file = os.path.join(tmp, "environment.lock")
+            with open(lock_file, "w", encoding="utf-8") as fh:
+                fh.write(lock.text)
+            argv += ["--requirement", lock_file]
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=FETCH_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ImageBuildError(image, f"fetching the lock's wheels failed: {exc}") from exc
+    if done.returncode != 0:
+        raise ImageBuildError(
+            image,
+            f"the host's pip could not fetch the lock's wheels from {sources.describe()}",
+            (done.stderr or done.stdout)[-4000:],
+        )
+    wheels = sorted(name for name in os.listdir(folder) if name.endswith(".whl"))
+    if len(wheels) != len(lock.packages):
+        raise ImageBuildError(
+            image, f"the lock names {len(lock.packages)} packages but {len(wheels)} wheels were fetched"
+        )
+    return wheels
+
+
+def _build_context(context: str, lock_text: str, *, variant: str, recipe: ImageRecipe) -> None:
+    """Fill ``context`` with what the image's build sees, and nothing else of the host."""
+    from ..environments import repo_root
+    from ..envs import default_sources
+
+    shutil.copyfile(repo_root() / "docker" / "eval.Dockerfile", os.path.join(context, "eval.Dockerfile"))
+    with open(os.path.join(context, "environment.lock"), "w", encoding="utf-8") as fh:
+        fh.write(lock_text)
+    fetch_wheels(lock_text, os.path.join(context, "wheels"), recipe=recipe)
+    sources = recipe.sources if recipe.sources is not None else default_sources()
+    uv = os.path.join(context, "uv")
+    shutil.copyfile(sources.executable(), uv)
+    os.chmod(uv, 0o755)
+    if variant != CPU_VARIANT:
+        cert = recipe.cert or sources.cert or os.environ.get("SSL_CERT_FILE")
+        if cert and os.path.isfile(cert):
+            shutil.copyfile(cert, os.path.join(context, "ca-bundle.crt"))
+
+
+def build_eval_image(
+    client: Any,
+    *,
+    lock_text: str,
+    variant: str,
+    recipe: ImageRecipe | None = None,
+    also_tag: str | None = None,
+) -> tuple[str, float]:
     """Build the evaluation image of ``lock_text`` with torch build ``variant`` through ``client``
-    (``images.build``); returns its name and the seconds the build took.
+    (``images.build``); returns its name and the seconds the build took (fetching the wheels included).
 
-    The build context is a private folder holding only the recipe (docker/eval.Dockerfile,
-    requirements-bench.txt) and the lock as ``environment.lock``, so nothing else of the host reaches the
-    engine. Raises ``ImageBuildError`` with the build log's tail when the engine refuses or the build fails,
-    and ``envs.EnvironmentBuildError`` when ``lock_text`` is not an environment lock.
+    The build context is a private folder holding only the recipe (docker/eval.Dockerfile), the lock as
+    ``environment.lock``, the lock's wheels (``fetch_wheels``), the host's uv and, for a CUDA variant, the
+    CA bundle; a CPU image builds with no network at all. ``also_tag`` names the image a second time (the
+    default image is the image of the base's lock). Raises ``ImageBuildError`` with the build log's tail
+    when the wheels cannot be had or the engine refuses or the build fails, and
+    ``envs.EnvironmentBuildError`` when ``lock_text`` is not an environment lock.
     """
     docker = _sdk()
     import requests
 
-    from ..environments import repo_root
-
-    args = eval_image_build_args(lock_text, variant=variant)
+    recipe = recipe or ImageRecipe()
+    args = eval_image_build_args(lock_text, variant=variant, recipe=recipe)
     image = image_name(args["LOCK_HASH"], variant=variant)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rcb-image-") as context:
-        for name, parts in _RECIPE.items():
-            shutil.copyfile(repo_root().joinpath(*parts), os.path.join(context, name))
-        with open(os.path.join(context, "environment.lock"), "w", encoding="utf-8") as fh:
-            fh.write(lock_text)
+        _build_context(context, lock_text, variant=variant, recipe=recipe)
         try:
-            client.images.build(
+            built, _log = client.images.build(
                 path=context,
                 dockerfile="eval.Dockerfile",
                 tag=image,
                 buildargs=args,
                 labels={LABEL_LOCK_HASH: args["LOCK_HASH"], LABEL_TORCH_VARIANT: variant},
+                network_mode="none" if variant == CPU_VARIANT else "host",
                 rm=True,
                 forcerm=True,
             )
+            if also_tag:
+                repository, _, tag = also_tag.rpartition(":")
+                built.tag(repository, tag)
         except docker.errors.BuildError as exc:
             lines = [str(chunk.get("stream") or chunk.get("error") or "") for chunk in exc.build_log or ()]
             raise ImageBuildError(image, str(exc.msg), "".join(lines)[-4000:]) from exc
         except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as exc:
             raise ImageBuildError(image, f"{type(exc).__name__}: {exc}") from exc
     return image, time.monotonic() - started
+
+
+def base_lock(*, recipe: ImageRecipe | None = None) -> str:
+    """The lock of the shared base (``envs.BASE_REQUIREMENTS``): the environment of tasks without their own,
+    whose image is ``DEFAULT_IMAGE``."""
+    from ..envs import default_sources, lock_requirements
+
+    recipe = recipe or ImageRecipe()
+    sources = recipe.sources if recipe.sources is not None else default_sources()
+    return lock_requirements([], sources=sources).text
+
+
+def build_default_image(
+    client: Any, *, variant: str = CPU_VARIANT, recipe: ImageRecipe | None = None
+) -> tuple[str, float]:
+    """Build ``DEFAULT_IMAGE`` (or ``DEFAULT_GPU_IMAGE`` for a CUDA ``variant``) from the base's lock."""
+    tag = DEFAULT_IMAGE if variant == CPU_VARIANT else DEFAULT_GPU_IMAGE
+    name, seconds = build_eval_image(
+        client, lock_text=base_lock(recipe=recipe), variant=variant, recipe=recipe, also_tag=tag
+    )
+    return tag, seconds
 
 
 class DockerSandbox:
@@ -402,7 +577,7 @@ class DockerSandbox:
             "command": self._command(spec),
             "name": f"rcb-{run_id[:16]}",
             "labels": {LABEL_RUN: run_id, LABEL_DEADLINE: str(int(deadline))},
-            "environment": dict(spec.env),
+            "environment": self._environment(spec),
             "working_dir": TASK_DIR,
             "user": self.user,
             "network_mode": "none",
@@ -438,6 +613,13 @@ class DockerSandbox:
         if spec.needs_gpu:
             kwargs["device_requests"] = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
         return kwargs
+
+    @staticmethod
+    def _environment(spec: RunSpec) -> dict[str, str]:
+        """The run's environment, with the image's environment first on PATH (the spec's PATH is the host's)."""
+        env = dict(spec.env)
+        env["PATH"] = f"{IMAGE_VENV}/bin" + (f":{env['PATH']}" if env.get("PATH") else "")
+        return env
 
     def _tmpfs_owner(self) -> str:
         """Mount options giving the task tmpfs to the container user (a name cannot be resolved here)."""

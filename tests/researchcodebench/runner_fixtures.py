@@ -11,6 +11,13 @@ import pytest
 from researchcodebench.environments import default_python
 from researchcodebench.pset import Task, read_pset
 from researchcodebench.sandbox.base import SandboxUnavailable
+from researchcodebench.sandbox.docker import (
+    DEFAULT_IMAGE,
+    DockerSandbox,
+    ImageBuildError,
+    ImageRecipe,
+    build_default_image,
+)
 from researchcodebench.sandbox.local import LocalSandbox
 
 TOY_CODE = '''\
@@ -109,3 +116,58 @@ def checked_local_sandbox(scratch_root: Path) -> LocalSandbox:
     except SandboxUnavailable as exc:
         pytest.fail(f"the local sandbox must work here (make test installs bubblewrap): {exc}", pytrace=False)
     return box
+
+
+_DOCKER: dict[str, tuple[bool, object]] = {}
+
+
+def docker_sandbox() -> DockerSandbox:
+    """A docker sandbox on a real engine holding the default evaluation image (built here once when the engine
+    lacks it), or a skip naming why there is none. ``make test`` starts a private engine and makes the base
+    image first (scripts/test.sh, scripts/docker-engine.sh); a failed image build is a test failure."""
+    if "engine" not in _DOCKER:
+        _DOCKER["engine"] = _bring_up_docker()
+    ok, value = _DOCKER["engine"]
+    if not ok:
+        if isinstance(value, str) and value.startswith("FAIL "):
+            pytest.fail(value[5:], pytrace=False)
+        pytest.skip(str(value))
+    assert isinstance(value, DockerSandbox)
+    return value
+
+
+def _bring_up_docker() -> tuple[bool, object]:
+    try:
+        import docker
+    except ImportError:
+        return False, "the docker SDK is not installed"
+    why = os.environ.get("RCB_DOCKER_UNAVAILABLE")
+    where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    try:
+        client = docker.from_env(timeout=300)
+        client.ping()
+    except Exception as exc:  # any failure means: no usable engine here
+        return False, why or f"no Docker engine answers at {where} ({exc}); make test starts a private one"
+    recipe = ImageRecipe.from_environ()
+    if not _has_image(client, DEFAULT_IMAGE):
+        base = recipe.base_for("3.11")
+        if not _has_image(client, base):
+            return (
+                False,
+                f"the engine at {where} has no base image {base!r} (scripts/docker-engine.sh base-image)",
+            )
+        try:
+            build_default_image(client, recipe=recipe)
+        except ImageBuildError as exc:
+            return False, f"FAIL the default evaluation image does not build: {exc}\n{exc.log_tail}"
+    return True, DockerSandbox(client, engine_timeout_s=120)
+
+
+def _has_image(client: object, name: str) -> bool:
+    import docker
+
+    try:
+        client.images.get(name)  # type: ignore[attr-defined]
+    except docker.errors.ImageNotFound:
+        return False
+    return True

@@ -1,6 +1,7 @@
 """Attacks from inside a completion (issue 4 item 7): each must end contained, with the right outcome,
-leaving no process or file behind and no secret in the recorded output. Every attack runs both warm
-(forked from a warm server) and cold (a fresh sandbox per run).
+leaving no process or file behind and no secret in the recorded output. Every attack runs warm (forked
+from a warm server), cold (a fresh sandbox per run) and in a container of a real Docker engine (the docker
+sandbox, issue 19).
 
 The static screen (researchcodebench/screen.py) and the harness's audit hook would refuse most of these
 programs before they run or as they start; the runners here switch both off so that the sandbox itself is
@@ -20,7 +21,7 @@ import pytest
 from researchcodebench.runner import Runner
 from researchcodebench.sandbox.base import Limits
 
-from .runner_fixtures import body, checked_local_sandbox, eval_python, toy_task
+from .runner_fixtures import body, checked_local_sandbox, docker_sandbox, eval_python, toy_task
 
 SECRETS = {
     "DJANGO_SECRET_KEY": "django-insecure-canary-5b1f0c",
@@ -111,13 +112,29 @@ def workspace(tmp_path_factory, env_secrets):
     assert not any(scratch.iterdir()) if scratch.exists() else True, "sandbox scratch files were left behind"
 
 
-MODES = ("warm", "cold")
+#: warm and cold runs of the local sandbox, and cold runs in containers of a real Docker engine (skipped,
+#: naming why, where none answers).
+MODES = ("warm", "cold", "docker")
+
+
+def _runner(workspace, mode: str, screened: bool) -> Runner:
+    if (mode, screened) not in workspace["runners"]:
+        workspace["runners"][(mode, screened)] = Runner(
+            sandbox=docker_sandbox(),
+            environment=eval_python(),
+            warm=False,
+            calibrate=False,
+            workers=1,
+            static_screen=screened,
+            audit_hook=screened,
+        )
+    return workspace["runners"][(mode, screened)]
 
 
 def _run(workspace, mode: str, code: str, *, screened: bool = False, **limits: object):
     task = workspace["task"]
     snippet = task.snippets[0]
-    runner = workspace["runners"][(mode, screened)]
+    runner = _runner(workspace, mode, screened)
     run_limits = Limits(**{"timeout_s": 10.0, **limits})
     verdict = runner.evaluate(task, snippet, body(code), limits=run_limits)
     recorded = verdict.stdout_tail + verdict.stderr_tail + verdict.reason + (verdict.exception_message or "")

@@ -34,7 +34,7 @@ from researchcodebench.runner import (
 from researchcodebench.sandbox.base import RunResult
 from researchcodebench.screen import screen_completion, screen_source
 
-from .runner_fixtures import checked_local_sandbox, eval_python
+from .runner_fixtures import checked_local_sandbox, docker_sandbox, eval_python
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "pset"
@@ -342,21 +342,46 @@ def _code(program: str, indent: int) -> str:
     return textwrap.indent(program, " " * indent)
 
 
-@pytest.fixture(scope="module")
-def runners(tmp_path_factory):
-    sandbox = checked_local_sandbox(tmp_path_factory.mktemp("tampering") / "scratch")
-    made = {
-        (mode, screened): Runner(
-            sandbox=sandbox,
+#: warm and cold runs of the local sandbox, and cold runs in containers of a real Docker engine (skipped,
+#: naming why, where none answers).
+MODES = ("warm", "cold", "docker")
+
+
+class _Runners(dict):
+    """The local runners made up front; the docker ones on first use (a skip where no engine answers)."""
+
+    def __missing__(self, key):
+        mode, screened = key
+        if mode != "docker":
+            raise KeyError(key)
+        self[key] = Runner(
+            sandbox=docker_sandbox(),
             environment=eval_python(),
-            warm=mode == "warm",
+            warm=False,
             calibrate=False,
             workers=1,
             static_screen=screened,
         )
-        for mode in ("warm", "cold")
-        for screened in (True, False)
-    }
+        return self[key]
+
+
+@pytest.fixture(scope="module")
+def runners(tmp_path_factory):
+    sandbox = checked_local_sandbox(tmp_path_factory.mktemp("tampering") / "scratch")
+    made = _Runners(
+        {
+            (mode, screened): Runner(
+                sandbox=sandbox,
+                environment=eval_python(),
+                warm=mode == "warm",
+                calibrate=False,
+                workers=1,
+                static_screen=screened,
+            )
+            for mode in ("warm", "cold")
+            for screened in (True, False)
+        }
+    )
     yield made
     for runner in made.values():
         runner.close()
@@ -378,7 +403,7 @@ def test_battery_holds_at_least_three_new_programs_of_each_kind():
         assert sum(1 for name in RUNTIME if name.startswith(kind)) >= 3, kind
 
 
-@pytest.mark.parametrize("mode", ["warm", "cold"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(SCREENED))
 def test_tampering_program_is_refused_naming_construct_and_line(runners, mode, name):
     task, snippet = _rmsnorm()
@@ -391,7 +416,7 @@ def test_tampering_program_is_refused_naming_construct_and_line(runners, mode, n
     assert re.search(r"rmsnorm\.py:\d+: ", verdict.reason), verdict.reason
 
 
-@pytest.mark.parametrize("mode", ["warm", "cold"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(RUNTIME))
 def test_tampering_program_past_the_screen_fails_the_runtime_layer(runners, mode, name):
     task, snippet = _rmsnorm()
@@ -403,9 +428,9 @@ def test_tampering_program_past_the_screen_fails_the_runtime_layer(runners, mode
     assert verdict.warm is (mode == "warm")
 
 
-@pytest.mark.parametrize("mode", ["warm", "cold"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(n for n in RUNTIME if n.startswith("guard-")))
-def test_the_guards_programs_are_real_bypasses(runners, mode, name):
+def test_the_guards_programs_are_real_bypasses(runners, mode, name, tmp_path):
     """Run as the task's own code (the reference run: no completion, so nothing it does is judged), each
     bypass makes rmsnorm's test pass with the wrong RMS: the guard, not chance, is what fails them."""
     task, snippet = _rmsnorm()
@@ -414,7 +439,7 @@ def test_the_guards_programs_are_real_bypasses(runners, mode, name):
     lines = original.split("\n")
     body = _code(program, snippet.indent).split("\n")
     patched = "\n".join(lines[: snippet.start_line] + body + lines[snippet.end_line - 1 :])
-    root = Path(runners[(mode, False)].sandbox.scratch_root).parent / f"bypass-{mode}-{name}"
+    root = tmp_path / f"bypass-{mode}-{name}"
     import shutil
 
     shutil.copytree(task.root, root / "rmsnorm", dirs_exist_ok=True)
@@ -425,7 +450,7 @@ def test_the_guards_programs_are_real_bypasses(runners, mode, name):
     assert verdict.passed, verdict.reason
 
 
-@pytest.mark.parametrize("mode", ["warm", "cold"])
+@pytest.mark.parametrize("mode", MODES)
 def test_the_audit_hook_names_the_completions_line(runners, mode):
     task, snippet = _rmsnorm()
     verdict = runners[(mode, False)].evaluate(
@@ -435,7 +460,7 @@ def test_the_audit_hook_names_the_completions_line(runners, mode):
     assert re.search(r"rmsnorm\.py:\d+: frame access \(sys\._getframe\)", verdict.reason), verdict.reason
 
 
-@pytest.mark.parametrize("mode", ["warm", "cold"])
+@pytest.mark.parametrize("mode", MODES)
 def test_reference_passes_every_layer_with_the_reference_test_count(runners, mode):
     task, snippet = _rmsnorm()
     for screened in (True, False):
@@ -444,7 +469,7 @@ def test_reference_passes_every_layer_with_the_reference_test_count(runners, mod
         assert (verdict.tests_run, verdict.tests_failed, verdict.tests_skipped) == (7, 0, 0)
 
 
-@pytest.mark.parametrize("mode", ["warm", "cold"])
+@pytest.mark.parametrize("mode", MODES)
 def test_a_correct_but_different_completion_still_passes(runners, mode):
     task, snippet = _rmsnorm()
     code = (
@@ -459,7 +484,7 @@ def test_a_correct_but_different_completion_still_passes(runners, mode):
     assert verdict.passed, verdict.reason
 
 
-@pytest.mark.parametrize("mode", ["warm", "cold"])
+@pytest.mark.parametrize("mode", MODES)
 def test_a_completion_that_logs_and_warns_passes_every_layer(runners, mode):
     """logging's findCaller and warnings read frames on the completion's behalf; that is not tampering."""
     task, snippet = _rmsnorm()
