@@ -13,7 +13,8 @@
 #   --build-arg LOCK_HASH=<sha256 of environment.lock>  (checked here: the image's name is its content)
 #   --build-arg TORCH_VARIANT=cpu | cu126 | cu128 ...    (the torch build; CUDA variants for GPU runs)
 # A CPU image is built with no network at all: `uv pip sync --offline --no-index --require-hashes` installs
-# the lock from the context's wheels, so the image holds exactly what the lock names. A CUDA variant then
+# the lock from the context's wheels, so the image holds exactly what the lock names, compiled to bytecode
+# (the root is read-only at run time: without .pyc files every run would compile torch again). A CUDA variant then
 # replaces the lock's CPU torch by the CUDA build of the same version from the PyTorch wheel index (the one
 # step with network; that wheel is checked by version, not by the lock's hash).
 ARG BASE_IMAGE=python:3.11-slim
@@ -42,7 +43,7 @@ RUN set -eu; \
         awk '/^torch==/ {skip=1; next} skip && /^[ \t]/ {next} {skip=0; print}' environment.lock > install.txt; \
     fi; \
     ./uv pip sync --python /opt/rcb/venv/bin/python --require-hashes --offline --no-index \
-        --find-links wheels install.txt; \
+        --compile-bytecode --find-links wheels install.txt; \
     if [ "${TORCH_VARIANT}" != cpu ]; then \
         torch_version="$(sed -n 's/^torch==\([^+ ]*\).*/\1/p' environment.lock)"; \
         if [ -f ca-bundle.crt ]; then export SSL_CERT_FILE=/opt/rcb/build/ca-bundle.crt; fi; \

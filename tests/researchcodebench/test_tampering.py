@@ -13,6 +13,7 @@ code corpus is tests/researchcodebench/test_screen_corpus.py).
 from __future__ import annotations
 
 import json
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -347,6 +348,22 @@ def _code(program: str, indent: int) -> str:
 MODES = ("warm", "cold", "docker")
 
 
+def _cases(names, *, per_kind: int, kinds_of_at_least: int = 1) -> list[tuple[str, str]]:
+    """(mode, program) pairs: every program warm and cold, and in containers ``per_kind`` programs of each
+    kind (the name's first word) that has at least ``kinds_of_at_least`` programs, or all of them with
+    RCB_DOCKER_FULL_BATTERY=1 (``make docker-batteries``; a container run of rmsnorm costs about 3 s)."""
+    kinds: dict[str, list[str]] = {}
+    for name in sorted(names):
+        kinds.setdefault(name.split("-")[0], []).append(name)
+    full = os.environ.get("RCB_DOCKER_FULL_BATTERY") == "1"
+    docker = {
+        n
+        for group in kinds.values()
+        for n in (group if full else group[:per_kind] if len(group) >= kinds_of_at_least else ())
+    }
+    return [(mode, n) for n in sorted(names) for mode in MODES if mode != "docker" or n in docker]
+
+
 class _Runners(dict):
     """The local runners made up front; the docker ones on first use (a skip where no engine answers)."""
 
@@ -403,8 +420,7 @@ def test_battery_holds_at_least_three_new_programs_of_each_kind():
         assert sum(1 for name in RUNTIME if name.startswith(kind)) >= 3, kind
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", sorted(SCREENED))
+@pytest.mark.parametrize(("mode", "name"), _cases(SCREENED, per_kind=1, kinds_of_at_least=2))
 def test_tampering_program_is_refused_naming_construct_and_line(runners, mode, name):
     task, snippet = _rmsnorm()
     program, word = SCREENED[name]
@@ -416,8 +432,7 @@ def test_tampering_program_is_refused_naming_construct_and_line(runners, mode, n
     assert re.search(r"rmsnorm\.py:\d+: ", verdict.reason), verdict.reason
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", sorted(RUNTIME))
+@pytest.mark.parametrize(("mode", "name"), _cases(RUNTIME, per_kind=2))
 def test_tampering_program_past_the_screen_fails_the_runtime_layer(runners, mode, name):
     task, snippet = _rmsnorm()
     program, word = RUNTIME[name]
@@ -428,8 +443,7 @@ def test_tampering_program_past_the_screen_fails_the_runtime_layer(runners, mode
     assert verdict.warm is (mode == "warm")
 
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", sorted(n for n in RUNTIME if n.startswith("guard-")))
+@pytest.mark.parametrize(("mode", "name"), _cases([n for n in RUNTIME if n.startswith("guard-")], per_kind=8))
 def test_the_guards_programs_are_real_bypasses(runners, mode, name, tmp_path):
     """Run as the task's own code (the reference run: no completion, so nothing it does is judged), each
     bypass makes rmsnorm's test pass with the wrong RMS: the guard, not chance, is what fails them."""
