@@ -38,14 +38,18 @@ EXAMPLES = REPO / "examples" / "pset"
 SEED = "docker-lane"
 
 
-def items(tasks: list[Task], mutants_per_snippet: int) -> list[tuple[Task, Snippet | None, str, str | None]]:
+def items(
+    tasks: list[Task], mutants_per_snippet: int, *, references: bool = True
+) -> list[tuple[Task, Snippet | None, str, str | None]]:
     """(task, snippet, label, code): the reference run of each task (snippet None), then per snippet its
-    reference, blank and mutant bodies."""
+    reference body (unless ``references`` is false: the reference run holds them all), blank body and
+    mutants."""
     out: list[tuple[Task, Snippet | None, str, str | None]] = []
     for task in tasks:
         out.append((task, None, "reference run", None))
         for snippet in task.snippets:
-            out.append((task, snippet, "reference", snippet.code))
+            if references:
+                out.append((task, snippet, "reference", snippet.code))
             out.append((task, snippet, "blank", blank_body(snippet)))
             for i, mutant in enumerate(
                 mutants.draw(snippet.code, mutants_per_snippet, f"{SEED}:{snippet.name}")
@@ -68,10 +72,16 @@ def judge(runner: Runner, task: Task, snippet: Snippet | None, code: str | None)
 
 
 def compare(
-    tasks: list[Task], *, local: Sandbox, docker: Sandbox, mutants_per_snippet: int, python: str
+    tasks: list[Task],
+    *,
+    local: Sandbox,
+    docker: Sandbox,
+    mutants_per_snippet: int,
+    python: str,
+    references: bool = True,
 ) -> tuple[int, list[str]]:
     """The number of items compared and a line per disagreement."""
-    cases = items(tasks, mutants_per_snippet)
+    cases = items(tasks, mutants_per_snippet, references=references)
     disagreements = []
     with (
         Runner(sandbox=local, environment=python, warm=False, calibrate=False, workers=1) as here,

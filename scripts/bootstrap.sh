@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent set-up used by `make demo` and `make test`:
 #   1. system packages the portal needs (bubblewrap for the sandbox; chromium for browser tests with --dev;
-#      wrk, the HTTP load generator of bench/leaderboard_load.py, with --bench),
+#      wrk, the HTTP load generator of bench/leaderboard_load.py, with --bench; with --docker, Debian's
+#      docker.io and debootstrap for the docker lane's private engine and base image, scripts/docker-engine.sh:
+#      where they cannot be installed the docker tests skip, naming why),
 #   2. .venv      : the portal (Python >= 3.12, requirements.txt [+ requirements-dev.txt with --dev]),
 #   3. .venv-eval : the evaluation environment that runs task tests (requirements-bench.txt; torch CPU).
 # A venv is only (re)installed when its requirements files changed (hash stamp in the venv).
@@ -10,11 +12,13 @@ cd "$(dirname "$0")/.."
 
 DEV=0
 BENCH=0
+DOCKER=0
 for arg in "$@"; do
   case "$arg" in
     --dev) DEV=1 ;;
     --bench) BENCH=1 ;;
-    *) printf 'error: unknown option %s (use --dev and/or --bench)\n' "$arg" >&2; exit 2 ;;
+    --docker) DOCKER=1 ;;
+    *) printf 'error: unknown option %s (use --dev, --bench and/or --docker)\n' "$arg" >&2; exit 2 ;;
   esac
 done
 
@@ -72,6 +76,10 @@ packages=(bubblewrap)
 [[ $DEV -eq 1 ]] && packages+=(chromium)
 [[ $BENCH -eq 1 ]] && packages+=(wrk)
 apt_install "${packages[@]}"
+if [[ $DOCKER -eq 1 ]]; then
+  # Optional: a machine that cannot have them still runs everything but the docker lane's tests.
+  ( apt_install docker.io debootstrap ) || printf 'warning: docker.io/debootstrap not installed: the docker tests will skip\n' >&2
+fi
 
 PORTAL_PY=$(find_python 12) || die "Python >= 3.12 is required for the portal (Django 6). Install python3.12 or newer."
 EVAL_PY=$(find_python 11 | head -1)

@@ -3,8 +3,22 @@
 # else SQLite; the broker from CELERY_BROKER_URL, else the filesystem transport. Extra args go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh --dev
+scripts/bootstrap.sh --dev --docker
+# The docker lane's tests need an engine: the one DOCKER_HOST names, else a private one started here
+# (scripts/docker-engine.sh) with its base image made from Debian's packages. Where none can start, the
+# docker tests skip and say why (RCB_DOCKER_UNAVAILABLE).
+if [[ -z ${DOCKER_HOST:-} ]]; then
+  if started=$(scripts/docker-engine.sh start 2>/tmp/rcb-docker-start.$$); then
+    export "$started"
+    if scripts/docker-engine.sh base-image; then
+      export RCB_BASE_IMAGE="${RCB_BASE_IMAGE:-researchcodebench-base:bookworm-py3.11}"
+    fi
+  else
+    export RCB_DOCKER_UNAVAILABLE="no Docker engine: scripts/docker-engine.sh start failed: $(tail -n 1 /tmp/rcb-docker-start.$$)"
+  fi
+  rm -f /tmp/rcb-docker-start.$$
+fi
 export DJANGO_SECRET_KEY="${DJANGO_SECRET_KEY:-test-only-key-9fQ2mX7vLk4Tz8Rw3Nc6Hb1Yd5Gs0Pj-not-for-production}"
 export RCB_VAR_DIR="${RCB_VAR_DIR:-$PWD/var/test}"
-echo "database: ${DATABASE_URL:-sqlite (default)}   broker: ${CELERY_BROKER_URL:-filesystem:// (default)}"
+echo "database: ${DATABASE_URL:-sqlite (default)}   broker: ${CELERY_BROKER_URL:-filesystem:// (default)}   docker: ${DOCKER_HOST:-${RCB_DOCKER_UNAVAILABLE:-none}}"
 exec .venv/bin/python -m pytest --durations=25 "$@"
