@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is a helper for them.
-.PHONY: demo test lint crash-tests bench-eval bench-screen bench-slow-clients bench-leaderboard bench-mixed clean
+.PHONY: demo test lint crash-tests docker-batteries bench-eval bench-docker bench-screen bench-slow-clients bench-leaderboard bench-mixed clean
 
 demo:  ## set up, migrate, load demo data, serve http://127.0.0.1:8000/ with one worker and a fake LLM (Ctrl-C stops)
 	scripts/demo.sh
@@ -9,6 +9,9 @@ test:  ## set up with dev tools and run the whole suite
 
 crash-tests:  ## the crash tests (workers, broker, database and web process killed mid-run) five times in a row
 	scripts/test.sh -m crash --count 5
+
+docker-batteries:  ## every sandbox attack and tampering program in containers of the private engine too (not a sample)
+	RCB_DOCKER_FULL_BATTERY=1 scripts/test.sh tests/researchcodebench/test_security.py tests/researchcodebench/test_tampering.py -k docker
 
 lint:
 	scripts/bootstrap.sh --dev
@@ -23,6 +26,12 @@ bench-slow-clients:  ## p50/p95 of a plain page under 100 slow connections: guni
 	scripts/bootstrap.sh
 	command -v nginx >/dev/null || (apt-get install -y -q nginx-light || apt-get install -y -q nginx)
 	.venv/bin/python bench/slow_clients.py
+
+bench-docker:  ## the docker and local sandboxes side by side: verdicts on every example snippet, per-run overhead
+	scripts/bootstrap.sh --docker
+	eval "export $$(scripts/docker-engine.sh start)" && scripts/docker-engine.sh base-image \
+	  && RCB_BASE_IMAGE=$${RCB_BASE_IMAGE:-researchcodebench-base:bookworm-py3.11} .venv/bin/python -m researchcodebench images \
+	  && .venv/bin/python bench/docker_lane.py
 
 bench-screen:  ## the screen's false-positive corpus: real ML code (pinned wheels, fetched once with pip) screened and run
 	scripts/bootstrap.sh

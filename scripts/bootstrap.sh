@@ -78,7 +78,7 @@ packages=(bubblewrap)
 apt_install "${packages[@]}"
 if [[ $DOCKER -eq 1 ]]; then
   # Optional: a machine that cannot have them still runs everything but the docker lane's tests.
-  ( apt_install docker.io debootstrap ) || printf 'warning: docker.io/debootstrap not installed: the docker tests will skip\n' >&2
+  ( apt_install docker.io debootstrap docker-compose ) || printf 'warning: docker.io/debootstrap/docker-compose not installed: the docker tests will skip\n' >&2
 fi
 
 PORTAL_PY=$(find_python 12) || die "Python >= 3.12 is required for the portal (Django 6). Install python3.12 or newer."

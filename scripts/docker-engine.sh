@@ -7,6 +7,8 @@
 #   scripts/docker-engine.sh status      say whether it answers (exit 0) or not (exit 1)
 #   scripts/docker-engine.sh host        print its DOCKER_HOST value
 #   scripts/docker-engine.sh base-image  build the base image from Debian's packages, with no registry
+#   scripts/docker-engine.sh base-image portal   the portal's base (trixie: python3.13, git, bubblewrap)
+#   scripts/docker-engine.sh portal-image build the portal's image (Dockerfile) on that base
 #
 # The engine has no default network at all (--bridge=none, no iptables, no forwarding, no masquerading):
 # containers run with --network none, and image builds that need the network use the host's
@@ -28,6 +30,9 @@ PIDFILE=$ROOT/dockerd.pid
 LOG=$ROOT/dockerd.log
 BASE_IMAGE=${RCB_BASE_IMAGE:-researchcodebench-base:bookworm-py3.11}
 SUITE=${RCB_DEBIAN_SUITE:-bookworm}
+INCLUDE=python3.11,ca-certificates
+PORTAL_BASE_IMAGE=${RCB_PORTAL_BASE_IMAGE:-researchcodebench-base:trixie-py3.13}
+PORTAL_IMAGE=${RCB_PORTAL_IMAGE:-researchcodebench-hub:latest}
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -75,6 +80,10 @@ mirror() {
 }
 
 base_image() {
+  if [[ ${1:-} == portal ]]; then
+    BASE_IMAGE=$PORTAL_BASE_IMAGE SUITE=${RCB_PORTAL_DEBIAN_SUITE:-trixie}
+    INCLUDE=python3.13,python3.13-venv,git,bubblewrap,ca-certificates
+  fi
   answers || die "no engine answers on $SOCKET: run '$0 start' first"
   if DOCKER_HOST=$HOST docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
     say "base image $BASE_IMAGE is present"; return 0
@@ -83,8 +92,8 @@ base_image() {
   local dir; dir=$(mktemp -d "${TMPDIR:-/tmp}/rcb-base.XXXXXX")
   trap 'rm -rf "$dir"' RETURN
   local from; from=$(mirror)
-  say "debootstrap $SUITE (minbase, python3.11) from $from"
-  debootstrap --variant=minbase --include=python3.11,ca-certificates \
+  say "debootstrap $SUITE (minbase, $INCLUDE) from $from"
+  debootstrap --variant=minbase --include="$INCLUDE" \
     "$SUITE" "$dir" "$from" >"$ROOT/debootstrap.log" 2>&1 \
     || { tail -n 20 "$ROOT/debootstrap.log" >&2; die "debootstrap failed (log above)"; }
   # Nothing of the build host's apt state or caches goes into the image.
@@ -92,8 +101,22 @@ base_image() {
   say "importing it as $BASE_IMAGE"
   tar -C "$dir" -c . | DOCKER_HOST=$HOST docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change 'ENV LANG=C.UTF-8' --change 'CMD ["python3.11"]' - "$BASE_IMAGE" >/dev/null
+    --change 'ENV LANG=C.UTF-8' --change "CMD [\"${INCLUDE%%,*}\"]" - "$BASE_IMAGE" >/dev/null
   say "built $BASE_IMAGE"
+}
+
+portal_image() {
+  answers || die "no engine answers on $SOCKET: run '$0 start' first"
+  base_image portal
+  local cert=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
+  if [[ -f $cert ]]; then cp "$cert" docker/ca-bundle.crt; else rm -f docker/ca-bundle.crt; fi
+  say "building $PORTAL_IMAGE on $PORTAL_BASE_IMAGE"
+  # The host's network for the package downloads (the engine has no network of its own).
+  DOCKER_HOST=$HOST DOCKER_BUILDKIT=0 docker build --network host --build-arg BASE_IMAGE="$PORTAL_BASE_IMAGE" \
+    --build-arg PYTHON="${RCB_PORTAL_BASE_PYTHON:-python3.13}" \
+    -t "$PORTAL_IMAGE" . >"$ROOT/portal-build.log" 2>&1 \
+    || { tail -n 30 "$ROOT/portal-build.log" >&2; die "the portal image did not build (log above)"; }
+  say "built $PORTAL_IMAGE"
 }
 
 case "${1:-}" in
@@ -101,6 +124,7 @@ case "${1:-}" in
   stop) stop ;;
   status) if answers; then echo "private dockerd answers on $HOST"; else echo "no private dockerd on $HOST"; exit 1; fi ;;
   host) echo "$HOST" ;;
-  base-image) base_image ;;
-  *) die "usage: $0 start|stop|status|host|base-image" ;;
+  base-image) base_image "${2:-}" ;;
+  portal-image) portal_image ;;
+  *) die "usage: $0 start|stop|status|host|base-image [portal]|portal-image" ;;
 esac
