@@ -378,6 +378,10 @@ RCB_EVAL_PYTHON = env_str("RCB_EVAL_PYTHON")
 RCB_SANDBOX = env_str("RCB_SANDBOX", "local")
 #: the docker sandbox's evaluation image (None: the core's ``DEFAULT_IMAGE``)
 RCB_DOCKER_IMAGE = env_str("RCB_DOCKER_IMAGE")
+#: the image evaluation images are built on (build_eval_images; default python:<lock's Python>-slim) and its
+#: interpreter (default python<lock's Python>)
+RCB_BASE_IMAGE = env_str("RCB_BASE_IMAGE")
+RCB_BASE_PYTHON = env_str("RCB_BASE_PYTHON")
 #: a worker without a GPU still consumes ``eval-gpu`` (development and test machines only; docs/sandbox.md)
 RCB_GPU_QUEUE_WITHOUT_GPU = env_bool("RCB_GPU_QUEUE_WITHOUT_GPU", default=False)
 #: per-run sandbox resources (``researchcodebench.sandbox.base.Limits``): the size of a run's private task

@@ -66,11 +66,11 @@ def _cmd_images(args: argparse.Namespace) -> int:
 
     try:
         variant = check_variant(args.variant)
-        recipe = ImageRecipe.from_environ()
-        if args.base_image or args.base_python:
-            recipe = ImageRecipe(
-                base_image=args.base_image or recipe.base_image, python=args.base_python or recipe.python
-            )
+        recipe = ImageRecipe(
+            base_image=args.base_image or os.environ.get("RCB_BASE_IMAGE") or None,
+            python=args.base_python or os.environ.get("RCB_BASE_PYTHON") or None,
+            cert=os.environ.get("SSL_CERT_FILE") or None,
+        )
         client = _client(args.base_url)
         jobs: list[tuple[str, str | None]] = []
         if args.lock:

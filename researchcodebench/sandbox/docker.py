@@ -202,7 +202,7 @@ class ImageRecipe:
     lock's Python); ``python`` the interpreter on its PATH (default ``python<lock's Python>``);
     ``sources`` where the host fetches the lock's wheels (default: ``envs.default_sources()``, i.e. pip's own
     configuration on this host); ``cert`` the CA bundle handed to the one networked step (a CUDA variant's
-    torch download; default the sources' bundle, else ``SSL_CERT_FILE``); ``pip_python`` the interpreter
+    torch download; default the sources' bundle); ``pip_python`` the interpreter
     whose pip fetches the wheels (default this one).
     """
 
@@ -213,12 +213,6 @@ class ImageRecipe:
     pip_python: str | None = None
     index_url: str = "https://pypi.org/simple"
     torch_index: str = "https://download.pytorch.org/whl"
-
-    @classmethod
-    def from_environ(cls, environ: dict[str, str] | None = None) -> ImageRecipe:
-        """The recipe ``RCB_BASE_IMAGE`` and ``RCB_BASE_PYTHON`` describe (unset: the public defaults)."""
-        env = os.environ if environ is None else environ
-        return cls(base_image=env.get("RCB_BASE_IMAGE") or None, python=env.get("RCB_BASE_PYTHON") or None)
 
     def base_for(self, python_version: str) -> str:
         return self.base_image or PUBLIC_BASE_IMAGE.format(python=python_version)
@@ -334,7 +328,7 @@ def _build_context(context: str, lock_text: str, *, variant: str, recipe: ImageR
     shutil.copyfile(sources.executable(), uv)
     os.chmod(uv, 0o755)
     if variant != CPU_VARIANT:
-        cert = recipe.cert or sources.cert or os.environ.get("SSL_CERT_FILE")
+        cert = recipe.cert or sources.cert
         if cert and os.path.isfile(cert):
             shutil.copyfile(cert, os.path.join(context, "ca-bundle.crt"))
 

@@ -11,7 +11,12 @@ REPO = Path(__file__).resolve().parents[2]
 PORTAL = ("config", "contributions", "evaluation", "leaderboard")
 CORE = "researchcodebench"
 #: the core's command line, the one place the core turns environment variables into arguments
-CORE_CLI = {"researchcodebench/evaluate_cli.py", "researchcodebench/cli.py", "researchcodebench/__main__.py"}
+CORE_CLI = {
+    "researchcodebench/evaluate_cli.py",
+    "researchcodebench/images_cli.py",
+    "researchcodebench/cli.py",
+    "researchcodebench/__main__.py",
+}
 #: (file, function): forwarding, not configuration. GPU tests see the worker's device-visibility variables.
 FORWARDED = {
     ("researchcodebench/runner.py", "sandbox_env"),

@@ -148,7 +148,7 @@ def _bring_up_docker() -> tuple[bool, object]:
         client.ping()
     except Exception as exc:  # any failure means: no usable engine here
         return False, why or f"no Docker engine answers at {where} ({exc}); make test starts a private one"
-    recipe = ImageRecipe.from_environ()
+    recipe = ImageRecipe(base_image=os.environ.get("RCB_BASE_IMAGE") or None)
     if not _has_image(client, DEFAULT_IMAGE):
         base = recipe.base_for("3.11")
         if not _has_image(client, base):

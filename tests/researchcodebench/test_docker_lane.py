@@ -7,6 +7,7 @@ snippet with more mutants, and measures the per-run overhead side by side."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -78,7 +79,10 @@ def test_a_locked_environment_runs_in_the_image_built_from_its_lock(docker):
         client.images.get(name)
     except Exception:  # not there yet: build it (about a minute, once per engine)
         built, _seconds = build_eval_image(
-            client, lock_text=lock.text, variant="cpu", recipe=ImageRecipe.from_environ()
+            client,
+            lock_text=lock.text,
+            variant="cpu",
+            recipe=ImageRecipe(base_image=os.environ.get("RCB_BASE_IMAGE") or None),
         )
         assert built == name
     image = client.images.get(name)

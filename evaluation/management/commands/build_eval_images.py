@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contributions.models import TaskVersion
@@ -16,6 +17,8 @@ from researchcodebench.sandbox.docker import (
     CPU_VARIANT,
     DEFAULT_CUDA_VARIANT,
     ImageBuildError,
+    ImageRecipe,
+    build_default_image,
     build_eval_image,
     check_variant,
     image_name,
@@ -96,6 +99,11 @@ class Command(BaseCommand):
             "cuda_variant must match)",
         )
         parser.add_argument("--base-url", default=None, help="the engine's URL (default: DOCKER_HOST)")
+        parser.add_argument(
+            "--default",
+            action="store_true",
+            help="also build the default image (RCB_DOCKER_IMAGE's default: the shared base's lock) if missing",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         import docker
@@ -110,6 +118,9 @@ class Command(BaseCommand):
         for problem in problems:
             self.stderr.write(f"skipped {problem}")
         client = options.get("client") or engine_client(options["base_url"])
+        recipe = ImageRecipe(
+            base_image=settings.RCB_BASE_IMAGE or None, python=settings.RCB_BASE_PYTHON or None
+        )
         missing: list[WantedImage] = []
         for image in wanted:
             try:
@@ -128,12 +139,16 @@ class Command(BaseCommand):
                 continue
             self.stdout.write(f"building {image.name} (torch {image.variant}) for {tasks}")
             try:
-                name, seconds = build_eval_image(client, lock_text=image.lock_text, variant=image.variant)
+                name, seconds = build_eval_image(
+                    client, lock_text=image.lock_text, variant=image.variant, recipe=recipe
+                )
             except (ImageBuildError, SandboxUnavailable) as exc:
                 failed.append(image.name)
                 self.stderr.write(f"{exc}\n{getattr(exc, 'log_tail', '')}".rstrip())
                 continue
             self.stdout.write(f"built {name} in {seconds:.0f} s")
+        if options["default"] and not options["dry_run"]:
+            failed += self._default_image(client, recipe)
         verb = "to build" if options["dry_run"] else "built"
         self.stdout.write(
             f"{len(wanted)} image(s) wanted, {len(wanted) - len(missing)} present, "
@@ -143,3 +158,25 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{len(failed)} image(s) failed to build, {len(problems)} task version(s) skipped (see above)"
             )
+
+    def _default_image(self, client: Any, recipe: ImageRecipe) -> list[str]:
+        """Build the default image when the engine lacks it; the names that failed."""
+        import docker
+
+        from researchcodebench.sandbox.docker import DEFAULT_IMAGE
+
+        try:
+            client.images.get(DEFAULT_IMAGE)
+        except docker.errors.ImageNotFound:
+            pass
+        else:
+            self.stdout.write(f"present {DEFAULT_IMAGE}")
+            return []
+        self.stdout.write(f"building {DEFAULT_IMAGE} (the shared base's lock)")
+        try:
+            name, seconds = build_default_image(client, recipe=recipe)
+        except (ImageBuildError, SandboxUnavailable) as exc:
+            self.stderr.write(f"{exc}\n{getattr(exc, 'log_tail', '')}".rstrip())
+            return [DEFAULT_IMAGE]
+        self.stdout.write(f"built {name} in {seconds:.0f} s")
+        return []
