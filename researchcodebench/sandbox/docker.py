@@ -203,7 +203,8 @@ class ImageRecipe:
     ``sources`` where the host fetches the lock's wheels (default: ``envs.default_sources()``, i.e. pip's own
     configuration on this host); ``cert`` the CA bundle handed to the one networked step (a CUDA variant's
     torch download; default the sources' bundle); ``pip_python`` the interpreter
-    whose pip fetches the wheels (default this one).
+    whose pip fetches the wheels (default this one); ``fetch`` what fills the context's ``wheels`` folder,
+    called as ``fetch(lock_text, folder, recipe=recipe)`` (default ``fetch_wheels``).
     """
 
     base_image: str | None = None
@@ -213,6 +214,7 @@ class ImageRecipe:
     pip_python: str | None = None
     index_url: str = "https://pypi.org/simple"
     torch_index: str = "https://download.pytorch.org/whl"
+    fetch: Any = None
 
     def base_for(self, python_version: str) -> str:
         return self.base_image or PUBLIC_BASE_IMAGE.format(python=python_version)
@@ -322,7 +324,7 @@ def _build_context(context: str, lock_text: str, *, variant: str, recipe: ImageR
     shutil.copyfile(repo_root() / "docker" / "eval.Dockerfile", os.path.join(context, "eval.Dockerfile"))
     with open(os.path.join(context, "environment.lock"), "w", encoding="utf-8") as fh:
         fh.write(lock_text)
-    fetch_wheels(lock_text, os.path.join(context, "wheels"), recipe=recipe)
+    (recipe.fetch or fetch_wheels)(lock_text, os.path.join(context, "wheels"), recipe=recipe)
     sources = recipe.sources if recipe.sources is not None else default_sources()
     uv = os.path.join(context, "uv")
     shutil.copyfile(sources.executable(), uv)

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 
 from researchcodebench.envs import LOCK_HEADER, PLATFORM
 from researchcodebench.sandbox.base import RunSpec
-from researchcodebench.sandbox.docker import DEFAULT_CUDA_VARIANT, image_name
+from researchcodebench.sandbox.docker import DEFAULT_CUDA_VARIANT, ImageRecipe, image_name
 from tests.factories import TaskVersionFactory
 
 pytestmark = pytest.mark.django_db
@@ -48,6 +48,7 @@ class FakeImages:
         self.fail = fail
         self.builds: list[dict[str, Any]] = []
         self.contexts: list[dict[str, str]] = []
+        self.wheels: list[list[str]] = []
 
     def get(self, name: str) -> object:
         if name not in self.present:
@@ -57,7 +58,13 @@ class FakeImages:
     def build(self, **kwargs: Any) -> tuple[object, list]:
         self.builds.append(kwargs)
         context = Path(kwargs["path"])
-        self.contexts.append({p.name: p.read_text() for p in context.iterdir()})
+        self.contexts.append(
+            {
+                p.name: p.read_text() if p.suffix in {".lock", ".Dockerfile"} else p.name
+                for p in context.iterdir()
+            }
+        )
+        self.wheels.append(sorted(p.name for p in (context / "wheels").iterdir()))
         if kwargs["tag"] in self.fail:
             raise docker.errors.BuildError(
                 "No matching distribution found for torch", [{"stream": "step 3\n"}]
@@ -71,9 +78,23 @@ class FakeClient:
         self.images = FakeImages(set(present or ()), set(fail or ()))
 
 
+def fake_fetch(lock_text: str, folder: str, *, recipe: Any) -> list[str]:
+    """Stands in for the host's pip: one placeholder wheel per package of the lock."""
+    from researchcodebench.envs import Lock
+
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    names = [f"{p.replace('==', '-')}-py3-none-any.whl" for p in Lock.from_text(lock_text).packages]
+    for name in names:
+        (Path(folder) / name).write_bytes(b"")
+    return names
+
+
+RECIPE = ImageRecipe(base_image="researchcodebench-base:bookworm-py3.11", fetch=fake_fetch)
+
+
 def build(client: FakeClient, *args: str) -> tuple[str, str]:
     out, err = StringIO(), StringIO()
-    call_command("build_eval_images", *args, client=client, stdout=out, stderr=err)
+    call_command("build_eval_images", *args, client=client, recipe=RECIPE, stdout=out, stderr=err)
     return out.getvalue(), err.getvalue()
 
 
@@ -96,11 +117,17 @@ def test_builds_one_cpu_image_per_missing_lock_hash_with_the_lock_in_its_context
         assert kwargs["buildargs"] == {
             "LOCK_HASH": hashlib.sha256(lock.encode()).hexdigest(),
             "TORCH_VARIANT": "cpu",
-            "PYTHON_VERSION": "3.11",
+            "BASE_IMAGE": "researchcodebench-base:bookworm-py3.11",
+            "PYTHON": "python3.11",
+            "INDEX_URL": "https://pypi.org/simple",
+            "TORCH_INDEX": "https://download.pytorch.org/whl",
         }
+        # A CPU image builds with no network: everything it installs is in its context.
+        assert kwargs["network_mode"] == "none"
         assert kwargs["dockerfile"] == "eval.Dockerfile"
         assert context["eval.Dockerfile"] == (REPO / "docker" / "eval.Dockerfile").read_text()
-        assert set(context) == {"eval.Dockerfile", "requirements-bench.txt", "environment.lock"}
+        assert set(context) == {"eval.Dockerfile", "environment.lock", "uv", "wheels"}
+    assert client.images.wheels[0] == ["numpy-2.4.6-py3-none-any.whl", "torch-2.13.0+cpu-py3-none-any.whl"]
     assert (
         client.images.contexts[tags.index(image_name(mine.environment_hash, variant="cpu"))][
             "environment.lock"
@@ -128,6 +155,11 @@ def test_a_lock_of_a_gpu_task_version_also_gets_its_cuda_image():
     build(client, "--cuda-variant", "cu126")
 
     args = {b["tag"]: b["buildargs"]["TORCH_VARIANT"] for b in client.images.builds}
+    # The CUDA torch is the one download of a build: on the host's network.
+    assert {b["buildargs"]["TORCH_VARIANT"]: b["network_mode"] for b in client.images.builds} == {
+        "cpu": "none",
+        "cu126": "host",
+    }
     assert args == {
         image_name(gpu.environment_hash, variant="cpu"): "cpu",
         image_name(gpu.environment_hash, variant="cu126"): "cu126",
@@ -154,7 +186,7 @@ def test_a_failed_build_is_reported_with_its_log_and_the_others_still_build():
     out, err = StringIO(), StringIO()
 
     with pytest.raises(CommandError, match="1 image\\(s\\) failed to build"):
-        call_command("build_eval_images", client=client, stdout=out, stderr=err)
+        call_command("build_eval_images", client=client, recipe=RECIPE, stdout=out, stderr=err)
 
     assert "No matching distribution found for torch" in err.getvalue() and "step 3" in err.getvalue()
     assert image_name(good_version.environment_hash, variant="cpu") in client.images.present

@@ -584,7 +584,9 @@ def test_check_passes_when_engine_answers_and_image_exists() -> None:
 
 def test_check_names_the_missing_image_and_how_to_build_it() -> None:
     engine = FakeEngine(images=())
-    with pytest.raises(SandboxUnavailable, match=r"'rcb-eval:missing' not found.*docker/eval\.Dockerfile"):
+    with pytest.raises(
+        SandboxUnavailable, match=r"'rcb-eval:missing' not found.*python -m researchcodebench images"
+    ):
         DockerSandbox(fake_client(engine), image="rcb-eval:missing").check()
 
 

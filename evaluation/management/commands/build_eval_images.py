@@ -87,8 +87,8 @@ class Command(BaseCommand):
         "the Docker engine lacks: researchcodebench-eval:<lock hash[:16]>-cpu, and -<cuda variant> for locks "
         "of task versions that need a GPU. --dry-run lists what would be built."
     )
-    # Tests hand in a client standing in for the engine.
-    stealth_options = ("client",)
+    # Tests hand in a client standing in for the engine, and a recipe that fetches no wheels.
+    stealth_options = ("client", "recipe")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dry-run", action="store_true", help="print what would be built, build nothing")
@@ -118,7 +118,7 @@ class Command(BaseCommand):
         for problem in problems:
             self.stderr.write(f"skipped {problem}")
         client = options.get("client") or engine_client(options["base_url"])
-        recipe = ImageRecipe(
+        recipe = options.get("recipe") or ImageRecipe(
             base_image=settings.RCB_BASE_IMAGE or None, python=settings.RCB_BASE_PYTHON or None
         )
         missing: list[WantedImage] = []
