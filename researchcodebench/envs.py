@@ -756,8 +756,6 @@ def _build(lock: Lock, *, root: Path, final: Path, log_path: Path, sources: Sour
                 str(staging / "bin" / "python"),
                 "--require-hashes",
                 "--no-build",
-                # Environments are read-only in the sandbox: compiled now, or every run compiles again.
-                "--compile-bytecode",
                 *sources.args(),
             ],
             cache_root=str(root),
