@@ -1,10 +1,5 @@
-"""The Celery application: three queues, routing by task name, results of record in the database.
-
-Queues:
-- ``site``: database work (generation, aggregation, notifications, probes);
-- ``eval-cpu``: sandboxed test runs;
-- ``eval-gpu``: sandboxed test runs of tasks that need a GPU (a GPU host runs ``-Q eval-gpu``).
-"""
+"""The Celery application: three queues (``evaluation/queues.py``), routing by task name, results of record
+in the database."""
 
 from __future__ import annotations
 
@@ -13,24 +8,12 @@ import os
 from celery import Celery
 from kombu import Exchange, Queue
 
+# The queues and routes belong to the evaluation app (plain constants); re-exported for the app's users.
+from evaluation.queues import QUEUE_EVAL_CPU, QUEUE_EVAL_GPU, QUEUE_SITE, QUEUES, TASK_ROUTES
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-QUEUE_SITE = "site"
-QUEUE_EVAL_CPU = "eval-cpu"
-QUEUE_EVAL_GPU = "eval-gpu"
-QUEUES = (QUEUE_SITE, QUEUE_EVAL_CPU, QUEUE_EVAL_GPU)
-
-#: Task name -> queue. A name not listed here goes to ``site``.
-TASK_ROUTES: dict[str, str] = {
-    "evaluation.tasks.test_item_cpu": QUEUE_EVAL_CPU,
-    "evaluation.tasks.test_item_gpu": QUEUE_EVAL_GPU,
-    "evaluation.tasks.rejudge_item_cpu": QUEUE_EVAL_CPU,
-    "evaluation.tasks.rejudge_item_gpu": QUEUE_EVAL_GPU,
-    "evaluation.tasks.validate_revision_cpu": QUEUE_EVAL_CPU,
-    "evaluation.tasks.validate_revision_gpu": QUEUE_EVAL_GPU,
-    "evaluation.tasks.probe_eval_cpu": QUEUE_EVAL_CPU,
-    "evaluation.tasks.probe_eval_gpu": QUEUE_EVAL_GPU,
-}
+__all__ = ["QUEUES", "QUEUE_EVAL_CPU", "QUEUE_EVAL_GPU", "QUEUE_SITE", "TASK_ROUTES", "app", "route_task"]
 
 
 def route_task(name: str, args, kwargs, options, task=None, **kw) -> dict[str, str]:

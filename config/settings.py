@@ -15,7 +15,7 @@ from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 from config.checks import GENERATE_KEY_HINT, secret_key_weakness
-from config.env import env_bool, env_float, env_int, env_list, env_str
+from config.env import env_bool, env_float, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("RCB_VAR_DIR", str(BASE_DIR / "var")))
@@ -419,6 +419,9 @@ RCB_LLM_TIMEOUT_S = env_int("RCB_LLM_TIMEOUT_S", 300, minimum=1)
 # The default hosts are the public providers' (evaluation.llm.PROVIDER_BASE_URLS, a test keeps them equal);
 # local vLLM/Ollama servers (127.0.0.1) must be added on purpose, as they share the host with the portal.
 RCB_LLM_KEY_ENV_PATTERN = env_list("RCB_LLM_KEY_ENV_PATTERN", ["RCB_LLM_KEY_*"])
+#: how evaluation/llm.py reads the key variable a model names, at call time (the portal reads the environment
+#: only through config/env.py, and no app imports config)
+RCB_LLM_KEY_READER = env_secret
 RCB_LLM_ALLOWED_HOSTS = env_list(
     "RCB_LLM_ALLOWED_HOSTS",
     [

@@ -2,7 +2,7 @@
 
 Every provider is reached through the ``openai`` SDK with a base URL (``PROVIDER_BASE_URLS`` when the model
 has none of its own). The API key is read from the variable
-``model.api_key_env`` names (``config.env.env_secret``) at call time and never
+``model.api_key_env`` names (``settings.RCB_LLM_KEY_READER``, ``config.env.env_secret``) at call time and never
 stored. The SDK's own retries are off: ``chat_complete`` retries itself so that every attempt, wait and
 final error is known and recorded by the caller.
 
@@ -38,7 +38,6 @@ import openai
 from django.conf import settings
 from django.utils.http import is_same_domain
 
-from config.env import env_secret
 from researchcodebench import outbound
 
 if TYPE_CHECKING:
@@ -186,7 +185,7 @@ def api_key_for(model: LanguageModel) -> str:
     refusal = key_env_refusal(model.api_key_env)
     if refusal:
         raise LLMError(f"model {model.key!r}: {refusal}")
-    key = env_secret(model.api_key_env)
+    key = settings.RCB_LLM_KEY_READER(model.api_key_env)
     if not key:
         raise LLMError(
             f"the API key variable {model.api_key_env} is not set in the worker's environment "

@@ -32,7 +32,7 @@ from celery.signals import celeryd_after_setup, worker_ready, worker_shutdown, w
 from django.conf import settings
 from django.db import close_old_connections
 
-from config.celery import QUEUE_EVAL_GPU
+from evaluation.queues import QUEUE_EVAL_GPU
 from researchcodebench.gpu import detect_gpus
 
 log = logging.getLogger(__name__)

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from researchcodebench import evaluate_cli, images_cli
 from researchcodebench.environments import EvalEnvironmentError, resolve_environment
+from researchcodebench.errors import CliError
 from researchcodebench.problems import TEMPLATES, build_prompt, mask_file
 from researchcodebench.pset import (
     REGISTRY,
@@ -41,10 +42,6 @@ from researchcodebench.scoring import (
     score_published,
 )
 from researchcodebench.validation import ValidationReport, validate_task
-
-
-class CliError(Exception):
-    """Bad user input: printed as ``error: <message>`` with exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):

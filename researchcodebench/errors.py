@@ -249,3 +249,7 @@ def classify_imported(
     if timed_out or exit_code is None:
         return classify("timeout")
     return classify("failed", output=output)
+
+
+class CliError(Exception):
+    """Bad user input at the command line: printed as ``error: <message>`` with exit status 2 (``cli.main``)."""

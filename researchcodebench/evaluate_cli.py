@@ -41,6 +41,7 @@ from .envs import (
     task_environment,
     task_requirements,
 )
+from .errors import CliError
 from .predictions import (
     PredictionError,
     PredictionLimits,
@@ -62,13 +63,8 @@ class EvaluateInputError(ValueError):
 
 
 def _cli_error(message: str) -> Exception:
-    # The core CLI turns its CliError into exit status 2; imported lazily to keep this module standalone.
-    try:
-        from .cli import CliError
-
-        return CliError(message)
-    except ImportError:
-        return EvaluateInputError(message)
+    # The core CLI turns a CliError into exit status 2.
+    return CliError(message)
 
 
 def register(subparsers: Any) -> None:
