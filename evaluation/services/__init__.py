@@ -1,7 +1,8 @@
 """Writes of the evaluation app, one module per concern. Keyword-only, typed, transactional.
 
 - ``workers``: worker heartbeats and broker probes.
-- ``runs``: runs, leases, the reaper, and the one service that records verdicts.
+- ``runs``: runs, leases and the reaper; ``run_state``: a run's row lock and counts, taken by every writer.
+- ``verdicts``: judging a completion and the one service that records a verdict.
 - ``generation``: completions generated through a model's API; the connection test.
 - ``published``: the paper's published results: read (original file or our fixture), import, verify, re-encode
   (import the module directly: ``from evaluation.services.published import published_import``).
@@ -14,15 +15,14 @@ from evaluation.services.runs import (
     ReapReport,
     RunError,
     completion_record_generation,
-    completion_test,
     lease_acquire,
     lease_renew,
     leases_reap,
     run_cancel,
     run_create,
     run_rerun,
-    test_result_record,
 )
+from evaluation.services.verdicts import completion_test, test_result_record
 from evaluation.services.workers import broker_probe_complete, broker_probe_create, worker_heartbeat_record
 
 __all__ = [

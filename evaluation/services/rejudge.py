@@ -11,7 +11,7 @@ Flow::
 
     run_rejudge_passes(run, by)            marks the passes (when, by whom); queues one message per pass
       -> evaluation.tasks.rejudge_item_cpu / rejudge_item_gpu   (after commit; queue eval-cpu / eval-gpu)
-        -> completion_rejudge(completion_id)                    judges cold through runs.completion_verdict
+        -> completion_rejudge(completion_id)                    judges cold through verdicts.completion_verdict
           -> test_result_rejudge_record(...)                    the one place a re-judge is written
 
 Outcomes of a re-judge (``TestResult.rejudge_agreed``): True, it passed too; False, it failed (model tier)
@@ -46,13 +46,9 @@ from django.utils import timezone
 
 from contributions.roles import can_maintain
 from evaluation.models import Completion, EvaluationRun, TestResult
-from evaluation.services.runs import (
-    UNVERIFIED_LEVEL,
-    _lock_run,
-    _result_fields,
-    _run_refresh,
-    completion_verdict,
-)
+from evaluation.services.run_state import run_lock, run_refresh
+from evaluation.services.runs import UNVERIFIED_LEVEL
+from evaluation.services.verdicts import completion_verdict, result_fields
 from researchcodebench import errors
 from researchcodebench.runner import Verdict
 
@@ -92,7 +88,7 @@ def run_rejudge_passes(*, run: EvaluationRun, by: AbstractBaseUser) -> int:
     """
     if not can_maintain(by):
         raise RejudgeError("only maintainers may re-judge a run's passes")
-    run = _lock_run(run.pk)
+    run = run_lock(run.pk)
     if run.source == EvaluationRun.Source.IMPORTED:
         raise RejudgeError(
             f"run {run.pk} holds imported results ({run.get_source_display().lower()}): they carry no code "
@@ -115,7 +111,7 @@ def run_rejudge_passes(*, run: EvaluationRun, by: AbstractBaseUser) -> int:
 def completion_rejudge(*, completion_id: int, worker_host: str = "") -> TestResult | None:
     """Re-judge one completion cold and record it; None (nothing done) when no re-judge of it is pending.
 
-    The completion is judged by ``runs.completion_verdict``, the same judging code as a worker's test, with
+    The completion is judged by ``verdicts.completion_verdict``, the same judging code as a worker's test, with
     a fresh ``cold_runner`` instead of the worker's shared warm runner.
     """
     from evaluation.workspace import cold_runner
@@ -149,7 +145,7 @@ def test_result_rejudge_record(
     run_id = Completion.objects.filter(pk=completion_id).values_list("run_id", flat=True).first()
     if run_id is None:
         return None
-    run = _lock_run(run_id)
+    run = run_lock(run_id)
     result = TestResult.objects.select_for_update().filter(completion_id=completion_id).first()
     if result is None or not result.rejudge_pending or result.outcome != TestResult.Outcome.PASSED:
         return result
@@ -163,14 +159,14 @@ def test_result_rejudge_record(
         "rejudge_agreed": None if verdict.tier == errors.INFRASTRUCTURE else verdict.passed,
     }
     if changes["rejudge_agreed"] is False:
-        changes.update(_result_fields(verdict), worker_host=worker_host[:255])
+        changes.update(result_fields(verdict), worker_host=worker_host[:255])
         Completion.objects.filter(pk=completion_id).update(
             error=f"re-judged by a maintainer: {verdict.reason or verdict.category}", updated_at=now
         )
     for name, value in changes.items():
         setattr(result, name, value)
     result.save(update_fields=list(changes))
-    _run_refresh(run)
+    run_refresh(run)
     _run_verification_refresh(run)
     return result
 

@@ -1,4 +1,4 @@
-"""Evaluation runs as durable, leased work: creating, cancelling and re-running runs, leases, verdicts.
+"""Evaluation runs as durable, leased work: creating, cancelling and re-running runs, leases, the reaper.
 
 Life of a completion (``Completion.stage``)::
 
@@ -7,12 +7,12 @@ Life of a completion (``Completion.stage``)::
 
 A worker takes an item with ``lease_acquire`` (a conditional update from the waiting stage, or a takeover
 of an expired lease), renews the lease with ``lease_renew`` while it works and records the outcome through
-``completion_record_generation`` or ``test_result_record``. ``leases_reap`` (beat, every
+``completion_record_generation`` or ``verdicts.test_result_record``. ``leases_reap`` (beat, every
 ``RCB_REAPER_INTERVAL_S``) re-queues items whose lease expired and fails an item after
 ``Completion.MAX_ATTEMPTS`` lost attempts. ``Completion.attempts`` counts leased attempts of the *current*
 stage (it restarts at 0 when generation hands the item to testing).
 
-Locking: every writer that touches a run's completions first locks the run row (``select_for_update``),
+Locking: every writer that touches a run's completions first locks the run row (``run_state.run_lock``),
 so that the counts refreshed at the end of each write see every committed result and exactly one writer
 finishes the run. Lock order is always run -> completion (model -> completion for generation leases).
 Messages are sent after commit; a duplicate or stale message is harmless because a worker that cannot
@@ -21,38 +21,35 @@ take the lease returns at once and a second verdict for a completion is ignored.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import logging
-import socket
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from contributions.models import Release, Snippet, TaskVersion
 from evaluation.models import Completion, EvaluationRun, LanguageModel, RunEvent, TestResult
+from evaluation.services.run_state import ACTIVE_STAGES, Stage, run_lock, run_refresh
+from evaluation.services.verdicts import test_result_record
 from researchcodebench import errors
 from researchcodebench.predictions import Prediction, answer_code
 from researchcodebench.problems import TEMPLATES
-from researchcodebench.runner import Runner, Verdict
+from researchcodebench.runner import Verdict
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AbstractBaseUser
 
 log = logging.getLogger(__name__)
 
-Stage = Completion.Stage
-ACTIVE_STAGES = (Stage.PENDING_GENERATION, Stage.GENERATING, Stage.PENDING_TEST, Stage.TESTING)
 LEASED_STAGES = (Stage.GENERATING, Stage.TESTING)
 #: The stage a lost item goes back to.
 WAITING_STAGE = {Stage.GENERATING: Stage.PENDING_GENERATION, Stage.TESTING: Stage.PENDING_TEST}
@@ -144,86 +141,6 @@ def _user_label(by: AbstractBaseUser | str | None) -> str:
     if by is None:
         return "the system"
     return by if isinstance(by, str) else by.get_username()
-
-
-def _common_error(errors_text: Iterable[str]) -> str:
-    counts = Counter(e.strip().splitlines()[0] for e in errors_text if e.strip())
-    return counts.most_common(1)[0][0] if counts else "no reason recorded"
-
-
-def _lock_run(run_id: int) -> EvaluationRun:
-    # FOR NO KEY UPDATE: it serialises the run's writers like FOR UPDATE, but does not block the key-share
-    # lock an insert referencing the run takes (the leaderboard's aggregation inserting score rows), which
-    # would otherwise deadlock with a writer that holds the run and waits for the aggregation's marker row.
-    return EvaluationRun.objects.select_for_update(no_key=True).get(pk=run_id)
-
-
-def _run_refresh(run: EvaluationRun) -> EvaluationRun:
-    """Recompute counts, tokens and cost; move the status (finish the run when nothing is left to do).
-
-    Precondition: the caller holds the run's row lock (``_lock_run``) in the current transaction.
-    """
-    now = timezone.now()
-    items = Completion.objects.filter(run=run)
-    stages = {row["stage"]: row["n"] for row in items.values("stage").annotate(n=Count("id"))}
-    outcomes = {
-        row["outcome"]: row["n"]
-        for row in TestResult.objects.filter(completion__run=run).values("outcome").annotate(n=Count("id"))
-    }
-    sums = items.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"), c=Sum("cost_usd"))
-    total = sum(stages.values())
-    active = sum(stages.get(s, 0) for s in ACTIVE_STAGES)
-    counts = {outcome: outcomes.get(outcome, 0) for outcome in TestResult.Outcome.values}
-    counts.update(
-        total=total,
-        expected=run.counts.get("expected", total),
-        generated=sum(stages.get(s, 0) for s in (Stage.PENDING_TEST, Stage.TESTING, Stage.DONE)),
-        tested=sum(outcomes.values()),
-        generation_failed=stages.get(Stage.FAILED, 0),
-        cancelled=stages.get(Stage.CANCELLED, 0),
-        pending=active,
-        stages={s: stages.get(s, 0) for s in Stage.values},
-    )
-    run.counts = counts
-    run.total_items = total
-    run.input_tokens = sums["i"] or 0
-    run.output_tokens = sums["o"] or 0
-    run.cost_usd = sums["c"] or Decimal(0)
-    fields = ["counts", "total_items", "input_tokens", "output_tokens", "cost_usd"]
-    if not run.is_final:
-        started = total - stages.get(Stage.PENDING_GENERATION, 0) - stages.get(Stage.PENDING_TEST, 0)
-        if active == 0:
-            failed = stages.get(Stage.FAILED, 0)
-            if total and failed == total:
-                reasons = items.filter(stage=Stage.FAILED).values_list("error", flat=True)
-                run.status = EvaluationRun.Status.FAILED
-                run.status_reason = f"all {total} completions failed generation: {_common_error(reasons)}"
-            else:
-                run.status = EvaluationRun.Status.FINISHED
-                notes = []
-                if failed:
-                    reasons = items.filter(stage=Stage.FAILED).values_list("error", flat=True)
-                    notes.append(
-                        f"{failed} of {total} completions failed generation: {_common_error(reasons)}"
-                    )
-                if counts["infra_error"]:
-                    notes.append(
-                        f"{counts['infra_error']} infrastructure errors (not counted against the model)"
-                    )
-                if not total:
-                    notes.append("nothing to evaluate")
-                run.status_reason = "; ".join(notes)
-            run.finished_at = now
-            fields += ["status", "status_reason", "finished_at"]
-        elif started or run.status != EvaluationRun.Status.QUEUED:
-            generating = stages.get(Stage.PENDING_GENERATION, 0) + stages.get(Stage.GENERATING, 0)
-            run.status = EvaluationRun.Status.GENERATING if generating else EvaluationRun.Status.TESTING
-            fields.append("status")
-        if run.status != EvaluationRun.Status.QUEUED and run.started_at is None:
-            run.started_at = now
-            fields.append("started_at")
-    run.save(update_fields=fields)
-    return run
 
 
 # ---------------------------------------------------------------------------------------------- runs
@@ -341,7 +258,7 @@ def run_create(
         _enqueue(generation=[c.pk for c in created])
     else:
         _enqueue(tests=_test_items(created))
-    return _run_refresh(_lock_run(run.pk))
+    return run_refresh(run_lock(run.pk))
 
 
 @transaction.atomic
@@ -375,7 +292,7 @@ def runs_create_for_new_task_version(
 def run_cancel(*, run: EvaluationRun, by: AbstractBaseUser | str | None) -> EvaluationRun:
     """Cancel a run: waiting and running items become ``cancelled``; workers drop them (their lease and
     their verdict are refused). A final run is returned unchanged."""
-    run = _lock_run(run.pk)
+    run = run_lock(run.pk)
     if run.is_final:
         return run
     Completion.objects.filter(run=run, stage__in=ACTIVE_STAGES).update(
@@ -385,7 +302,7 @@ def run_cancel(*, run: EvaluationRun, by: AbstractBaseUser | str | None) -> Eval
     run.status_reason = f"cancelled by {_user_label(by)}"
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "status_reason", "finished_at"])
-    return _run_refresh(run)
+    return run_refresh(run)
 
 
 #: A run's verification before a maintainer re-judged every pass, by its source (services/rejudge.py).
@@ -418,7 +335,7 @@ def run_rerun(
         raise RunError(f"unknown outcomes to re-run: {', '.join(sorted(unknown))}")
     if "infra_error" in wanted:
         wanted.add(RERUN_GENERATION_FAILED)
-    run = _lock_run(run.pk)
+    run = run_lock(run.pk)
     now = timezone.now()
     retest = list(Completion.objects.filter(run=run, result__outcome__in=wanted))
     TestResult.objects.filter(completion__in=retest).delete()
@@ -449,7 +366,7 @@ def run_rerun(
             fields.append("verification")
         run.save(update_fields=fields)
         _enqueue(generation=[c.pk for c in generate], tests=_test_items(test))
-    _run_refresh(run)
+    run_refresh(run)
     return count
 
 
@@ -531,6 +448,15 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
     messages), and finish runs with nothing left to do. Each item is handled in its own transaction."""
     now = now or timezone.now()
     report = ReapReport()
+    _reap_expired_leases(now, report)
+    _resend_waiting(now, report)
+    _finish_idle_runs(report)
+    return report
+
+
+def _reap_expired_leases(now: datetime, report: ReapReport) -> None:
+    """Phase 1: every item whose lease expired goes back to its waiting stage, or fails after its last
+    attempt."""
     expired = list(
         Completion.objects.filter(stage__in=LEASED_STAGES, lease_expires_at__lt=now).values_list(
             "pk", "run_id"
@@ -538,67 +464,81 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
     )
     for completion_id, run_id in expired:
         with transaction.atomic():
-            _lock_run(run_id)
+            run_lock(run_id)
             item = Completion.objects.filter(
                 pk=completion_id, stage__in=LEASED_STAGES, lease_expires_at__lt=now
             ).first()
             if item is None:
                 continue
-            expired_at = item.lease_expires_at.isoformat(timespec="seconds")
             if item.attempts < Completion.MAX_ATTEMPTS:
-                waiting = WAITING_STAGE[Stage(item.stage)]
-                Completion.objects.filter(pk=item.pk).update(
-                    stage=waiting,
-                    lease_owner="",
-                    lease_expires_at=None,
-                    updated_at=now,
-                    error=(
-                        f"attempt {item.attempts}: worker lost (lease of {item.lease_owner} expired at "
-                        f"{expired_at}); re-queued"
-                    ),
-                )
-                RunEvent.objects.create(
-                    run_id=run_id,
-                    completion_id=item.pk,
-                    kind=RunEvent.Kind.REQUEUED,
-                    worker=item.lease_owner,
-                    detail=(
-                        f"attempt {item.attempts} of {Completion.MAX_ATTEMPTS} lost while "
-                        f"{Stage(item.stage).label.lower()} (no heartbeat; lease expired at {expired_at}); "
-                        f"queued for {Stage(waiting).label.lower()} again"
-                    ),
-                )
-                if waiting == Stage.PENDING_GENERATION:
-                    _enqueue(generation=[item.pk])
-                else:
-                    _enqueue(tests=_test_items([item]))
+                _requeue_lost(item, run_id, now)
                 report.requeued.append(item.pk)
-                continue
-            verdict = worker_lost_verdict(
-                attempts=item.attempts, last_owner=item.lease_owner, expired_at=item.lease_expires_at
-            )
-            if item.stage == Stage.TESTING:
-                test_result_record(
-                    completion_id=item.pk, verdict=verdict, worker_host="reaper", attempt=item.attempts
-                )
             else:
-                Completion.objects.filter(pk=item.pk).update(
-                    stage=Stage.FAILED,
-                    lease_owner="",
-                    lease_expires_at=None,
-                    error=verdict.reason + " (during generation)",
-                    updated_at=now,
-                )
-                _run_refresh(_lock_run(run_id))
-            RunEvent.objects.create(
-                run_id=run_id,
-                completion_id=item.pk,
-                kind=RunEvent.Kind.FAILED,
-                worker=item.lease_owner,
-                detail=f"{verdict.reason} ({'testing' if item.stage == Stage.TESTING else 'generation'})",
-            )
-            report.failed.append(item.pk)
+                _fail_lost(item, run_id, now)
+                report.failed.append(item.pk)
 
+
+def _requeue_lost(item: Completion, run_id: int, now: datetime) -> None:
+    """A lost attempt with attempts left: back to the waiting stage, its message sent again."""
+    expired_at = item.lease_expires_at.isoformat(timespec="seconds")
+    waiting = WAITING_STAGE[Stage(item.stage)]
+    Completion.objects.filter(pk=item.pk).update(
+        stage=waiting,
+        lease_owner="",
+        lease_expires_at=None,
+        updated_at=now,
+        error=(
+            f"attempt {item.attempts}: worker lost (lease of {item.lease_owner} expired at "
+            f"{expired_at}); re-queued"
+        ),
+    )
+    RunEvent.objects.create(
+        run_id=run_id,
+        completion_id=item.pk,
+        kind=RunEvent.Kind.REQUEUED,
+        worker=item.lease_owner,
+        detail=(
+            f"attempt {item.attempts} of {Completion.MAX_ATTEMPTS} lost while "
+            f"{Stage(item.stage).label.lower()} (no heartbeat; lease expired at {expired_at}); "
+            f"queued for {Stage(waiting).label.lower()} again"
+        ),
+    )
+    if waiting == Stage.PENDING_GENERATION:
+        _enqueue(generation=[item.pk])
+    else:
+        _enqueue(tests=_test_items([item]))
+
+
+def _fail_lost(item: Completion, run_id: int, now: datetime) -> None:
+    """The last attempt lost: a worker-lost verdict (testing) or a failed generation."""
+    verdict = worker_lost_verdict(
+        attempts=item.attempts, last_owner=item.lease_owner, expired_at=item.lease_expires_at
+    )
+    if item.stage == Stage.TESTING:
+        test_result_record(
+            completion_id=item.pk, verdict=verdict, worker_host="reaper", attempt=item.attempts
+        )
+    else:
+        Completion.objects.filter(pk=item.pk).update(
+            stage=Stage.FAILED,
+            lease_owner="",
+            lease_expires_at=None,
+            error=verdict.reason + " (during generation)",
+            updated_at=now,
+        )
+        run_refresh(run_lock(run_id))
+    RunEvent.objects.create(
+        run_id=run_id,
+        completion_id=item.pk,
+        kind=RunEvent.Kind.FAILED,
+        worker=item.lease_owner,
+        detail=f"{verdict.reason} ({'testing' if item.stage == Stage.TESTING else 'generation'})",
+    )
+
+
+def _resend_waiting(now: datetime, report: ReapReport) -> None:
+    """Phase 2: send again the messages of items that waited too long for a worker (up to
+    ``RESEND_BATCH``; the rest follow on the next pass)."""
     stale = now - timedelta(seconds=settings.RCB_PENDING_RESEND_S)
     waiting_items = list(
         Completion.objects.filter(
@@ -611,31 +551,35 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
             ),
         ).values_list("pk", "stage", "run_id")[:RESEND_BATCH]
     )
-    if waiting_items:
-        with transaction.atomic():
-            ids = [pk for pk, _, _ in waiting_items]
-            Completion.objects.filter(pk__in=ids).update(updated_at=now)
-            per_run = Counter(run_id for _, _, run_id in waiting_items)
-            RunEvent.objects.bulk_create(
-                RunEvent(
-                    run_id=run_id,
-                    kind=RunEvent.Kind.RESENT,
-                    items=n,
-                    detail=(
-                        f"{n} item{'s' if n != 1 else ''} waited over {settings.RCB_PENDING_RESEND_S} s "
-                        "for a worker (a message lost by the broker, or never sent): sent again"
-                    ),
-                )
-                for run_id, n in sorted(per_run.items())
-            )
-            _enqueue(
-                generation=[pk for pk, stage, _ in waiting_items if stage == Stage.PENDING_GENERATION],
-                tests=_test_items(
-                    Completion(pk=pk) for pk, stage, _ in waiting_items if stage == Stage.PENDING_TEST
+    if not waiting_items:
+        return
+    with transaction.atomic():
+        ids = [pk for pk, _, _ in waiting_items]
+        Completion.objects.filter(pk__in=ids).update(updated_at=now)
+        per_run = Counter(run_id for _, _, run_id in waiting_items)
+        RunEvent.objects.bulk_create(
+            RunEvent(
+                run_id=run_id,
+                kind=RunEvent.Kind.RESENT,
+                items=n,
+                detail=(
+                    f"{n} item{'s' if n != 1 else ''} waited over {settings.RCB_PENDING_RESEND_S} s "
+                    "for a worker (a message lost by the broker, or never sent): sent again"
                 ),
             )
-        report.resent.extend(pk for pk, _, _ in waiting_items)
+            for run_id, n in sorted(per_run.items())
+        )
+        _enqueue(
+            generation=[pk for pk, stage, _ in waiting_items if stage == Stage.PENDING_GENERATION],
+            tests=_test_items(
+                Completion(pk=pk) for pk, stage, _ in waiting_items if stage == Stage.PENDING_TEST
+            ),
+        )
+    report.resent.extend(pk for pk, _, _ in waiting_items)
 
+
+def _finish_idle_runs(report: ReapReport) -> None:
+    """Phase 3: a run still open with no active item left is refreshed, which finishes it."""
     idle = EvaluationRun.objects.filter(
         status__in=(
             EvaluationRun.Status.QUEUED,
@@ -645,7 +589,7 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
     ).exclude(completions__stage__in=ACTIVE_STAGES)
     for run_id in idle.values_list("pk", flat=True):
         with transaction.atomic():
-            run = _run_refresh(_lock_run(run_id))
+            run = run_refresh(run_lock(run_id))
             if run.is_final:
                 RunEvent.objects.create(
                     run_id=run.pk,
@@ -654,7 +598,6 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
                     detail=f"nothing was left to do: the run ended {run.get_status_display().lower()}",
                 )
                 report.runs_finished.append(run.pk)
-    return report
 
 
 # ---------------------------------------------------------------------------------------------- records
@@ -684,7 +627,7 @@ def completion_record_generation(
     run_id = Completion.objects.filter(pk=completion_id).values_list("run_id", flat=True).first()
     if run_id is None:
         return None
-    run = _lock_run(run_id)
+    run = run_lock(run_id)
     item = Completion.objects.filter(pk=completion_id, stage=Stage.GENERATING, lease_owner=owner).first()
     if item is None:
         return None
@@ -708,121 +651,5 @@ def completion_record_generation(
     item.save()
     if not error:
         _enqueue(tests=_test_items([item]))
-    _run_refresh(run)
+    run_refresh(run)
     return item
-
-
-def _result_fields(verdict: Verdict) -> dict:
-    return {
-        "outcome": verdict.outcome,
-        "passed": verdict.outcome == TestResult.Outcome.PASSED,
-        "category": verdict.category,
-        "tier": verdict.tier,
-        "exception_type": (verdict.exception_type or "")[:200],
-        "exception_message": verdict.exception_message or "",
-        "exit_code": verdict.exit_code,
-        "duration_s": verdict.duration_s,
-        "stdout_tail": verdict.stdout_tail,
-        "stderr_tail": verdict.stderr_tail,
-        "tests_run": verdict.tests_run,
-        "tests_failed": verdict.tests_failed,
-        "tests_skipped": verdict.tests_skipped,
-        "environment": verdict.environment[:200],
-        "cached": verdict.cached,
-    }
-
-
-@transaction.atomic
-def test_result_record(
-    *, completion_id: int, verdict: Verdict, worker_host: str, attempt: int
-) -> TestResult | None:
-    """Record the verdict of one completion: the one place a verdict is written.
-
-    Idempotent: a completion has at most one ``TestResult`` (one-to-one); a second delivery returns the
-    first result and changes nothing. The item becomes ``done`` (its ``error`` is the verdict's reason
-    unless it passed), the run's counts are refreshed and the run finishes when no item is left.
-    Returns None, recording nothing, for a cancelled item or an unknown id.
-    """
-    run_id = Completion.objects.filter(pk=completion_id).values_list("run_id", flat=True).first()
-    if run_id is None:
-        return None
-    run = _lock_run(run_id)
-    existing = TestResult.objects.filter(completion_id=completion_id).first()
-    if existing is not None:
-        return existing
-    item = Completion.objects.get(pk=completion_id)
-    if item.stage == Stage.CANCELLED:
-        return None
-    try:
-        with transaction.atomic():
-            result = TestResult.objects.create(
-                completion=item,
-                worker_host=worker_host[:255],
-                attempt=max(1, attempt),
-                **_result_fields(verdict),
-            )
-    except IntegrityError:
-        return TestResult.objects.get(completion_id=completion_id)
-    Completion.objects.filter(pk=item.pk).update(
-        stage=Stage.DONE,
-        lease_owner="",
-        lease_expires_at=None,
-        error="" if verdict.passed else verdict.reason,
-        updated_at=timezone.now(),
-    )
-    _run_refresh(run)
-    return result
-
-
-# The name starts with "test_": keep pytest from collecting it where a test module imports it.
-test_result_record.__test__ = False  # type: ignore[attr-defined]
-
-
-def completion_test(*, completion_id: int, owner: str, worker_host: str = "") -> TestResult | None:
-    """Test one leased completion with this process's core runner and record the verdict.
-
-    Precondition: ``owner`` holds the testing lease. Any failure to set the test up (metadata-only task,
-    corrupt blob, sandbox or environment unavailable) is recorded as an ``infra_error`` verdict with its
-    reason, so it can be re-run (``run_rerun``) and never counts against the model.
-    """
-    from evaluation.workspace import shared_runner
-
-    item = Completion.objects.select_related("run", "snippet__task_version__task").get(pk=completion_id)
-    verdict = completion_verdict(item=item, runner=lambda: contextlib.nullcontext(shared_runner()))
-    return test_result_record(
-        completion_id=completion_id,
-        verdict=verdict,
-        worker_host=worker_host or socket.gethostname(),
-        attempt=item.attempts,
-    )
-
-
-def completion_verdict(*, item: Completion, runner: Callable[[], AbstractContextManager[Runner]]) -> Verdict:
-    """The verdict that the runner ``runner()`` opens gives ``item`` (loaded with ``run`` and
-    ``snippet__task_version__task``); it records nothing. The worker's tests (the shared warm runner) and a
-    maintainer's re-judge (a cold one, ``services/rejudge.py``) both judge through here. Any failure to set
-    the test up (metadata-only task, corrupt blob, sandbox or environment unavailable, the runner itself)
-    becomes an ``infra_error`` verdict with its reason."""
-    from contributions.task_folders import task_version_task
-    from evaluation.workspace import runner_assign_environment
-
-    try:
-        task = task_version_task(task_version=item.snippet.task_version)
-        snippet = task.snippet(item.snippet.name)
-        code = item.code if item.code_extracted else None
-        with runner() as opened:
-            # The version's own environment (docs/environments.md); one that cannot be built gives an
-            # infrastructure verdict naming the package, which no model is charged for.
-            runner_assign_environment(runner=opened, task=task, task_version=item.snippet.task_version)
-            return opened.evaluate(task, snippet, code, template=item.run.template)
-    except Exception as exc:  # any set-up failure becomes a recorded infrastructure verdict
-        log.exception("could not test completion %s", item.pk)
-        reason = f"could not run the test: {type(exc).__name__}: {exc}"[:1000]
-        return Verdict(
-            outcome="infra_error",
-            category="sandbox_failure",
-            tier=errors.INFRASTRUCTURE,
-            reason=reason,
-            exception_type=type(exc).__name__,
-            exception_message=str(exc)[:1000],
-        )

@@ -13,7 +13,8 @@ from django.core.management import call_command
 
 from contributions.models import TaskVersion
 from evaluation.models import EvaluationRun, TestResult
-from evaluation.services.runs import completion_verdict, run_create, test_result_record
+from evaluation.services.runs import run_create
+from evaluation.services.verdicts import completion_verdict, test_result_record
 from evaluation.workspace import cold_runner, task_version_environment
 from researchcodebench.envs import Lock
 from researchcodebench.predictions import Prediction
