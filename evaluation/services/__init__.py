@@ -4,8 +4,9 @@
 - ``runs``: runs, leases and the reaper; ``run_state``: a run's row lock and counts, taken by every writer.
 - ``verdicts``: judging a completion and the one service that records a verdict.
 - ``generation``: completions generated through a model's API; the connection test.
-- ``published``: the paper's published results: read (original file or our fixture), import, verify, re-encode
-  (import the module directly: ``from evaluation.services.published import published_import``).
+- ``published``: the paper's published results imported and verified (import the module directly: ``from
+  evaluation.services.published import published_import``); reading and re-encoding them is the plain-Python
+  ``evaluation.published_source``.
 """
 
 from evaluation.services.generation import completion_generate, model_test_connection

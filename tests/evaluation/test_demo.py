@@ -17,7 +17,7 @@ from contributions.models import (
     Snippet,
 )
 from evaluation.models import EvaluationRun, LanguageModel
-from evaluation.services.published import RELEASE_NAME
+from evaluation.published_source import RELEASE_NAME
 from tests.factories.builders import row_counts
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,16 +15,15 @@ from django.db.models import Count
 from contributions.models import Paper, Release, ReleaseEntry, TaskVersion
 from contributions.task_meta import meta_from_json, meta_to_json
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
-from evaluation.selectors import run_snippet_results
-from evaluation.services.published import (
+from evaluation.published_source import (
     FIXTURE_FORMAT,
     RELEASE_NAME,
     PublishedSourceError,
     published_fixture_write,
-    published_import,
     published_source_read,
-    published_verify,
 )
+from evaluation.selectors import run_snippet_results
+from evaluation.services.published import published_import, published_verify
 from researchcodebench.arxiv import arxiv_id
 from researchcodebench.scoring import line_rates, load_published, per_paper, task_rates
 from tests.factories import (

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.services.published import PublishedSourceError, published_fixture_write
+from evaluation.published_source import PublishedSourceError, published_fixture_write
 
 DEFAULT_SOURCE = Path("../shared/data/overall_stats.json")
 

@@ -7,7 +7,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contributions.signals import bulk_write_finished
-from evaluation.services.published import PublishedSourceError, published_import, published_verify
+from evaluation.published_source import PublishedSourceError
+from evaluation.services.published import published_import, published_verify
 
 
 class Command(BaseCommand):
