@@ -35,7 +35,7 @@ from django.conf import settings
 
 from contributions import selectors
 from contributions.models import Release, TaskVersion
-from contributions.services import release_export
+from contributions.release_export import release_export
 from contributions.task_folders import TaskFolderError, files_write, safe_relpath, version_file_bytes
 from contributions.task_meta import meta_from_json
 from researchcodebench import pset as rcb_pset

@@ -32,8 +32,14 @@ from contributions.models import (
     UncheckedReason,
 )
 from contributions.roles import REVIEW_PERMISSION, is_maintainer
-from contributions.services import (
+from contributions.selectors import (
     OVERRIDABLE_CHECKS,
+    latest_revision,
+    latest_submitted_revision,
+    report_errors,
+    report_overridable,
+)
+from contributions.services import (
     RUBRIC,
     ProposalError,
     comment_add,
@@ -41,14 +47,7 @@ from contributions.services import (
     proposal_review,
     proposal_withdraw,
 )
-from contributions.services.proposals import (
-    MAX_REASON,
-    MAX_TEXT,
-    latest_revision,
-    latest_submitted_revision,
-    report_errors,
-    report_overridable,
-)
+from contributions.services.proposals import MAX_REASON, MAX_TEXT
 
 State = Proposal.State
 VStatus = ProposalRevision.ValidationStatus

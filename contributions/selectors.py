@@ -5,6 +5,7 @@ notifications)."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -467,4 +468,35 @@ def paper_contributors_by_key(*, paper_key: str | None = None) -> dict[str, list
         credited = out.setdefault(proposal.published_version.task.paper.key, [])
         if names[proposal.author_id] not in credited:
             credited.append(names[proposal.author_id])
+    return out
+
+
+# ------------------------------------------------------------------------------------- proposal reads
+
+#: Validation findings a maintainer may accept with a written reason (per snippet): a snippet whose test
+#: does not notice a wrong fill. Every other error finding sends the proposal back to its author.
+OVERRIDABLE_CHECKS = frozenset({"mutation"})
+
+
+def latest_revision(proposal: Proposal) -> ProposalRevision | None:
+    """The proposal's newest revision (submitted or not), or None before the first upload."""
+    return proposal.revisions.order_by("-number").first()
+
+
+def latest_submitted_revision(proposal: Proposal) -> ProposalRevision | None:
+    """The newest submitted revision: the one validated and reviewed."""
+    return proposal.revisions.filter(submitted_at__isnull=False).order_by("-number").first()
+
+
+def report_errors(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The error findings of a report (``ValidationReport.to_dict()`` form)."""
+    return [f for f in report.get("findings") or [] if isinstance(f, dict) and f.get("severity") == "error"]
+
+
+def report_overridable(report: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Snippet name -> its error findings a maintainer may accept ("not checked by the test")."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for finding in report_errors(report):
+        if finding.get("check") in OVERRIDABLE_CHECKS and finding.get("snippet"):
+            out.setdefault(str(finding["snippet"]), []).append(finding)
     return out

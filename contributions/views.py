@@ -38,19 +38,18 @@ from contributions.intake import (
 )
 from contributions.models import Proposal, ProposalRevision, Release, TaskVersion
 from contributions.roles import RELEASE_PERMISSION
+from contributions.selectors import latest_revision
 from contributions.services.notifications import proposal_url
+from contributions.services.proposal_validation import proposal_submit
 from contributions.services.proposals import (
     MANIFEST_DEFAULTS,
     ProposalError,
-    latest_revision,
     proposal_create,
     proposal_save_draft,
-    proposal_submit,
     proposal_update_meta,
-    revision_create,
-    revision_update_manifest,
 )
 from contributions.services.releases import release_cut, release_set_default
+from contributions.services.revisions import revision_create, revision_update_manifest
 from researchcodebench.arxiv import arxiv_id
 
 

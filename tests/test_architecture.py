@@ -25,6 +25,73 @@ def test_layers_the_plain_python_core_and_no_arrow_into_config_hold():
     assert "Contracts: 3 kept, 0 broken." in result.stdout
 
 
+# ------------------------------------------------------------------ no import loop inside an app
+
+APPS = ("contributions", "evaluation", "leaderboard")
+
+
+def import_loops(package: str) -> list[list[str]]:
+    """The import loops (strongly connected groups of modules, function-level imports included) inside
+    ``package``, but for the one loop every app has by design: its Celery tasks call its services, and its
+    services send its tasks (after commit)."""
+    import grimp
+
+    graph = grimp.build_graph(package, cache_dir=None)
+    edges: dict[str, set[str]] = {}
+    for module in graph.modules:
+        imported = {m for m in graph.find_modules_directly_imported_by(module) if m.startswith(package + ".")}
+        if module.startswith(f"{package}.services"):
+            imported.discard(f"{package}.tasks")
+        edges[module] = imported
+    return strongly_connected(edges)
+
+
+def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's groups of more than one node of the graph ``edges`` (node -> nodes it points to)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(edges.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_no_import_loop_inside_an_app(app):
+    assert import_loops(app) == [], "an import loop inside the app: move the shared part to its own module"
+
+
+def test_the_loop_check_finds_a_loop():
+    # The test above passes on silence: prove the search sees a loop, and a lone module is none.
+    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert strongly_connected({"a": {"a"}, "b": set()}) == []
+
+
 # ------------------------------------------------------------------ the catalogue has one writer
 
 #: Rows only ``contributions`` may create or change (DESIGN.md: one owner per concept).

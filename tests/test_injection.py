@@ -22,7 +22,8 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from contributions.models import Proposal
-from contributions.services.proposals import comment_add, proposal_review
+from contributions.services.proposals import comment_add
+from contributions.services.review import proposal_review
 from evaluation.models import TestResult
 from leaderboard.services import leaderboard_refresh_run
 from tests.factories import (

@@ -1,8 +1,9 @@
 """The catalogue's write services: ``catalogue`` (papers, tasks, task versions, snippets, file blobs) and
 ``releases`` (releases, their entries, export). Only these modules create or change catalogue rows
-(``tests/test_architecture.py`` checks that no other app does). The contribution workflow: ``proposals``
-(one service per move of a proposal's state machine, revisions, reviews, comments) and ``notifications``
-(in-app notifications and emails)."""
+(``tests/test_architecture.py`` checks that no other app does). The contribution workflow, by stage: ``proposals`` (the
+state machine, its moves and comments), ``revisions`` (uploads), ``proposal_validation`` (submit and the
+validation's life cycle), ``review`` (maintainers' reviews), ``publishing`` and ``notifications`` (in-app
+notifications and emails). Reads of proposals and their reports are in ``contributions.selectors``."""
 
 from contributions.errors import CatalogueError
 from contributions.services.catalogue import (
@@ -19,35 +20,34 @@ from contributions.services.catalogue import (
     task_version_lock_environment,
 )
 from contributions.services.notifications import notifications_mark_read
-from contributions.services.proposals import (
-    OVERRIDABLE_CHECKS,
-    RUBRIC,
-    ProposalError,
-    comment_add,
-    proposal_create,
-    proposal_mark_published,
-    proposal_review,
-    proposal_save_draft,
+from contributions.services.proposal_validation import (
     proposal_submit,
-    proposal_update_meta,
     proposal_validation_fail,
     proposal_validation_finish,
     proposal_validation_progress,
     proposal_validation_start,
     proposal_validation_watchdog,
-    proposal_withdraw,
-    revision_create,
-    revision_update_manifest,
     validation_job_limits,
+)
+from contributions.services.proposals import (
+    RUBRIC,
+    ProposalError,
+    comment_add,
+    proposal_create,
+    proposal_mark_published,
+    proposal_save_draft,
+    proposal_update_meta,
+    proposal_withdraw,
 )
 from contributions.services.releases import (
     release_create_from_pset,
     release_entry_get_or_create,
-    release_export,
     release_get_or_create,
     release_set_default,
     release_set_default_if_none,
 )
+from contributions.services.review import proposal_review
+from contributions.services.revisions import revision_create, revision_update_manifest
 from contributions.task_folders import version_file_bytes
 from contributions.task_meta import meta_from_json, meta_to_json
 
@@ -55,7 +55,6 @@ __all__ = [
     "EnvironmentOutcome",
     "environment_sources",
     "task_version_lock_environment",
-    "OVERRIDABLE_CHECKS",
     "RUBRIC",
     "CatalogueError",
     "ProposalError",
@@ -83,7 +82,6 @@ __all__ = [
     "proposal_withdraw",
     "release_create_from_pset",
     "release_entry_get_or_create",
-    "release_export",
     "release_get_or_create",
     "release_set_default",
     "release_set_default_if_none",

@@ -27,12 +27,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from contributions.models import Paper, Proposal, ProposalEvent, Review, TaskVersion, UncheckedReason
+from contributions.selectors import latest_submitted_revision
 from contributions.services.catalogue import snippets_mark_unchecked, task_version_import
-from contributions.services.proposals import (
-    ProposalError,
-    latest_submitted_revision,
-    proposal_mark_published,
-)
+from contributions.services.proposals import ProposalError, proposal_mark_published
 from contributions.signals import task_version_published
 from contributions.task_folders import revision_task
 from researchcodebench.arxiv import arxiv_id as parse_arxiv_id

@@ -18,7 +18,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 
 from contributions.models import FileBlob, Proposal, ProposalRevision
-from contributions.services.proposals import proposal_submit
+from contributions.services.proposal_validation import proposal_submit
 from evaluation.services.validation import revision_validate
 from researchcodebench import problems
 from researchcodebench.pset import read_pset, read_registry_entries

@@ -23,7 +23,7 @@ from django.utils.html import escape
 
 from contributions import benchmark_repo, selectors
 from contributions.models import Profile, Proposal, ProposalRevision, Release, TaskVersion
-from contributions.services import release_export
+from contributions.release_export import release_export
 from contributions.services.proposals import RUBRIC_KEYS
 from evaluation.models import EvaluationRun, LanguageModel, TestResult
 from tests.conftest import wait_for

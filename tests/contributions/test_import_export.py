@@ -11,6 +11,7 @@ import yaml
 
 from contributions import services
 from contributions.models import FileBlob, Paper, Release, Snippet, Task, TaskVersion
+from contributions.release_export import release_export
 from researchcodebench.pset import content_hash, read_pset, task_files
 from tests.contributions.conftest import REPO, all_files, pset_content
 from tests.factories import ReleaseEntryFactory, ReleaseFactory, TaskVersionFactory
@@ -67,7 +68,7 @@ def test_paper_rows_carry_registry_metadata_with_parsed_arxiv_id_and_dates(small
 
 def test_export_writes_every_imported_file_byte_identical_and_inspect_reads_it(example_pset, tmp_path):
     release = services.release_create_from_pset(path=example_pset, name="r1")
-    out = services.release_export(release=release, out_dir=tmp_path / "out")
+    out = release_export(release=release, out_dir=tmp_path / "out")
     assert all_files(out) == pset_content(example_pset)
     result = inspect(out)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -79,7 +80,7 @@ def test_hostile_original_format_pset_imports_and_exports_byte_identical(hostile
     release = services.release_create_from_pset(path=hostile_pset, name="hostile")
     assert set(release.entries.values_list("task__key", flat=True)) == {t.id for t in pset.tasks}
     assert Snippet.objects.count() == sum(len(t.snippets) for t in pset.tasks)
-    out = services.release_export(release=release, out_dir=tmp_path / "out")
+    out = release_export(release=release, out_dir=tmp_path / "out")
     exported = all_files(out)
     assert exported == all_files(hostile_pset)
     assert b"\r\n" in exported["crlf tabs/loss.py"]
@@ -95,7 +96,7 @@ def test_export_of_a_composed_release_writes_a_registry_that_reads_back_the_same
     composed = ReleaseFactory(name="composed")
     for position, entry in enumerate(source.entries.all()):
         ReleaseEntryFactory(release=composed, task_version=entry.task_version, position=position)
-    out = services.release_export(release=composed, out_dir=tmp_path / "out")
+    out = release_export(release=composed, out_dir=tmp_path / "out")
     assert "papers.yaml" in all_files(out)
     original, exported = read_pset(hostile_pset), read_pset(out)
     assert [t.meta for t in exported.tasks] == [t.meta for t in original.tasks]
@@ -135,7 +136,7 @@ def test_changed_file_creates_version_two_and_keeps_version_one(small_pset, tmp_
     assert v1.files == v1_files and list(v1.snippets.values_list("code", flat=True)) == v1_code
     assert r1.entries.get(task__key="alpha").task_version == v1
     assert TaskVersion.objects.filter(task__key="beta").count() == 1
-    out = services.release_export(release=r1, out_dir=tmp_path / "r1")
+    out = release_export(release=r1, out_dir=tmp_path / "r1")
     assert b"y = y + 1" in (out / "alpha" / "model.py").read_bytes()
 
 
@@ -203,7 +204,7 @@ def test_metadata_only_versions_cannot_be_exported_and_the_error_names_them(smal
     )
     ReleaseEntryFactory(release=release, task_version=meta_only, position=1)
     with pytest.raises(services.CatalogueError, match=r"metadata-only.*DyT v1"):
-        services.release_export(release=release, out_dir=tmp_path / "out")
+        release_export(release=release, out_dir=tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
@@ -212,7 +213,7 @@ def test_export_refuses_a_folder_that_is_not_empty(small_pset, tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "keep.txt").write_text("mine")
     with pytest.raises(services.CatalogueError, match="not empty"):
-        services.release_export(release=release, out_dir=tmp_path / "out")
+        release_export(release=release, out_dir=tmp_path / "out")
 
 
 def test_exactly_one_release_is_the_default(small_pset):
@@ -256,7 +257,7 @@ def test_real_original_registry_with_stub_task_folders_round_trips(tmp_path):
     assert all(bool(p.arxiv_id) == ("arxiv.org/abs/" in p.arxiv_abs) for p in papers)
     assert sum(bool(p.arxiv_id) for p in papers) == 19
     assert all(p.first_commit_date and p.arxiv_v1_date for p in papers)
-    out = services.release_export(release=release, out_dir=tmp_path / "out")
+    out = release_export(release=release, out_dir=tmp_path / "out")
     assert all_files(out) == pset_content(root)
     result = inspect(out)
     assert result.returncode == 0 and " 0 errors" in result.stdout, result.stdout + result.stderr

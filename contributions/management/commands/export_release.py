@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contributions import selectors, services
 from contributions.models import Release
+from contributions.release_export import release_export
 
 
 class Command(BaseCommand):
@@ -20,7 +21,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             release = selectors.release_get(name=options["name"])
-            out = services.release_export(release=release, out_dir=options["out_dir"])
+            out = release_export(release=release, out_dir=options["out_dir"])
         except Release.DoesNotExist as exc:
             raise CommandError(str(exc)) from exc
         except services.CatalogueError as exc:

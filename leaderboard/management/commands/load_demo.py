@@ -38,6 +38,7 @@ from django.db import transaction
 
 from contributions.intake import IntakeError, IntakeLimits, intake_archive
 from contributions.models import Proposal, Release
+from contributions.selectors import latest_submitted_revision
 from contributions.services import (
     CatalogueError,
     ProposalError,
@@ -48,7 +49,6 @@ from contributions.services import (
 )
 from contributions.services.accounts import account_create_verified
 from contributions.services.notifications import proposal_url
-from contributions.services.proposals import latest_submitted_revision
 from evaluation.management.commands.serve_fake_llm import DEFAULT_PORT as FAKE_LLM_PORT
 from evaluation.models import LanguageModel
 from evaluation.services.language_models import language_model_create, language_model_update
