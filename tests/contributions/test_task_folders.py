@@ -13,6 +13,7 @@ from django.db import connection
 
 from contributions import services, task_folders
 from contributions.models import FileBlob, TaskVersion
+from contributions.release_export import release_export
 from contributions.task_folders import TaskFolderError
 from researchcodebench import problems
 from researchcodebench.pset import read_pset, task_files
@@ -163,7 +164,7 @@ def test_export_refuses_a_corrupt_blob_naming_the_file(imported, tmp_path):
     rel = _corrupt_one_blob(version)
 
     with pytest.raises(services.CatalogueError, match=f"do not match their sha256: {rel}"):
-        services.release_export(release=release, out_dir=tmp_path / "out")
+        release_export(release=release, out_dir=tmp_path / "out")
 
 
 def test_blob_check_uses_sha256_of_the_content():
