@@ -140,7 +140,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 # --- Accounts (django-allauth) ------------------------------------------------------------------------------
 # Sign-in is by email address, verified before the first sign-in; the user name is derived from it. Profiles
-# and API tokens live in ``contributions`` (contributions/accounts.py). The admin's own login form is
+# and API tokens live in ``contributions`` (contributions/views/accounts.py). The admin's own login form is
 # replaced by this one (config/urls.py), so every sign-in goes through the same rate limits.
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",

@@ -1,4 +1,4 @@
-"""Forms of the contribution form's steps (``contributions.views``): (a) paper metadata, (b) code, (c) files.
+"""Forms of the contribution form's steps (``contributions.views.contribute``): (a) paper metadata, (b) code, (c) files.
 
 Each form checks what it can on its own (types, bounds, consistency between its fields); the services of
 ``contributions.services.proposals`` decide the rest (a task key already taken, files of the upload) and

@@ -464,7 +464,7 @@ class Notification(models.Model):
 
 
 # Accounts: users are contributors. Sign-up, sign-in and email addresses are django-allauth's; the portal adds
-# a public profile and personal API tokens (contributions/accounts.py, contributions/services/accounts.py).
+# a public profile and personal API tokens (contributions/views/accounts.py, contributions/services/accounts.py).
 
 
 class Profile(models.Model):

@@ -1,0 +1,3 @@
+"""The pages of ``contributions``, one module per what they serve: ``catalogue`` (papers, releases),
+``contribute`` (the contribution form's steps), ``review`` (a proposal's page, the review queue, comments,
+reviews, notifications) and ``accounts`` (profile and API tokens)."""

@@ -1,0 +1,124 @@
+"""Pages of the benchmark catalogue: papers and releases (cutting a release, choosing the default)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from contributions import selectors
+from contributions.errors import CatalogueError
+from contributions.models import Release, TaskVersion
+from contributions.roles import RELEASE_PERMISSION
+from contributions.services.releases import release_cut, release_set_default
+
+
+def paper_list(request: HttpRequest) -> HttpResponse:
+    """The papers of one release (``?release=``, default: the board's) with their tasks' sizes counted as
+    the board counts them, then the other papers; an empty state before the first import."""
+    try:
+        catalogue = selectors.paper_catalogue(release_name=request.GET.get("release", "").strip()[:100])
+    except Release.DoesNotExist as exc:
+        raise Http404(f"release: {exc.args[0]}") from None
+    context = {
+        "catalogue": catalogue,
+        "rows": catalogue.rows,
+        "totals": {"snippets": catalogue.snippets, "lines": catalogue.lines},
+        "releases": list(selectors.release_list()),
+        "all_versions": selectors.ALL_VERSIONS,
+    }
+    return render(request, "contributions/paper_list.html", context)
+
+
+class ReleaseCutForm(forms.Form):
+    """A new release: a slug name, a title, and which of the current task versions it holds (all by default)."""
+
+    name = forms.SlugField(
+        max_length=100, help_text="Letters, digits, - and _; becomes the git tag (e.g. rcb-2026-01)."
+    )
+    title = forms.CharField(max_length=200, required=False)
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
+    task_versions = forms.ModelMultipleChoiceField(
+        queryset=TaskVersion.objects.none(),
+        widget=forms.CheckboxSelectMultiple,
+        label="Task versions",
+        help_text="The newest published version of each task.",
+    )
+    make_default = forms.BooleanField(required=False, label="Make it the release the leaderboard shows first")
+
+    def __init__(self, *args: Any, current: list[TaskVersion], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["task_versions"]
+        field.queryset = TaskVersion.objects.filter(pk__in=[v.pk for v in current]).select_related("task")
+        field.label_from_instance = lambda v: f"{v.task.key} v{v.number}"
+        if not self.is_bound:
+            self.initial["task_versions"] = [v.pk for v in current]
+
+
+def _require_release_permission(request: HttpRequest) -> HttpResponse | None:
+    """A redirect to sign in for a visitor; ``PermissionDenied`` (403) for a member who may not cut releases."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path())
+    if not request.user.has_perm(RELEASE_PERMISSION):
+        raise PermissionDenied("only maintainers cut releases")
+    return None
+
+
+def release_list(request: HttpRequest) -> HttpResponse:
+    """Every release with its size and its tag in the benchmark git repository."""
+    context = {
+        "releases": list(selectors.release_list()),
+        "can_cut": request.user.is_authenticated and request.user.has_perm(RELEASE_PERMISSION),
+    }
+    return render(request, "contributions/release_list.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def release_cut_view(request: HttpRequest) -> HttpResponse:
+    """Maintainers cut a release from the current task versions; it is tagged in the benchmark repository."""
+    refused = _require_release_permission(request)
+    if refused is not None:
+        return refused
+    current = selectors.task_versions_current()
+    form = ReleaseCutForm(request.POST if request.method == "POST" else None, current=current)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            release = release_cut(
+                name=data["name"],
+                title=data["title"],
+                description=data["description"],
+                task_versions=data["task_versions"],
+                by=request.user,
+                make_default=data["make_default"],
+            )
+        except CatalogueError as exc:
+            form.add_error("name" if str(exc).startswith("release name") else "task_versions", str(exc))
+        else:
+            messages.success(
+                request,
+                f"Release {release.name} holds {release.entries.count()} task version(s); it is tagged.",
+            )
+            return redirect("contributions:release_list")
+    return render(request, "contributions/release_cut.html", {"form": form, "current": current})
+
+
+@require_POST
+def release_default_view(request: HttpRequest, name: str) -> HttpResponse:
+    """Maintainers choose the release the leaderboard shows first."""
+    refused = _require_release_permission(request)
+    if refused is not None:
+        return refused
+    try:
+        release = selectors.release_get(name=name)
+    except Release.DoesNotExist as exc:
+        raise Http404(str(exc)) from None
+    release_set_default(release=release)
+    messages.success(request, f"The leaderboard now shows release {release.name} first.")
+    return redirect("contributions:release_list")
