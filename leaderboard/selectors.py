@@ -37,6 +37,7 @@ from django.db.models import Exists, Q, QuerySet, Subquery
 from contributions.models import Paper, Release, Snippet
 from evaluation import selectors as evaluation_selectors
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
+from leaderboard.cutoffs import model_cutoff, release_cutoffs, release_global_selections
 from leaderboard.models import (
     Contamination,
     RunErrorCount,
@@ -45,14 +46,9 @@ from leaderboard.models import (
     RunSnippetScore,
     SnippetStat,
 )
-from leaderboard.services import (
-    combine_rates,
-    model_cutoff,
-    release_cutoffs,
-    release_global_selections,
-)
 from researchcodebench import errors as error_catalogue
 from researchcodebench import scoring
+from researchcodebench.scoring import combine_rates
 
 #: sort keys of ``LeaderboardFilters.sort`` (prefix ``-`` for descending); null values always sort last
 SORT_KEYS: dict[str, Callable[[Row], Any]] = {}
@@ -464,7 +460,7 @@ def leaderboard_rows(
     Scores per contamination mode:
     - ``none`` and ``per-model``: the stored ``RunScore`` rows (bootstrap interval included);
     - ``global``: the original rule over the cutoffs of every model of the run's release, whatever the
-      other filters keep (``services.release_global_selections``). When that selection equals the stored
+      other filters keep (``cutoffs.release_global_selections``). When that selection equals the stored
       one (the usual case) the stored row is used; otherwise the score is recombined exactly from
       per-paper sums, and ``ci95`` is None.
 

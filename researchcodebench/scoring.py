@@ -18,7 +18,7 @@ import json
 import math
 import random
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -449,3 +449,23 @@ def score_published(
         )
     scores.sort(key=lambda s: (-(s.line.mean if not math.isnan(s.line.mean) else -math.inf), s.key))
     return scores
+
+
+def combine_rates(num: Sequence[int], den: Sequence[int], present: Sequence[int]) -> Rates:
+    """Rates from per-index integer sums, exactly as the rates of results are computed here
+    (the portal's read models keep these sums).
+
+    ``present[c]`` > 0 when index c has at least one result (``scoring`` only has rates for indices that
+    occur); ``num[c] / den[c]`` is the rate of index c (NaN when ``den[c]`` is 0 but results exist, as in
+    ``scoring`` for snippets of 0 lines).
+    """
+    rates: list[float] = []
+    for c, count in enumerate(present):
+        if count:
+            rates.append(100 * num[c] / den[c] if den[c] else math.nan)
+    if not rates:
+        return Rates(mean=math.nan, std=math.nan, rates=())
+    mean = sum(rates) / len(rates)
+    return Rates(
+        mean=mean, std=math.sqrt(sum((v - mean) ** 2 for v in rates) / len(rates)), rates=tuple(rates)
+    )
