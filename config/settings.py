@@ -434,7 +434,7 @@ RCB_LLM_ALLOWED_HOSTS = env_list(
     ],
 )
 
-# Contributions (contributions/services/proposals.py): approvals a proposal needs; a validation's time limit
+# Contributions (contributions/services/review.py, proposal_validation.py): approvals a proposal needs; a validation's time limit
 # (the watchdog fails one still running after twice this, beat every RCB_VALIDATION_WATCHDOG_INTERVAL_S);
 # how many times a validation that could not run is retried; the portal's address for links in emails.
 RCB_APPROVALS_REQUIRED = env_int("RCB_APPROVALS_REQUIRED", 1, minimum=1)

@@ -53,7 +53,8 @@ class ReleaseAdmin(admin.ModelAdmin):
     inlines = [ReleaseEntryInline]
 
 
-# Proposals move only through contributions.services.proposals (each move records history and notifies),
+# Proposals move only through contributions.services (proposals, proposal_validation, review: each move
+# records history and notifies),
 # so the admin shows them read-only: a state edited here would skip both.
 class _ReadOnlyAdmin(admin.ModelAdmin):
     def has_add_permission(self, request, obj=None) -> bool:

@@ -1,7 +1,8 @@
 """Reads of the contribution form (``contributions.views`` steps a-e): what an upload declares, how the core
 library sees a revision, and the exact problem a model would be shown.
 
-Everything here only reads: the form's writes go through ``contributions.services.proposals``. The preview
+Everything here only reads: the form's writes go through ``contributions.services`` (``proposals``,
+``revisions``, ``proposal_validation``). The preview
 parses the revision exactly as validation and publishing will (``task_folders.revision_task_files`` and
 ``revision_meta`` build the task folder; ``researchcodebench.pset.task_from_files`` parses it in memory), so
 what the author sees before submitting is what the benchmark will hold.

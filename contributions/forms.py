@@ -1,9 +1,10 @@
-"""Forms of the contribution form's steps (``contributions.views.contribute``): (a) paper metadata, (b) code, (c) files.
+"""Forms of the contribution form's steps (``contributions.views.contribute``): (a) paper metadata, (b) code,
+(c) files.
 
 Each form checks what it can on its own (types, bounds, consistency between its fields); the services of
-``contributions.services.proposals`` decide the rest (a task key already taken, files of the upload) and
-their ``ProposalError.field`` puts the message on the field at fault. Every text field is bounded, so a
-huge value is a field error, never a crash or a huge row.
+``contributions.services`` (``proposals``, ``revisions``) decide the rest (a task key already taken, files of
+the upload) and their ``ProposalError.field`` puts the message on the field at fault. Every text field is
+bounded, so a huge value is a field error, never a crash or a huge row.
 """
 
 from __future__ import annotations

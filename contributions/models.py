@@ -213,7 +213,8 @@ class ReleaseEntry(models.Model):
 # ------------------------------------------------------------------------------------------- contributions
 #
 # A contribution is a ``Proposal``: a state machine (docs/architecture.md, "Contributions") whose every move
-# is one service in ``contributions/services/proposals.py`` (a conditional update plus a ``ProposalEvent``).
+# is one service of ``contributions/services/`` (``proposals``, ``proposal_validation``, ``review``: a
+# conditional update plus a ``ProposalEvent``).
 # Its code arrives as ``ProposalRevision``s: a revision is immutable once submitted, and a new upload after
 # that is a new revision. Maintainers are the users with the ``contributions.review_proposal`` permission.
 
@@ -221,7 +222,8 @@ class ReleaseEntry(models.Model):
 class Proposal(models.Model):
     """One contribution of a task: its paper metadata, its revisions, its state and its history.
 
-    Moves between states only through the services of ``contributions.services.proposals``::
+    Moves between states only through the services of ``contributions.services`` (``proposals``,
+    ``proposal_validation``, ``review``)::
 
         draft -> submitted -> validating -> changes_requested | ready_for_review -> approved -> published
         (changes_requested -> submitted again with a new revision; ready_for_review -> rejected;
