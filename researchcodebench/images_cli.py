@@ -15,40 +15,12 @@ import os
 import sys
 from typing import Any
 
-from .envs import EnvironmentBuildError, Lock
+from .envs import DEFAULT_PYTHON, EnvironmentBuildError, Lock
+from .sandbox.base import SandboxUnavailable
 
 
 class _Failure(Exception):
     pass
-
-
-def _client(base_url: str | None) -> Any:
-    from .sandbox.docker import _sdk
-
-    docker = _sdk()
-    try:
-        client = (
-            docker.DockerClient(base_url=base_url, timeout=1800)
-            if base_url
-            else docker.from_env(timeout=1800)
-        )
-        client.ping()
-    except Exception as exc:  # any failure here means the same: no engine to build on
-        where = base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-        raise _Failure(
-            f"cannot reach a Docker engine at {where} ({exc}); scripts/docker-engine.sh start runs a private one"
-        ) from exc
-    return client
-
-
-def _present(client: Any, name: str) -> bool:
-    from .sandbox.docker import _sdk
-
-    try:
-        client.images.get(name)
-    except _sdk().errors.ImageNotFound:
-        return False
-    return True
 
 
 def _cmd_images(args: argparse.Namespace) -> int:
@@ -61,7 +33,9 @@ def _cmd_images(args: argparse.Namespace) -> int:
         build_default_image,
         build_eval_image,
         check_variant,
+        engine_client,
         image_name,
+        image_present,
     )
 
     try:
@@ -71,7 +45,7 @@ def _cmd_images(args: argparse.Namespace) -> int:
             python=args.base_python or os.environ.get("RCB_BASE_PYTHON") or None,
             cert=os.environ.get("SSL_CERT_FILE") or None,
         )
-        client = _client(args.base_url)
+        client = engine_client(args.base_url, timeout_s=1800)
         jobs: list[tuple[str, str | None]] = []
         if args.lock:
             for path in args.lock:
@@ -84,13 +58,13 @@ def _cmd_images(args: argparse.Namespace) -> int:
         else:
             jobs.append((DEFAULT_IMAGE if variant == CPU_VARIANT else DEFAULT_GPU_IMAGE, None))
         for name, lock_text in jobs:
-            if not args.rebuild and _present(client, name):
+            if not args.rebuild and image_present(client, name):
                 print(f"present {name}")
                 continue
-            print(
-                f"building {name} on {recipe.base_for('3.11') if lock_text is None else 'its base'}",
-                flush=True,
-            )
+            # Read pip's configuration once, for the first image that is built.
+            recipe = recipe.with_sources()
+            python = Lock.from_text(lock_text).python if lock_text else DEFAULT_PYTHON
+            print(f"building {name} on {recipe.base_for(python)}", flush=True)
             if lock_text is None:
                 built, seconds = build_default_image(client, variant=variant, recipe=recipe)
             else:
@@ -99,7 +73,7 @@ def _cmd_images(args: argparse.Namespace) -> int:
     except ImageBuildError as exc:
         sys.stderr.write(f"error: {exc}\n{exc.log_tail}".rstrip() + "\n")
         return 1
-    except (_Failure, ValueError, EnvironmentBuildError) as exc:
+    except (_Failure, SandboxUnavailable, ValueError, EnvironmentBuildError) as exc:
         sys.stderr.write(f"error: {exc}\n")
         return 1
     except Exception as exc:  # the SDK missing, or anything the engine says

@@ -51,7 +51,7 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .base import Limits, RunResult, RunSpec, SandboxUnavailable, tail
@@ -222,6 +222,14 @@ class ImageRecipe:
     def interpreter_for(self, python_version: str) -> str:
         return self.python or f"python{python_version}"
 
+    def with_sources(self) -> ImageRecipe:
+        """This recipe with its package sources settled (pip's configuration is read here, once per build)."""
+        if self.sources is not None:
+            return self
+        from ..envs import default_sources
+
+        return replace(self, sources=default_sources())
+
 
 def eval_image_build_args(
     lock_text: str, *, variant: str, recipe: ImageRecipe | None = None
@@ -252,11 +260,10 @@ def fetch_wheels(lock_text: str, folder: str, *, recipe: ImageRecipe | None = No
     """Fetch exactly the wheels of ``lock_text`` into ``folder`` with the host's pip and package sources
     (its index, extra indexes, find-links, CA settings and proxy), each checked against the lock's hash;
     returns their file names. Raises ``ImageBuildError`` naming pip's complaint when one cannot be had."""
-    from ..envs import Lock, default_sources
+    from ..envs import Lock
 
-    recipe = recipe or ImageRecipe()
+    sources = (recipe or ImageRecipe()).with_sources().sources
     lock = Lock.from_text(lock_text)
-    sources = recipe.sources if recipe.sources is not None else default_sources()
     os.makedirs(folder, exist_ok=True)
     major, _, minor = lock.python.partition(".")
     argv = [
@@ -317,15 +324,15 @@ def fetch_wheels(lock_text: str, folder: str, *, recipe: ImageRecipe | None = No
 
 
 def _build_context(context: str, lock_text: str, *, variant: str, recipe: ImageRecipe) -> None:
-    """Fill ``context`` with what the image's build sees, and nothing else of the host."""
+    """Fill ``context`` with what the image's build sees, and nothing else of the host (``recipe`` has its
+    sources settled)."""
     from ..environments import repo_root
-    from ..envs import default_sources
 
     shutil.copyfile(repo_root() / "docker" / "eval.Dockerfile", os.path.join(context, "eval.Dockerfile"))
     with open(os.path.join(context, "environment.lock"), "w", encoding="utf-8") as fh:
         fh.write(lock_text)
     (recipe.fetch or fetch_wheels)(lock_text, os.path.join(context, "wheels"), recipe=recipe)
-    sources = recipe.sources if recipe.sources is not None else default_sources()
+    sources = recipe.sources
     uv = os.path.join(context, "uv")
     shutil.copyfile(sources.executable(), uv)
     os.chmod(uv, 0o755)
@@ -356,7 +363,7 @@ def build_eval_image(
     docker = _sdk()
     import requests
 
-    recipe = recipe or ImageRecipe()
+    recipe = (recipe or ImageRecipe()).with_sources()
     args = eval_image_build_args(lock_text, variant=variant, recipe=recipe)
     image = image_name(args["LOCK_HASH"], variant=variant)
     started = time.monotonic()
@@ -387,11 +394,9 @@ def build_eval_image(
 def base_lock(*, recipe: ImageRecipe | None = None) -> str:
     """The lock of the shared base (``envs.BASE_REQUIREMENTS``): the environment of tasks without their own,
     whose image is ``DEFAULT_IMAGE``."""
-    from ..envs import default_sources, lock_requirements
+    from ..envs import lock_requirements
 
-    recipe = recipe or ImageRecipe()
-    sources = recipe.sources if recipe.sources is not None else default_sources()
-    return lock_requirements([], sources=sources).text
+    return lock_requirements([], sources=(recipe or ImageRecipe()).with_sources().sources).text
 
 
 def build_default_image(
@@ -399,10 +404,40 @@ def build_default_image(
 ) -> tuple[str, float]:
     """Build ``DEFAULT_IMAGE`` (or ``DEFAULT_GPU_IMAGE`` for a CUDA ``variant``) from the base's lock."""
     tag = DEFAULT_IMAGE if variant == CPU_VARIANT else DEFAULT_GPU_IMAGE
+    recipe = (recipe or ImageRecipe()).with_sources()
     name, seconds = build_eval_image(
         client, lock_text=base_lock(recipe=recipe), variant=variant, recipe=recipe, also_tag=tag
     )
     return tag, seconds
+
+
+def engine_client(base_url: str | None = None, *, timeout_s: float = 60.0) -> Any:
+    """A client of the engine at ``base_url`` (else the one ``DOCKER_HOST`` names) that has answered a ping;
+    ``SandboxUnavailable`` saying where it looked when the SDK is missing or no engine answers."""
+    docker = _sdk()
+    timeout = int(max(1, timeout_s))
+    try:
+        client = (
+            docker.DockerClient(base_url=base_url, timeout=timeout)
+            if base_url
+            else docker.from_env(timeout=timeout)
+        )
+        client.ping()
+    except Exception as exc:  # any failure here means the same thing: no engine to talk to
+        where = base_url or "the engine DOCKER_HOST names (default unix:///var/run/docker.sock)"
+        raise SandboxUnavailable(
+            f"cannot reach a Docker engine at {where}: {exc} (scripts/docker-engine.sh start runs a private one)"
+        ) from exc
+    return client
+
+
+def image_present(client: Any, name: str) -> bool:
+    """Whether the engine of ``client`` has the image ``name`` (other engine errors propagate)."""
+    try:
+        client.images.get(name)
+    except _sdk().errors.ImageNotFound:
+        return False
+    return True
 
 
 class DockerSandbox:

@@ -22,7 +22,9 @@ from researchcodebench.sandbox.docker import (
     build_eval_image,
     check_variant,
     image_name,
+    image_present,
 )
+from researchcodebench.sandbox.docker import engine_client as docker_engine_client
 
 
 @dataclass
@@ -67,18 +69,9 @@ def engine_client(base_url: str | None) -> Any:
     """A client of the engine at ``base_url`` (else the one DOCKER_HOST names); ``CommandError`` if
     unreachable."""
     try:
-        import docker
-    except ImportError:
-        docker = None
-    if docker is None or not hasattr(docker, "DockerClient"):
-        raise CommandError("the docker SDK is not installed (pip install docker==7.1.0)")
-    try:
-        client = docker.DockerClient(base_url=base_url) if base_url else docker.from_env()
-        client.ping()
-    except Exception as exc:  # any failure here means the same thing: no engine to build on
-        where = base_url or "the engine DOCKER_HOST names (default unix:///var/run/docker.sock)"
-        raise CommandError(f"cannot reach a Docker engine at {where}: {exc}") from exc
-    return client
+        return docker_engine_client(base_url)
+    except SandboxUnavailable as exc:
+        raise CommandError(str(exc)) from exc
 
 
 class Command(BaseCommand):
@@ -161,15 +154,10 @@ class Command(BaseCommand):
 
     def _default_image(self, client: Any, recipe: ImageRecipe) -> list[str]:
         """Build the default image when the engine lacks it; the names that failed."""
-        import docker
 
         from researchcodebench.sandbox.docker import DEFAULT_IMAGE
 
-        try:
-            client.images.get(DEFAULT_IMAGE)
-        except docker.errors.ImageNotFound:
-            pass
-        else:
+        if image_present(client, DEFAULT_IMAGE):
             self.stdout.write(f"present {DEFAULT_IMAGE}")
             return []
         self.stdout.write(f"building {DEFAULT_IMAGE} (the shared base's lock)")
