@@ -10,6 +10,7 @@ import pytest
 
 from researchcodebench.environments import default_python
 from researchcodebench.pset import Task, read_pset
+from researchcodebench.runner import Runner
 from researchcodebench.sandbox.base import SandboxUnavailable
 from researchcodebench.sandbox.docker import (
     DEFAULT_IMAGE,
@@ -17,6 +18,7 @@ from researchcodebench.sandbox.docker import (
     ImageBuildError,
     ImageRecipe,
     build_default_image,
+    image_present,
 )
 from researchcodebench.sandbox.local import LocalSandbox
 
@@ -149,9 +151,9 @@ def _bring_up_docker() -> tuple[bool, object]:
     except Exception as exc:  # any failure means: no usable engine here
         return False, why or f"no Docker engine answers at {where} ({exc}); make test starts a private one"
     recipe = ImageRecipe(base_image=os.environ.get("RCB_BASE_IMAGE") or None)
-    if not _has_image(client, DEFAULT_IMAGE):
+    if not image_present(client, DEFAULT_IMAGE):
         base = recipe.base_for("3.11")
-        if not _has_image(client, base):
+        if not image_present(client, base):
             return (
                 False,
                 f"the engine at {where} has no base image {base!r} (scripts/docker-engine.sh base-image)",
@@ -163,11 +165,14 @@ def _bring_up_docker() -> tuple[bool, object]:
     return True, DockerSandbox(client, engine_timeout_s=120)
 
 
-def _has_image(client: object, name: str) -> bool:
-    import docker
-
-    try:
-        client.images.get(name)  # type: ignore[attr-defined]
-    except docker.errors.ImageNotFound:
-        return False
-    return True
+def docker_runner(**screening: bool) -> Runner:
+    """A cold runner of the docker sandbox on the default environment (``screening``: ``static_screen``,
+    ``audit_hook``), or a skip naming why there is no engine."""
+    return Runner(
+        sandbox=docker_sandbox(),
+        environment=eval_python(),
+        warm=False,
+        calibrate=False,
+        workers=1,
+        **screening,
+    )

@@ -21,7 +21,7 @@ import pytest
 from researchcodebench.runner import Runner
 from researchcodebench.sandbox.base import Limits
 
-from .runner_fixtures import body, checked_local_sandbox, docker_sandbox, eval_python, toy_task
+from .runner_fixtures import body, checked_local_sandbox, docker_runner, eval_python, toy_task
 
 SECRETS = {
     "DJANGO_SECRET_KEY": "django-insecure-canary-5b1f0c",
@@ -119,15 +119,7 @@ MODES = ("warm", "cold", "docker")
 
 def _runner(workspace, mode: str, screened: bool) -> Runner:
     if (mode, screened) not in workspace["runners"]:
-        workspace["runners"][(mode, screened)] = Runner(
-            sandbox=docker_sandbox(),
-            environment=eval_python(),
-            warm=False,
-            calibrate=False,
-            workers=1,
-            static_screen=screened,
-            audit_hook=screened,
-        )
+        workspace["runners"][(mode, screened)] = docker_runner(static_screen=screened, audit_hook=screened)
     return workspace["runners"][(mode, screened)]
 
 

@@ -35,7 +35,7 @@ from researchcodebench.runner import (
 from researchcodebench.sandbox.base import RunResult
 from researchcodebench.screen import screen_completion, screen_source
 
-from .runner_fixtures import checked_local_sandbox, docker_sandbox, eval_python
+from .runner_fixtures import checked_local_sandbox, docker_runner, eval_python
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "pset"
@@ -371,14 +371,7 @@ class _Runners(dict):
         mode, screened = key
         if mode != "docker":
             raise KeyError(key)
-        self[key] = Runner(
-            sandbox=docker_sandbox(),
-            environment=eval_python(),
-            warm=False,
-            calibrate=False,
-            workers=1,
-            static_screen=screened,
-        )
+        self[key] = docker_runner(static_screen=screened)
         return self[key]
 
 
