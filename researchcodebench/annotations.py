@@ -239,71 +239,92 @@ def _validate_nesting(tags: list[_Tag], file: str, issues: list[AnnotationIssue]
             remaining_ends[tag.name] = remaining_ends.get(tag.name, 0) + 1
     for tag in tags:
         if tag.kind == "start":
-            open_same = [t for t in stack if t.name == tag.name]
-            needed = len(open_same) + 1
-            if open_same and stack[-1].name == tag.name and remaining_ends.get(tag.name, 0) < needed:
-                opener = stack.pop()
-                issues.append(
-                    AnnotationIssue(
-                        file,
-                        tag.line,
-                        f'snippet "{tag.name}" (opened on line {opener.line}) is closed with a repeated '
-                        "opening tag",
-                        f"change line {tag.line} to '# </paper2code name=\"{tag.name}\">' (note the '/'); "
-                        "a repeated opening tag opens a second snippet instead of closing the first",
-                        "repeated_open_as_close",
-                    )
-                )
-                continue
-            stack.append(tag)
+            repeated = _repeated_open(tag, stack, remaining_ends, file)
+            if repeated is not None:
+                stack.pop()
+                issues.append(repeated)
+            else:
+                stack.append(tag)
             continue
         remaining_ends[tag.name] -= 1
-        if not stack or all(t.name != tag.name for t in stack):
-            issues.append(
-                AnnotationIssue(
-                    file,
-                    tag.line,
-                    f'end tag for "{tag.name}" has no matching open tag',
-                    "add the opening tag above the code, or remove this end tag (check the name's spelling)",
-                    "mismatched_end",
-                )
+        issues.extend(_close(tag, stack, file))
+    issues.extend(_unclosed(stack, file))
+
+
+def _repeated_open(
+    tag: _Tag, stack: list[_Tag], remaining_ends: dict[str, int], file: str
+) -> AnnotationIssue | None:
+    """The issue when start tag ``tag`` is really meant to close the snippet open on top of ``stack`` (same
+    name, and too few end tags of that name remain to close both), else None."""
+    open_same = [t for t in stack if t.name == tag.name]
+    needed = len(open_same) + 1
+    if not (open_same and stack[-1].name == tag.name and remaining_ends.get(tag.name, 0) < needed):
+        return None
+    opener = stack[-1]
+    return AnnotationIssue(
+        file,
+        tag.line,
+        f'snippet "{tag.name}" (opened on line {opener.line}) is closed with a repeated opening tag',
+        f"change line {tag.line} to '# </paper2code name=\"{tag.name}\">' (note the '/'); "
+        "a repeated opening tag opens a second snippet instead of closing the first",
+        "repeated_open_as_close",
+    )
+
+
+def _close(tag: _Tag, stack: list[_Tag], file: str) -> list[AnnotationIssue]:
+    """Close the snippet of end tag ``tag`` on ``stack`` (popping what it closes over) and return the issues:
+    no matching open tag, inner snippets still open, or an indentation unlike its opening tag's."""
+    if not stack or all(t.name != tag.name for t in stack):
+        return [
+            AnnotationIssue(
+                file,
+                tag.line,
+                f'end tag for "{tag.name}" has no matching open tag',
+                "add the opening tag above the code, or remove this end tag (check the name's spelling)",
+                "mismatched_end",
             )
-            continue
-        while stack[-1].name != tag.name:
-            inner = stack.pop()
-            issues.append(
-                AnnotationIssue(
-                    file,
-                    tag.line,
-                    f'end tag for "{tag.name}" closes it while "{inner.name}" (opened on line {inner.line}) '
-                    "is still open",
-                    f'close "{inner.name}" before line {tag.line}: tags must nest like brackets',
-                    "mismatched_end",
-                )
-            )
-        opener = stack.pop()
-        if opener.indent != tag.indent:
-            issues.append(
-                AnnotationIssue(
-                    file,
-                    tag.line,
-                    f'end tag for "{tag.name}" is indented {tag.indent} character(s) but its opening tag '
-                    f"on line {opener.line} is indented {opener.indent}",
-                    "indent the end tag exactly like its opening tag (a tab counts as one character)",
-                    "indent_mismatch",
-                )
-            )
-    for opener in stack:
+        ]
+    issues: list[AnnotationIssue] = []
+    while stack[-1].name != tag.name:
+        inner = stack.pop()
         issues.append(
             AnnotationIssue(
                 file,
-                opener.line,
-                f'snippet "{opener.name}" is never closed',
-                f"add '# </paper2code name=\"{opener.name}\">' after the snippet's last line, at the same "
-                "indentation as the opening tag",
-                "unclosed",
+                tag.line,
+                f'end tag for "{tag.name}" closes it while "{inner.name}" (opened on line {inner.line}) '
+                "is still open",
+                f'close "{inner.name}" before line {tag.line}: tags must nest like brackets',
+                "mismatched_end",
             )
         )
+    opener = stack.pop()
+    if opener.indent != tag.indent:
+        issues.append(
+            AnnotationIssue(
+                file,
+                tag.line,
+                f'end tag for "{tag.name}" is indented {tag.indent} character(s) but its opening tag '
+                f"on line {opener.line} is indented {opener.indent}",
+                "indent the end tag exactly like its opening tag (a tab counts as one character)",
+                "indent_mismatch",
+            )
+        )
+    return issues
+
+
+def _unclosed(stack: list[_Tag], file: str) -> list[AnnotationIssue]:
+    """One issue per start tag left open at the end of the file."""
+    return [
+        AnnotationIssue(
+            file,
+            opener.line,
+            f'snippet "{opener.name}" is never closed',
+            f"add '# </paper2code name=\"{opener.name}\">' after the snippet's last line, at the same "
+            "indentation as the opening tag",
+            "unclosed",
+        )
+        for opener in stack
+    ]
 
 
 def _whole_function(code_lines: list[str]) -> int | None:
@@ -341,23 +362,39 @@ def parse_file(text: str, file: str) -> tuple[list[Snippet], list[AnnotationIssu
     issues: list[AnnotationIssue] = []
     tags = _find_tags(lines, file, issues)
     _validate_nesting(tags, file, issues)
-
-    string_lines = _string_lines(text) if tags else set()
-    for tag in tags:
-        if tag.line in string_lines:
-            issues.append(
-                AnnotationIssue(
-                    file,
-                    tag.line,
-                    f'tag "{tag.name}" lies inside a multi-line string, yet it is read as a tag',
-                    "move the tag out of the string literal, or change the text so it no longer looks "
-                    "like a tag",
-                    "tag_in_string",
-                )
-            )
-
-    seen: dict[str, int] = {}
+    issues.extend(_tags_in_strings(text, tags, file))
     repeated_lines = {i.line for i in issues if i.code == "repeated_open_as_close"}
+    issues.extend(_duplicate_names(tags, repeated_lines, file))
+    spans: list[_Span] = []
+    for start, end in _pair_original(tags):
+        span = _Span(start, end, lines[start.line : end.line - 1])
+        spans.append(span)
+        issues.extend(_body_issues(span, repeated_lines, file))
+    issues.sort(key=lambda i: (i.line, i.code))
+    return _snippet_tree(spans, file), issues
+
+
+def _tags_in_strings(text: str, tags: list[_Tag], file: str) -> list[AnnotationIssue]:
+    """Tags that lie inside a multi-line string literal (read as tags all the same)."""
+    string_lines = _string_lines(text) if tags else set()
+    return [
+        AnnotationIssue(
+            file,
+            tag.line,
+            f'tag "{tag.name}" lies inside a multi-line string, yet it is read as a tag',
+            "move the tag out of the string literal, or change the text so it no longer looks like a tag",
+            "tag_in_string",
+        )
+        for tag in tags
+        if tag.line in string_lines
+    ]
+
+
+def _duplicate_names(tags: list[_Tag], repeated_lines: set[int], file: str) -> list[AnnotationIssue]:
+    """Start tags reusing a name already opened earlier in the file (a repeated opening tag that is meant to
+    close, on one of ``repeated_lines``, is already reported as such)."""
+    issues: list[AnnotationIssue] = []
+    seen: dict[str, int] = {}
     for tag in tags:
         if tag.kind != "start" or tag.line in repeated_lines:
             continue
@@ -373,83 +410,95 @@ def parse_file(text: str, file: str) -> tuple[list[Snippet], list[AnnotationIssu
             )
         else:
             seen[tag.name] = tag.line
+    return issues
 
-    pairs = _pair_original(tags)
-    raw: list[dict[str, Any]] = []
-    for start, end in pairs:
-        code_lines = lines[start.line : end.line - 1]
-        code = "\n".join(code_lines)
-        n = line_count(code)
-        raw.append(
-            {
-                "name": start.name,
-                "start": start.line,
-                "end": end.line,
-                "code": code,
-                "lines": n,
-                "indent": code_indent(code_lines, start.indent),
-            }
+
+@dataclass(frozen=True)
+class _Span:
+    """One snippet as the original extracts it: its tag pair and the lines between them."""
+
+    start: _Tag
+    end: _Tag
+    code_lines: list[str]
+
+    @property
+    def code(self) -> str:
+        return "\n".join(self.code_lines)
+
+    @property
+    def lines(self) -> int:
+        """The snippet's line count N."""
+        return line_count(self.code)
+
+
+def _body_issues(span: _Span, repeated_lines: set[int], file: str) -> list[AnnotationIssue]:
+    """What is wrong with a snippet's body: empty (unless its opening tag is a repeated one, reported
+    already), or a whole definition whose signature the model would not see."""
+    start = span.start
+    issues: list[AnnotationIssue] = []
+    if span.lines == 0 and start.line not in repeated_lines:
+        issues.append(
+            AnnotationIssue(
+                file,
+                start.line,
+                f'snippet "{start.name}" is empty: it has no code line to implement',
+                "put at least one line of code between the tags, or remove the tags",
+                "empty_snippet",
+            )
         )
-        if n == 0 and start.line not in repeated_lines:
-            issues.append(
-                AnnotationIssue(
-                    file,
-                    start.line,
-                    f'snippet "{start.name}" is empty: it has no code line to implement',
-                    "put at least one line of code between the tags, or remove the tags",
-                    "empty_snippet",
-                )
+    def_offset = _whole_function(span.code_lines)
+    if def_offset is not None:
+        issues.append(
+            AnnotationIssue(
+                file,
+                start.line + 1 + def_offset,
+                f'snippet "{start.name}" contains a whole definition, signature included',
+                "keep the 'def'/'class' line outside the tags and tag only the body, so the model "
+                "sees the interface it must implement",
+                "signature_inside",
+                WARNING,
             )
-        def_offset = _whole_function(code_lines)
-        if def_offset is not None:
-            issues.append(
-                AnnotationIssue(
-                    file,
-                    start.line + 1 + def_offset,
-                    f'snippet "{start.name}" contains a whole definition, signature included',
-                    "keep the 'def'/'class' line outside the tags and tag only the body, so the model "
-                    "sees the interface it must implement",
-                    "signature_inside",
-                    WARNING,
-                )
-            )
+        )
+    return issues
 
+
+def _snippet_tree(spans: list[_Span], file: str) -> list[Snippet]:
+    """The ``Snippet`` of each span with its place in the tree: the parent is the smallest other span whose
+    tag lines enclose it (the latest-starting one), the depth its count of ancestors."""
     parents: list[int | None] = []
-    for idx, item in enumerate(raw):
+    for idx, item in enumerate(spans):
         best: int | None = None
-        for jdx, other in enumerate(raw):
+        for jdx, other in enumerate(spans):
             if jdx == idx:
                 continue
-            if other["start"] < item["start"] and item["end"] < other["end"]:
-                if best is None or other["start"] > raw[best]["start"]:
+            if other.start.line < item.start.line and item.end.line < other.end.line:
+                if best is None or other.start.line > spans[best].start.line:
                     best = jdx
         parents.append(best)
 
     def depth_of(idx: int) -> int:
         depth = 0
         cur = parents[idx]
-        while cur is not None and depth <= len(raw):
+        while cur is not None and depth <= len(spans):
             depth += 1
             cur = parents[cur]
         return depth
 
-    snippets = [
+    return [
         Snippet(
-            name=item["name"],
+            name=item.start.name,
             file=file,
-            start_line=item["start"],
-            end_line=item["end"],
-            code=item["code"],
-            lines=item["lines"],
-            indent=item["indent"],
+            start_line=item.start.line,
+            end_line=item.end.line,
+            code=item.code,
+            lines=item.lines,
+            indent=code_indent(item.code_lines, item.start.indent),
             depth=depth_of(idx),
-            parent=raw[parents[idx]]["name"] if parents[idx] is not None else None,
-            children=tuple(raw[c]["name"] for c in range(len(raw)) if parents[c] == idx),
+            parent=spans[parents[idx]].start.name if parents[idx] is not None else None,
+            children=tuple(spans[c].start.name for c in range(len(spans)) if parents[c] == idx),
         )
-        for idx, item in enumerate(raw)
+        for idx, item in enumerate(spans)
     ]
-    issues.sort(key=lambda i: (i.line, i.code))
-    return snippets, issues
 
 
 def duplicate_names_across(snippets: list[Snippet]) -> list[AnnotationIssue]:

@@ -1,5 +1,5 @@
-"""The ``python -m researchcodebench`` command line: inspect, mask, problem, score, validate (+ registered
-commands).
+"""The ``rcb`` command line (also ``python -m researchcodebench``): inspect, mask, problem, score, validate
+(+ registered commands: evaluate, images, generate, download, submit).
 
 Extending it: a module adds a subcommand with a function ``register(subparsers)`` that calls
 ``subparsers.add_parser(name, help=...)`` and ``parser.set_defaults(handler=fn)``, where ``fn(args) -> int``
@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
-from researchcodebench import evaluate_cli, images_cli
+from researchcodebench import evaluate_cli, generate_cli, images_cli, portal_cli
 from researchcodebench.environments import EvalEnvironmentError, resolve_environment
 from researchcodebench.errors import CliError
 from researchcodebench.problems import TEMPLATES, build_prompt, mask_file
@@ -373,12 +373,15 @@ REGISTRARS: tuple[Callable[[Any], None], ...] = (
     evaluate_cli.register,
     _register_validate,
     images_cli.register,
+    generate_cli.register,
+    portal_cli.register,
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The full parser, with every registrar's subcommands."""
-    parser = _Parser(prog="python -m researchcodebench", description="ResearchCodeBench core tools.")
+    prog = "rcb" if os.path.basename(sys.argv[0]) == "rcb" else "python -m researchcodebench"
+    parser = _Parser(prog=prog, description="ResearchCodeBench core tools.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
     for register in REGISTRARS:

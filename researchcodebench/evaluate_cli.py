@@ -32,7 +32,7 @@ import time
 from collections import Counter
 from typing import Any, TextIO
 
-from .environments import EvalEnvironmentError, resolve_environment
+from .environments import Environment, EvalEnvironmentError, resolve_environment
 from .envs import (
     EnvironmentBuildError,
     RequirementsError,
@@ -51,11 +51,11 @@ from .predictions import (
     shown,
 )
 from .problems import DEFAULT_TEMPLATE, TEMPLATES, blank_body
-from .pset import PsetError, Task, read_pset
+from .pset import Pset, PsetError, Task, read_pset
 from .runner import EvalItem, Runner, Verdict, VerdictCache, default_cache_dir, make_sandbox
 from .sandbox.base import SandboxUnavailable
 from .sandbox.unsandboxed import ALLOW_VARIABLE
-from .scoring import SnippetResult, line_rates, task_rates
+from .scoring import SnippetResult, line_rates, per_paper, task_rates
 
 
 class EvaluateInputError(ValueError):
@@ -161,6 +161,7 @@ def summarise(items: list[EvalItem], verdicts: list[Verdict]) -> dict[str, Any]:
         if v.tier != "infrastructure"
     ]
     lr, tr = line_rates(scored), task_rates(scored)
+    papers = {task: _finite(rates.mean) for task, rates in sorted(per_paper(scored).items())}
     return {
         "line_rate": {
             "mean": _finite(lr.mean),
@@ -178,6 +179,7 @@ def summarise(items: list[EvalItem], verdicts: list[Verdict]) -> dict[str, Any]:
         "passed": sum(v.passed for v in verdicts),
         "outcomes": dict(sorted(Counter(v.outcome for v in verdicts).items())),
         "categories": dict(sorted(Counter(v.category for v in verdicts).items())),
+        "per_paper": papers,
     }
 
 
@@ -252,47 +254,10 @@ def assign_task_environments(runner: Runner, tasks: list[Task], *, stream: TextI
 
 def run_evaluate(args: argparse.Namespace) -> int:
     """Handler of ``evaluate`` (see the module docstring)."""
-    try:
-        pset = read_pset(args.pset)
-    except PsetError as exc:
-        raise _cli_error(str(exc)) from exc
-    tasks = {t.id: t for t in pset.tasks}
-    wanted = set(args.tasks) if args.tasks else None
-    if wanted:
-        unknown = sorted(wanted - set(tasks))
-        if unknown:
-            raise _cli_error(
-                f"--tasks: unknown task id(s) {', '.join(unknown)}; the pset has {', '.join(sorted(tasks))}"
-            )
-    if args.workers < 1:
-        raise _cli_error("--workers must be at least 1")
+    pset, wanted = _pset_and_wanted(args)
     selected = [t for t in pset.tasks if wanted is None or t.id in wanted]
-    try:
-        if args.predictions:
-            items = read_predictions(args.predictions, tasks, template=args.template, wanted=wanted)
-        else:
-            items = [
-                EvalItem(t, s, s.code if args.oracle else blank_body(s), template=args.template)
-                for t in selected
-                for s in t.snippets
-            ]
-    except EvaluateInputError as exc:
-        raise _cli_error(str(exc)) from exc
-    try:
-        sandbox = make_sandbox(
-            args.sandbox,
-            docker_image=os.environ.get("RCB_DOCKER_IMAGE") or None,
-            allow_unsandboxed=os.environ.get(ALLOW_VARIABLE) == "1",
-        )
-        environment = resolve_environment(args.python or os.environ.get("RCB_EVAL_PYTHON") or None)
-        runner = Runner(
-            sandbox=sandbox,
-            environment=environment,
-            cache=None if args.no_cache else VerdictCache(os.environ.get("RCB_CACHE_DIR") or None),
-            workers=args.workers,
-        )
-    except (SandboxUnavailable, EvalEnvironmentError) as exc:
-        raise _cli_error(str(exc)) from exc
+    items = _evaluation_items(args, pset, selected, wanted)
+    runner, environment = _make_runner(args)
     environments = assign_task_environments(runner, selected, stream=sys.stderr) if args.env else None
     progress = _progress(sys.stderr) if sys.stderr.isatty() else None
     with runner:
@@ -308,6 +273,80 @@ def run_evaluate(args: argparse.Namespace) -> int:
         json.dump({"verdicts": rows, "scores": scores}, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
+    _print_report(items, verdicts, scores, environments)
+    return 0
+
+
+def _pset_and_wanted(args: argparse.Namespace) -> tuple[Pset, set[str] | None]:
+    """The pset and the task ids ``--tasks`` names (None: all); a CLI error for an unreadable pset, an
+    unknown task id or fewer than one worker."""
+    try:
+        pset = read_pset(args.pset)
+    except PsetError as exc:
+        raise _cli_error(str(exc)) from exc
+    known = {t.id for t in pset.tasks}
+    wanted = set(args.tasks) if args.tasks else None
+    if wanted:
+        unknown = sorted(wanted - known)
+        if unknown:
+            raise _cli_error(
+                f"--tasks: unknown task id(s) {', '.join(unknown)}; the pset has {', '.join(sorted(known))}"
+            )
+    if args.workers < 1:
+        raise _cli_error("--workers must be at least 1")
+    return pset, wanted
+
+
+def _evaluation_items(
+    args: argparse.Namespace, pset: Pset, selected: list[Task], wanted: set[str] | None
+) -> list[EvalItem]:
+    """What to evaluate: the lines of ``--predictions``, or every snippet of ``selected`` with its reference
+    (``--oracle``) or a blank body (``--blank``)."""
+    try:
+        if args.predictions:
+            tasks = {t.id: t for t in pset.tasks}
+            return read_predictions(args.predictions, tasks, template=args.template, wanted=wanted)
+        return [
+            EvalItem(t, s, s.code if args.oracle else blank_body(s), template=args.template)
+            for t in selected
+            for s in t.snippets
+        ]
+    except EvaluateInputError as exc:
+        raise _cli_error(str(exc)) from exc
+
+
+def _make_runner(args: argparse.Namespace) -> tuple[Runner, Environment]:
+    """The runner of ``--sandbox``, ``--python`` (or ``RCB_EVAL_PYTHON``), ``--workers`` and the verdict
+    cache, with its default environment; a CLI error when the sandbox or interpreter is unusable."""
+    try:
+        sandbox = make_sandbox(
+            args.sandbox,
+            docker_image=os.environ.get("RCB_DOCKER_IMAGE") or None,
+            allow_unsandboxed=os.environ.get(ALLOW_VARIABLE) == "1",
+        )
+        environment = resolve_environment(args.python or os.environ.get("RCB_EVAL_PYTHON") or None)
+        runner = Runner(
+            sandbox=sandbox,
+            environment=environment,
+            cache=None if args.no_cache else VerdictCache(os.environ.get("RCB_CACHE_DIR") or None),
+            workers=args.workers,
+        )
+    except (SandboxUnavailable, EvalEnvironmentError) as exc:
+        raise _cli_error(str(exc)) from exc
+    return runner, environment
+
+
+def _shown(rate: float | None) -> str:
+    return "-" if rate is None else f"{rate:.2f}"
+
+
+def _print_report(
+    items: list[EvalItem],
+    verdicts: list[Verdict],
+    scores: dict[str, Any],
+    environments: dict[str, Any] | None,
+) -> None:
+    """The human-readable output: one line per verdict, then the scores (and environments built)."""
     for item, verdict in zip(items, verdicts, strict=True):
         mark = "PASS" if verdict.passed else verdict.outcome.upper()
         detail = (
@@ -323,8 +362,16 @@ def run_evaluate(args: argparse.Namespace) -> int:
         f"\n{scores['passed']}/{scores['evaluated']} passed; line rate {lr}, task rate {tr}; "
         f"coverage {scores['coverage']}; environment {scores['environment']}"
     )
+    print(f"Scaled Pass@1 {_shown(lr)}, Pass@1 {_shown(tr)}")
+    for paper, rate in scores["per_paper"].items():
+        print(f"  {paper}: Scaled Pass@1 {_shown(rate)}")
+    failed = {c: n for c, n in scores["categories"].items() if c != "passed"}
+    if failed:
+        print(
+            "error categories: "
+            + ", ".join(f"{c} {n}" for c, n in sorted(failed.items(), key=lambda x: -x[1]))
+        )
     if environments is not None:
         built = sum(1 for e in environments.values() if e.get("built"))
         failed = sum(1 for e in environments.values() if "error" in e)
         print(f"environments: {built} built, {len(environments) - built - failed} reused, {failed} failed")
-    return 0

@@ -260,57 +260,16 @@ def parse_predictions(data: bytes, *, limits: PredictionLimits) -> ParsedPredict
     duplicate ``(task, snippet, completion_idx)`` (naming the first line). A UTF-8 byte-order mark and
     ``\\r\\n`` line ends are accepted. Only ``"\\n"`` ends a line: JSON strings may hold U+2028 and others.
     """
-    size_error = limits.size_error(len(data))
-    if size_error:
-        return ParsedPredictions((), (PredictionError(None, size_error),))
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    raw_lines = data.split(b"\n")
-    numbered = [(n, raw) for n, raw in enumerate(raw_lines, start=1) if raw.strip(b" \t\r")]
-    if not numbered:
-        return ParsedPredictions(
-            (), (PredictionError(None, "the file is empty: expected one JSON object per line"),)
-        )
-    if len(numbered) > limits.max_lines:
-        message = f"the file has {len(numbered)} lines; the limit is {limits.max_lines}"
-        return ParsedPredictions((), (PredictionError(None, message),))
-
+    numbered = _numbered_lines(data, limits)
+    if isinstance(numbered, PredictionError):
+        return ParsedPredictions((), (numbered,))
     predictions: list[Prediction] = []
     errors: list[PredictionError] = []
     first_line: dict[tuple[str, str, int], int] = {}
     for number, raw in numbered:
-        if len(raw) > limits.max_line_bytes:
-            errors.append(
-                PredictionError(
-                    number,
-                    f"the line is too long ({human_size(len(raw))}); the limit is "
-                    f"{human_size(limits.max_line_bytes)}",
-                )
-            )
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            errors.append(
-                PredictionError(
-                    number, f"not UTF-8 text: invalid byte 0x{raw[exc.start]:02x} at byte {exc.start + 1}"
-                )
-            )
-            continue
-        try:
-            obj = json.loads(text, parse_int=_parse_int, parse_constant=_refuse_constant)
-        except json.JSONDecodeError as exc:
-            errors.append(PredictionError(number, f"not valid JSON ({exc.msg} at column {exc.colno})"))
-            continue
-        except RecursionError:
-            errors.append(PredictionError(number, "not valid JSON here (nested too deeply)"))
-            continue
-        except ValueError as exc:
-            # Only the hooks above raise a plain ValueError here, with a short message of their own.
-            errors.append(PredictionError(number, f"not valid JSON ({str(exc)[:SHOWN_CHARS]})"))
-            continue
-        if not isinstance(obj, dict):
-            errors.append(PredictionError(number, f"expected a JSON object, got {_json_type(obj)}"))
+        obj = _decode_line(number, raw, limits)
+        if isinstance(obj, PredictionError):
+            errors.append(obj)
             continue
         prediction = _read_line(number, obj, limits, errors)
         if prediction is None:
@@ -323,6 +282,51 @@ def parse_predictions(data: bytes, *, limits: PredictionLimits) -> ParsedPredict
             continue
         predictions.append(prediction)
     return ParsedPredictions(tuple(predictions), tuple(errors))
+
+
+def _numbered_lines(data: bytes, limits: PredictionLimits) -> list[tuple[int, bytes]] | PredictionError:
+    """The file's non-blank lines with their 1-based numbers (a byte-order mark dropped), or the one
+    whole-file error that stops parsing: too large, empty, or too many lines."""
+    size_error = limits.size_error(len(data))
+    if size_error:
+        return PredictionError(None, size_error)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    raw_lines = data.split(b"\n")
+    numbered = [(n, raw) for n, raw in enumerate(raw_lines, start=1) if raw.strip(b" \t\r")]
+    if not numbered:
+        return PredictionError(None, "the file is empty: expected one JSON object per line")
+    if len(numbered) > limits.max_lines:
+        return PredictionError(None, f"the file has {len(numbered)} lines; the limit is {limits.max_lines}")
+    return numbered
+
+
+def _decode_line(number: int, raw: bytes, limits: PredictionLimits) -> dict[str, Any] | PredictionError:
+    """Line ``number`` as a JSON object, or the error that stops it: too long (checked before decoding),
+    not UTF-8, not JSON, or not an object."""
+    if len(raw) > limits.max_line_bytes:
+        return PredictionError(
+            number,
+            f"the line is too long ({human_size(len(raw))}); the limit is {human_size(limits.max_line_bytes)}",
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return PredictionError(
+            number, f"not UTF-8 text: invalid byte 0x{raw[exc.start]:02x} at byte {exc.start + 1}"
+        )
+    try:
+        obj = json.loads(text, parse_int=_parse_int, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
+        return PredictionError(number, f"not valid JSON ({exc.msg} at column {exc.colno})")
+    except RecursionError:
+        return PredictionError(number, "not valid JSON here (nested too deeply)")
+    except ValueError as exc:
+        # Only the hooks above raise a plain ValueError here, with a short message of their own.
+        return PredictionError(number, f"not valid JSON ({str(exc)[:SHOWN_CHARS]})")
+    if not isinstance(obj, dict):
+        return PredictionError(number, f"expected a JSON object, got {_json_type(obj)}")
+    return obj
 
 
 # ------------------------------------------------------------------------------ from an answer to code

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -512,31 +512,68 @@ def task_from_files(files: Mapping[str, bytes], meta: PaperMeta, *, root: str = 
     return _read_task(_MemoryFiles(contents), root, meta, (REGISTRY, 0), contents=contents)
 
 
+class _TaskFiles(Protocol):
+    """What ``_read_task`` and its helpers ask of a task's files (``_FolderFiles``, ``_MemoryFiles``):
+    whether a '/'-relative path is a file, and its text (UTF-8, universal newlines)."""
+
+    def is_file(self, relpath: str) -> bool: ...
+
+    def read_text(self, relpath: str) -> str: ...
+
+
 def _read_task(
-    files: _FolderFiles | _MemoryFiles,
+    files: _TaskFiles,
     root: str,
     meta: PaperMeta,
     registry_where: tuple[str, int],
     *,
     contents: Mapping[str, bytes] | None,
 ) -> Task:
-    issues: list[Issue] = []
-    reg_file, reg_line = registry_where
-
-    manifest = TaskManifest()
-    if files.is_file(MANIFEST):
-        try:
-            data = yaml.safe_load(files.read_text(MANIFEST))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            mark = getattr(exc, "problem_mark", None)
-            issues.append(
-                Issue(MANIFEST, mark.line + 1 if mark else 0, f"invalid YAML: {exc}", "", "bad_manifest")
-            )
-            data = None
-        manifest, problems = parse_manifest(data)
-        issues.extend(Issue(MANIFEST, 0, p, "", "bad_manifest") for p in problems)
-
+    manifest, issues = _read_manifest(files)
     paper_file = next((name for name in PAPER_FILES if files.is_file(name)), None)
+    issues.extend(_missing_parts(files, manifest, paper_file))
+    snippets, snippet_issues = _read_snippets(files, meta, registry_where)
+    issues.extend(snippet_issues)
+    issues.extend(_missing_context_files(files, meta, registry_where))
+    # Only when nothing else explains it: a broken or missing annotated file is already reported.
+    explained = any(
+        i.code == "missing_file" or (i.is_error and i.file in meta.annotated_file_paths) for i in issues
+    )
+    if meta.annotated_file_paths and not snippets and not explained:
+        issues.append(Issue(".", 0, "the task has no snippets", "tag at least one block", "no_snippets"))
+    return Task(
+        id=meta.id,
+        root=root,
+        meta=meta,
+        manifest=manifest,
+        paper_file=paper_file,
+        snippets=tuple(snippets),
+        issues=tuple(issues),
+        contents=contents,
+    )
+
+
+def _read_manifest(files: _TaskFiles) -> tuple[TaskManifest, list[Issue]]:
+    """The task's ``task.yaml`` (defaults without one, or where it is invalid) and its problems."""
+    if not files.is_file(MANIFEST):
+        return TaskManifest(), []
+    issues: list[Issue] = []
+    try:
+        data = yaml.safe_load(files.read_text(MANIFEST))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        issues.append(
+            Issue(MANIFEST, mark.line + 1 if mark else 0, f"invalid YAML: {exc}", "", "bad_manifest")
+        )
+        data = None
+    manifest, problems = parse_manifest(data)
+    issues.extend(Issue(MANIFEST, 0, p, "", "bad_manifest") for p in problems)
+    return manifest, issues
+
+
+def _missing_parts(files: _TaskFiles, manifest: TaskManifest, paper_file: str | None) -> list[Issue]:
+    """The paper text (``paper_file``, None when there is none) and the test entry point, where missing."""
+    issues: list[Issue] = []
     if paper_file is None:
         issues.append(
             Issue(
@@ -558,8 +595,18 @@ def _read_task(
                 "missing_test",
             )
         )
+    return issues
 
+
+def _read_snippets(
+    files: _TaskFiles, meta: PaperMeta, registry_where: tuple[str, int]
+) -> tuple[list[Snippet], list[Issue]]:
+    """The snippets of every annotated file ``meta`` names, and every issue of those files (missing, not
+    UTF-8, no tags, annotation problems, a name used in two files); ``registry_where`` is the registry
+    entry's file and line, where a missing file is reported."""
+    reg_file, reg_line = registry_where
     snippets: list[Snippet] = []
+    issues: list[Issue] = []
     for relpath in meta.annotated_file_paths:
         if not files.is_file(relpath):
             issues.append(
@@ -585,33 +632,25 @@ def _read_task(
         snippets.extend(file_snippets)
         issues.extend(file_issues)
     issues.extend(duplicate_names_across(snippets))
-    for relpath in meta.context_file_paths:
-        if not files.is_file(relpath):
-            issues.append(
-                Issue(
-                    reg_file,
-                    reg_line,
-                    f"task {meta.id!r}: context file {relpath!r} does not exist in the task folder",
-                    "fix context_file_paths or add the file",
-                    "missing_file",
-                )
-            )
-    # Only when nothing else explains it: a broken or missing annotated file is already reported.
-    explained = any(
-        i.code == "missing_file" or (i.is_error and i.file in meta.annotated_file_paths) for i in issues
-    )
-    if meta.annotated_file_paths and not snippets and not explained:
-        issues.append(Issue(".", 0, "the task has no snippets", "tag at least one block", "no_snippets"))
-    return Task(
-        id=meta.id,
-        root=root,
-        meta=meta,
-        manifest=manifest,
-        paper_file=paper_file,
-        snippets=tuple(snippets),
-        issues=tuple(issues),
-        contents=contents,
-    )
+    return snippets, issues
+
+
+def _missing_context_files(
+    files: _TaskFiles, meta: PaperMeta, registry_where: tuple[str, int]
+) -> list[Issue]:
+    """A problem, on the registry entry, for every context file ``meta`` names that is not among ``files``."""
+    reg_file, reg_line = registry_where
+    return [
+        Issue(
+            reg_file,
+            reg_line,
+            f"task {meta.id!r}: context file {relpath!r} does not exist in the task folder",
+            "fix context_file_paths or add the file",
+            "missing_file",
+        )
+        for relpath in meta.context_file_paths
+        if not files.is_file(relpath)
+    ]
 
 
 def read_pset(path: str | Path) -> Pset:
@@ -734,15 +773,36 @@ def task_files(task_root: str | Path) -> list[str]:
     return sorted(out)
 
 
+def content_files(files: Mapping[str, bytes]) -> list[str]:
+    """The paths of ``files`` (a task's ``'/'-relpath -> bytes`` held in memory) that ``task_files`` lists
+    for the folder they make, sorted: files under a cache or ``.git`` folder and compiled Python are left
+    out as there."""
+    return sorted(rel for rel in files if _is_content_file(rel))
+
+
+def _is_content_file(relpath: str) -> bool:
+    *folders, name = relpath.split("/")
+    return not _IGNORED_DIRS.intersection(folders) and not name.endswith(_IGNORED_SUFFIXES)
+
+
 def content_hash(task_root: str | Path) -> str:
     """sha256 hex over the sorted (relpath, bytes) of every content file: a task version id.
 
     Each file contributes ``relpath NUL size NUL bytes``, so renames and content moves change the hash.
     """
-    digest = hashlib.sha256()
     root = Path(task_root)
-    for rel in task_files(root):
-        data = (root / rel).read_bytes()
+    return _files_digest((rel, (root / rel).read_bytes()) for rel in task_files(root))
+
+
+def files_content_hash(files: Mapping[str, bytes]) -> str:
+    """``content_hash`` of the folder ``files`` (``'/'-relpath -> bytes``) would make, from the bytes in
+    memory: the same files (``content_files``) in the same order give the same hash."""
+    return _files_digest((rel, files[rel]) for rel in content_files(files))
+
+
+def _files_digest(files: Iterable[tuple[str, bytes]]) -> str:
+    digest = hashlib.sha256()
+    for rel, data in files:
         digest.update(rel.encode("utf-8") + b"\0" + str(len(data)).encode() + b"\0")
         digest.update(data)
     return digest.hexdigest()
@@ -793,7 +853,9 @@ __all__ = [
     "PsetError",
     "Task",
     "TaskManifest",
+    "content_files",
     "content_hash",
+    "files_content_hash",
     "normalise_date",
     "read_pset",
     "read_task",

@@ -244,6 +244,32 @@ def oracle_access(task: Task, snippet: Snippet, code: str, oracles: Sequence[str
     naming the modules or files."""
     if not oracles:
         return None
+    modules, filenames = _oracle_names(oracles)
+    try:
+        filled = fill_in(task.read_text(snippet.file), snippet, code)
+        tree = ast.parse(filled)
+    except (SyntaxError, ValueError, OSError):
+        for line in code.splitlines():
+            stripped = line.strip()
+            if stripped.startswith(("import ", "from ")) or "'" in stripped or '"' in stripped:
+                found = _oracle_in_text(stripped, modules, filenames)
+                if found:
+                    return f"the completion refers to the oracle {found!r}"
+        return None
+    first = snippet.start_line + 1
+    last = snippet.start_line + max(1, len(code.splitlines()))
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", None)
+        if line is None or not first <= line <= last:
+            continue
+        found = _oracle_in_node(node, modules, filenames)
+        if found:
+            return f"the completion refers to the oracle {found!r}"
+    return None
+
+
+def _oracle_names(oracles: Sequence[str]) -> tuple[set[str], set[str]]:
+    """(module names, file names) by which code can name ``oracles``."""
     modules: set[str] = set()
     filenames: set[str] = set()
     for oracle in oracles:
@@ -257,49 +283,41 @@ def oracle_access(task: Task, snippet: Snippet, code: str, oracles: Sequence[str
             filenames.add(path.name)
             if path.suffix == ".py":
                 modules.add(path.stem)
+    return modules, filenames
 
-    def hit_module(name: str) -> str | None:
-        for candidate in modules:
-            if name == candidate or name.startswith(candidate + ".") or name.endswith("." + candidate):
-                return candidate
-        return None
 
-    def hit_string(text: str) -> str | None:
-        for name in filenames:
-            if name in text:
-                return name
-        for name in modules:
-            if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", text):
-                return name
-        return None
+def _oracle_module(name: str, modules: set[str]) -> str | None:
+    """The oracle module that the imported ``name`` is, lies inside or ends with, or None."""
+    for candidate in modules:
+        if name == candidate or name.startswith(candidate + ".") or name.endswith("." + candidate):
+            return candidate
+    return None
 
-    try:
-        filled = fill_in(task.read_text(snippet.file), snippet, code)
-        tree = ast.parse(filled)
-    except (SyntaxError, ValueError, OSError):
-        for line in code.splitlines():
-            stripped = line.strip()
-            if stripped.startswith(("import ", "from ")) or "'" in stripped or '"' in stripped:
-                found = hit_string(stripped)
-                if found:
-                    return f"the completion refers to the oracle {found!r}"
-        return None
-    first = snippet.start_line + 1
-    last = snippet.start_line + max(1, len(code.splitlines()))
-    for node in ast.walk(tree):
-        line = getattr(node, "lineno", None)
-        if line is None or not first <= line <= last:
-            continue
-        found = None
-        if isinstance(node, ast.Import):
-            found = next((hit_module(a.name) for a in node.names if hit_module(a.name)), None)
-        elif isinstance(node, ast.ImportFrom):
-            found = hit_module(node.module) if node.module else None
-            found = found or next((hit_module(a.name) for a in node.names if hit_module(a.name)), None)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found = hit_string(node.value)
-        if found:
-            return f"the completion refers to the oracle {found!r}"
+
+def _oracle_in_text(text: str, modules: set[str], filenames: set[str]) -> str | None:
+    """The oracle file or module that ``text`` (a string literal or a line) names, or None."""
+    for name in filenames:
+        if name in text:
+            return name
+    for name in modules:
+        if re.search(rf"(?<![\w.]){re.escape(name)}(?![\w])", text):
+            return name
+    return None
+
+
+def _oracle_in_node(node: ast.AST, modules: set[str], filenames: set[str]) -> str | None:
+    """The oracle an import or a string literal of the completion names, or None."""
+    if isinstance(node, ast.Import):
+        return next(
+            (_oracle_module(a.name, modules) for a in node.names if _oracle_module(a.name, modules)), None
+        )
+    if isinstance(node, ast.ImportFrom):
+        found = _oracle_module(node.module, modules) if node.module else None
+        return found or next(
+            (_oracle_module(a.name, modules) for a in node.names if _oracle_module(a.name, modules)), None
+        )
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return _oracle_in_text(node.value, modules, filenames)
     return None
 
 
@@ -464,10 +482,28 @@ def verdict_from_run(
     baseline and never tampering. Otherwise what the harness's guard reports is judged beyond ``baseline``
     (None: against nothing). ``file``: the completed file, named in the reasons of the screen's findings."""
     record, started, stdout, stderr = parse_run(result, nonce)
-    exc = (record or {}).get("exception") or {}
     streamed = streamed_failures(result)
+    observed = _observed(result, record, stdout, stderr, streamed=streamed, environment=environment)
+    c = _interrupted(result, record, stderr, started=started)
+    if c is None:
+        if record is None:
+            c = _without_result(result, started, stderr)
+        else:
+            c = _integrity_breach(result, record, baseline=baseline, reference=reference, file=file)
+            if c is None:
+                output = stdout + "\n" + stderr
+                c = _test_outcome(result, record, streamed, observed["tests_failed"], output, facts)
+    return Verdict(outcome=c.outcome, category=c.category, tier=c.tier, reason=c.reason, **observed)
+
+
+def _observed(
+    result: RunResult, record: dict | None, stdout: str, stderr: str, *, streamed: int, environment: str
+) -> dict[str, Any]:
+    """The fields of a verdict that say what the run did, whatever its classification (a failure the harness
+    streamed counts even when the result line reports fewer)."""
+    exc = (record or {}).get("exception") or {}
     failed = (record or {}).get("tests_failed")
-    common: dict[str, Any] = {
+    return {
         "exit_code": result.exit_code,
         "signal": result.signal,
         "duration_s": round(result.duration_s, 4),
@@ -482,29 +518,51 @@ def verdict_from_run(
         "slate": str((record or {}).get("slate") or ""),
     }
 
-    def make(c: errors.Classification) -> Verdict:
-        return Verdict(outcome=c.outcome, category=c.category, tier=c.tier, reason=c.reason, **common)
 
+def _interrupted(
+    result: RunResult, record: dict | None, stderr: str, *, started: bool
+) -> errors.Classification | None:
+    """A run the sandbox could not set up or cut off (infrastructure, its deadline, its memory limit), or
+    None. A deadline reached before the harness wrote its start mark (in an output too short to have pushed
+    the mark out of the tail) is the sandbox's: no code of the completion had run yet."""
     if result.infra_error:
-        return make(errors.classify("infra_error", infra_reason=result.infra_error))
+        return errors.classify("infra_error", infra_reason=result.infra_error)
     if result.exit_code == SETUP_FAILED and "rcb-isolation:" in stderr and record is None:
         reason = stderr[stderr.index("rcb-isolation:") :].strip()[:500]
-        return make(errors.classify("infra_error", infra_reason="the run could not be set up: " + reason))
+        return errors.classify("infra_error", infra_reason="the run could not be set up: " + reason)
     if result.timed_out:
-        return make(errors.classify("timeout"))
-    if result.oom:
-        return make(errors.classify("oom"))
-    if record is None:
         if not started and len(result.stderr) < OUTPUT_TAIL_BYTES:
-            reason = "the test process did not start: " + stderr.strip()[-300:]
-            return make(errors.classify("infra_error", infra_reason=reason))
-        if result.signal in (signal.SIGXCPU,):
-            return make(errors.classify("timeout"))
-        if "MemoryError" in stderr and result.signal == signal.SIGKILL:
-            return make(errors.classify("oom"))
-        if result.signal is not None:
-            return make(errors.classify("failed", signal_name=_signal_name(result.signal)))
-        return make(errors.classify("failed", early_exit=True))
+            reason = (
+                f"the sandbox had not started the test when the {result.duration_s:.0f} s deadline came "
+                "(the machine or the engine was too slow); nothing of the completion had run"
+            )
+            return errors.classify("infra_error", infra_reason=reason)
+        return errors.classify("timeout")
+    if result.oom:
+        return errors.classify("oom")
+    return None
+
+
+def _without_result(result: RunResult, started: bool, stderr: str) -> errors.Classification:
+    """A run that ended without the harness's result line: the test process never started, a limit's signal
+    ended it, or it ended early."""
+    if not started and len(result.stderr) < OUTPUT_TAIL_BYTES:
+        reason = "the test process did not start: " + stderr.strip()[-300:]
+        return errors.classify("infra_error", infra_reason=reason)
+    if result.signal in (signal.SIGXCPU,):
+        return errors.classify("timeout")
+    if "MemoryError" in stderr and result.signal == signal.SIGKILL:
+        return errors.classify("oom")
+    if result.signal is not None:
+        return errors.classify("failed", signal_name=_signal_name(result.signal))
+    return errors.classify("failed", early_exit=True)
+
+
+def _integrity_breach(
+    result: RunResult, record: dict, *, baseline: GuardBaseline | None, reference: bool, file: str | None
+) -> errors.Classification | None:
+    """What the harness's integrity layers found (the screen's resolution step, the audit hook, the guard
+    beyond ``baseline``) or a result line the harness did not write, or None."""
     findings = record.get("screen")
     if isinstance(findings, list) and findings:
         shown = [
@@ -512,42 +570,53 @@ def verdict_from_run(
             for f in findings
             if isinstance(f, dict)
         ]
-        return make(tampering(screen_reason(shown, file or "the completion")))
+        return tampering(screen_reason(shown, file or "the completion"))
     audit = record.get("audit")
     if isinstance(audit, dict):
         reason = str(audit.get("reason", audit.get("event", "")))
         if "the oracle" in reason or "the test script" in reason:
-            c = errors.Classification("failed", "oracle_access", errors.MODEL, reason[:500])
-            return make(c)
-        return make(tampering(reason))
+            return errors.Classification("failed", "oracle_access", errors.MODEL, reason[:500])
+        return tampering(reason)
     tampered = record.get("tampered")
     if not isinstance(tampered, list):
-        return make(tampering("the run's result lacks the harness's checks"))
+        return tampering("the run's result lacks the harness's checks")
     if not reference:
         changes = (baseline or GuardBaseline(frozenset(), {}, False)).beyond(record)
         if changes:
-            shown = ", ".join(changes[:REASON_FINDINGS])
+            shown_changes = ", ".join(changes[:REASON_FINDINGS])
             more = f" (and {len(changes) - REASON_FINDINGS} more)" if len(changes) > REASON_FINDINGS else ""
-            return make(tampering(f"the run replaced {shown}{more}"))
+            return tampering(f"the run replaced {shown_changes}{more}")
     if forged_results(result):
-        return make(tampering("the run wrote a result line of its own"))
+        return tampering("the run wrote a result line of its own")
+    return None
+
+
+def _test_outcome(
+    result: RunResult,
+    record: dict,
+    streamed: int,
+    tests_failed: int | None,
+    output: str,
+    facts: TaskFacts | None,
+) -> errors.Classification:
+    """How a run the harness reported on ended: an early exit, failures streamed that its result denies,
+    passed, or failed (categorised from its final exception and ``output``)."""
     if record.get("early_exit"):
-        return make(errors.classify("failed", early_exit=True))
+        return errors.classify("failed", early_exit=True)
     if streamed and not record.get("tests_failed") and record.get("status") == 0:
-        return make(tampering("tests failed during the run but its result reports none"))
-    if record.get("status") == 0 and result.exit_code == 0 and not common["tests_failed"]:
-        return make(errors.classify("passed"))
-    return make(
-        errors.classify(
-            "failed",
-            exception_type=exc.get("type"),
-            exception_message=exc.get("message"),
-            builtin_base=exc.get("builtin_base"),
-            module=exc.get("module"),
-            output=stdout + "\n" + stderr,
-            local_modules=facts.local_modules if facts else (),
-            task_imports=facts.task_imports if facts else None,
-        )
+        return tampering("tests failed during the run but its result reports none")
+    if record.get("status") == 0 and result.exit_code == 0 and not tests_failed:
+        return errors.classify("passed")
+    exc = record.get("exception") or {}
+    return errors.classify(
+        "failed",
+        exception_type=exc.get("type"),
+        exception_message=exc.get("message"),
+        builtin_base=exc.get("builtin_base"),
+        module=exc.get("module"),
+        output=output,
+        local_modules=facts.local_modules if facts else (),
+        task_imports=facts.task_imports if facts else None,
     )
 
 

@@ -91,14 +91,20 @@ def _rates(results: list[SnippetResult], weighted: bool) -> Rates:
     by_idx: dict[int, list[SnippetResult]] = {}
     for r in results:
         by_idx.setdefault(r.completion_idx, []).append(r)
-    rates: list[float] = []
-    for idx in sorted(by_idx):
-        group = by_idx[idx]
+    totals: dict[int, tuple[int, int]] = {}
+    for idx, group in by_idx.items():
         if weighted:
-            total = sum(r.lines for r in group)
-            rates.append(100 * sum(r.lines for r in group if r.passed) / total if total else math.nan)
+            totals[idx] = (sum(r.lines for r in group if r.passed), sum(r.lines for r in group))
         else:
-            rates.append(100 * sum(1 for r in group if r.passed) / len(group))
+            totals[idx] = (sum(1 for r in group if r.passed), len(group))
+    return rates_from_totals(totals)
+
+
+def rates_from_totals(totals: Mapping[int, tuple[int, int]]) -> Rates:
+    """``Rates`` from what passed out of the total per completion index: lines for Scaled Pass@1 (what
+    ``line_rates`` sums), results for Pass@1 (what ``task_rates`` counts). A caller that counts in its
+    database gets the same figures as from the results themselves; an index with a total of 0 rates NaN."""
+    rates = [100 * totals[idx][0] / totals[idx][1] if totals[idx][1] else math.nan for idx in sorted(totals)]
     mean, std = _mean_std(rates)
     return Rates(mean=mean, std=std, rates=tuple(rates))
 
@@ -211,28 +217,46 @@ def global_contamination_papers(
     """Papers kept for every model: ``first_commit_date`` strictly after the global cutoff.
 
     ``rule="original"`` compares cutoffs as text (the published behaviour), ``rule="fixed"`` as dates.
-    Papers without a first commit date cannot be shown clean and are dropped.
+    Papers without a first commit date cannot be shown clean and are dropped (``papers_after``), also when
+    no model's cutoff is known (then every dated paper is kept).
     """
     if rule not in ("original", "fixed"):
         raise ValueError(f"unknown rule {rule!r}: use 'original' or 'fixed'")
     cutoffs = list(cutoffs)
     cutoff = original_global_cutoff(cutoffs) if rule == "original" else fixed_global_cutoff(cutoffs)
-    if cutoff is None:
-        return list(paper_dates)
-    kept = []
-    for paper, raw in paper_dates.items():
-        date = _paper_date(raw)
-        if date is not None and date > cutoff:
-            kept.append(paper)
-    return kept
+    return papers_after(paper_dates, cutoff)
 
 
 def per_model_papers(paper_dates: Mapping[str, Any], cutoff: str | None) -> list[str] | None:
-    """Papers whose first commit is after this model's own cutoff; None when the cutoff is unknown."""
+    """Papers whose first commit is after this model's own cutoff (``papers_after``); None when the cutoff
+    is unknown."""
     date = normalise_cutoff(cutoff)
     if date is None:
         return None
-    return [p for p, raw in paper_dates.items() if (d := _paper_date(raw)) is not None and d > date]
+    return papers_after(paper_dates, date)
+
+
+def papers_after(paper_dates: Mapping[str, Any], cutoff: _dt.date | None) -> list[str]:
+    """The papers whose first commit is known and strictly after ``cutoff`` (None: every dated paper), in
+    ``paper_dates`` order: the one rule of both contamination modes. A paper with no known date can never
+    be shown clean, so no date-restricted view keeps it."""
+    return papers_between(paper_dates, cutoff + _dt.timedelta(days=1) if cutoff else None, None)
+
+
+def papers_between(paper_dates: Mapping[str, Any], start: _dt.date | None, end: _dt.date | None) -> list[str]:
+    """The papers whose first commit is known and within ``start``..``end`` (both included; None: no bound),
+    in ``paper_dates`` order (a board's paper-date window). Papers with no known date are never kept."""
+    return [
+        paper
+        for paper, raw in paper_dates.items()
+        if (d := _paper_date(raw)) is not None and (start is None or d >= start) and (end is None or d <= end)
+    ]
+
+
+def undated_papers(paper_dates: Mapping[str, Any]) -> list[str]:
+    """The papers with no known first commit date, in ``paper_dates`` order: what every date-restricted
+    view (both contamination rules, a date window) leaves out."""
+    return [paper for paper, raw in paper_dates.items() if _paper_date(raw) is None]
 
 
 @dataclass(frozen=True)
@@ -311,44 +335,55 @@ def load_published(path: str | Path) -> Published:
             snippets = model_entry.get("results") if isinstance(model_entry, dict) else None
             if not isinstance(snippets, dict):
                 raise ResultsFormatError(f"{where}.results[{model!r}]: expected a 'results' mapping")
-            bucket = results.setdefault(model, [])
-            for name, records in snippets.items():
-                for i, rec in enumerate(records):
-                    try:
-                        bucket.append(
-                            SnippetResult(
-                                task=paper,
-                                snippet=name,
-                                lines=int(rec["snippet_code_line_count"]),
-                                completion_idx=int(rec.get("completion_idx", 0)),
-                                passed=bool(rec["passed"]),
-                            )
-                        )
-                    except (KeyError, TypeError, ValueError) as exc:
-                        raise ResultsFormatError(
-                            f"{where}.results[{model!r}].results[{name!r}][{i}]: bad record ({exc!r})"
-                        ) from exc
-    models: dict[str, ModelInfo] = {}
-    for key in list(overall) + [m for m in results if m not in overall]:
-        cfg = (overall.get(key) or {}).get("llm_cfg") or {}
-        cutoff = cfg.get("knowledge_cutoff_date")
-        models[key] = ModelInfo(
-            key=key,
-            name=str(cfg.get("pretty_name") or key),
-            provider_id=cfg.get("model"),
-            developer=cfg.get("developer"),
-            company=cfg.get("company"),
-            is_open=cfg.get("is_open"),
-            knowledge_cutoff=None if cutoff in (None, "null") else str(cutoff),
-            input_cost=cfg.get("input_cost"),
-            output_cost=cfg.get("output_cost"),
-        )
+            results.setdefault(model, []).extend(
+                _snippet_results(paper, snippets, f"{where}.results[{model!r}]")
+            )
+    models = {
+        key: _model_info(key, overall) for key in list(overall) + [m for m in results if m not in overall]
+    }
     return Published(
         models=models,
         results={k: tuple(v) for k, v in results.items()},
         papers=papers,
         overall=dict(overall),
         problem_scores=problem_scores,
+    )
+
+
+def _snippet_results(paper: str, snippets: dict[str, Any], where: str) -> list[SnippetResult]:
+    """One model's records on one paper (``snippet name -> [record, ...]``); ``where`` names them in errors."""
+    out: list[SnippetResult] = []
+    for name, records in snippets.items():
+        for i, rec in enumerate(records):
+            try:
+                out.append(
+                    SnippetResult(
+                        task=paper,
+                        snippet=name,
+                        lines=int(rec["snippet_code_line_count"]),
+                        completion_idx=int(rec.get("completion_idx", 0)),
+                        passed=bool(rec["passed"]),
+                    )
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ResultsFormatError(f"{where}.results[{name!r}][{i}]: bad record ({exc!r})") from exc
+    return out
+
+
+def _model_info(key: str, overall: dict[str, Any]) -> ModelInfo:
+    """A model's metadata from its ``llm_cfg`` in the file's overall scores (its key alone when absent)."""
+    cfg = (overall.get(key) or {}).get("llm_cfg") or {}
+    cutoff = cfg.get("knowledge_cutoff_date")
+    return ModelInfo(
+        key=key,
+        name=str(cfg.get("pretty_name") or key),
+        provider_id=cfg.get("model"),
+        developer=cfg.get("developer"),
+        company=cfg.get("company"),
+        is_open=cfg.get("is_open"),
+        knowledge_cutoff=None if cutoff in (None, "null") else str(cutoff),
+        input_cost=cfg.get("input_cost"),
+        output_cost=cfg.get("output_cost"),
     )
 
 

@@ -851,13 +851,7 @@ def validate_task(
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     started = time.monotonic()
-    emit = progress or (lambda stage, data: None)
-    findings: list[Finding] = []
-
-    def stage(name: str, new: list[Finding], **data: Any) -> None:
-        findings.extend(new)
-        emit(name, {**data, "findings": [f.to_dict() for f in new]})
-
+    stage = _Stages(progress)
     stage("annotations", annotation_findings(task))
     seed = seed or secrets.token_hex(16)
     states = []
@@ -871,67 +865,14 @@ def validate_task(
     if blocker is not None:
         stage("reference", [blocker], runs=[], timeout_s=None)
     else:
-        facts = runner.facts(task)
-        stage(
-            "environment",
-            environment_findings(task, facts, runner.environment_of(task).python) + gpu_findings(task, facts),
-        )
-        stage("oracle", oracle_findings(task, facts))
-        runs = runner.reference_runs(task, repeats)
-        timeout = task_timeout(runs, runner, task)
-        # The import check may already have named a missing package; say it once.
-        known = {f.message.split(":", 1)[0] for f in findings if f.check == "environment"}
-        stage(
-            "reference",
-            [
-                f
-                for f in reference_findings(runs, runner, task)
-                if f.check != "environment" or f.message.split(":", 1)[0] not in known
-            ],
-            runs=[_run_summary(v) for v in runs],
-            timeout_s=timeout,
-        )
+        runs, timeout = _reference_stages(task, runner, repeats, stage)
         if timeout is not None and all(v.passed for v in runs):
-            slowest = max(v.duration_s for v in runs)
-            budget = battery_budget_s(
-                snippets=len(task.snippets), slowest_reference_s=slowest, workers=runner.workers
-            )
-            end = time.monotonic() + budget
-            if deadline is not None and deadline < end:
-                end, budget = deadline, max(0.0, deadline - time.monotonic())
-            skipped = _run_mutations(task, states, runner, timeout, stage, deadline=end)
-            if skipped:
-                stage(
-                    "timeout",
-                    [
-                        Finding(
-                            "timeout",
-                            ERROR,
-                            f"validation timed out: {skipped} fills and mutants were not run within its "
-                            f"limit of {budget:.0f} s (derived from the slowest reference run, "
-                            f"{slowest:.1f} s, and {len(task.snippets)} snippets); make the test faster",
-                        )
-                    ],
-                )
+            _budgeted_mutations(task, states, runner, runs, timeout, stage, deadline=deadline)
         else:
-            for state in states:
-                for index, fill in enumerate(state.fills):
-                    if fill.code is not None:
-                        state.results[index] = "the reference run did not pass every time"
-                state.mutants = []
-            stage(
-                "mutation",
-                [
-                    Finding(
-                        "mutation",
-                        WARNING,
-                        "mutation check not run: the reference must pass every time first",
-                    )
-                ],
-            )
+            _skip_mutations(states, stage)
     report = ValidationReport(
-        ok=not any(f.is_error for f in findings),
-        findings=findings,
+        ok=not any(f.is_error for f in stage.findings),
+        findings=stage.findings,
         reference_durations_s=[round(v.duration_s, 4) for v in runs],
         timeout_s=timeout,
         snippets=[s.record() for s in states],
@@ -939,8 +880,97 @@ def validate_task(
         environment=runner.environment_of(task).id,
         mutation_seed=seed,
     )
-    emit("done", {"report": report.to_dict()})
+    stage.emit("done", {"report": report.to_dict()})
     return report
+
+
+class _Stages:
+    """The battery's findings so far; calling it with a stage's name and new findings keeps them and tells
+    ``progress`` (with the stage's other data)."""
+
+    def __init__(self, progress: Callable[[str, dict[str, Any]], None] | None) -> None:
+        self.findings: list[Finding] = []
+        self.emit = progress or (lambda stage, data: None)
+
+    def __call__(self, name: str, new: list[Finding], **data: Any) -> None:
+        self.findings.extend(new)
+        self.emit(name, {**data, "findings": [f.to_dict() for f in new]})
+
+
+def _reference_stages(
+    task: Task, runner: Runner, repeats: int, stage: _Stages
+) -> tuple[list[Verdict], float | None]:
+    """The stages before the mutation check: environment, oracle and ``repeats`` reference runs; returns the
+    runs and the task timeout they set (None when the reference never passed)."""
+    facts = runner.facts(task)
+    stage(
+        "environment",
+        environment_findings(task, facts, runner.environment_of(task).python) + gpu_findings(task, facts),
+    )
+    stage("oracle", oracle_findings(task, facts))
+    runs = runner.reference_runs(task, repeats)
+    timeout = task_timeout(runs, runner, task)
+    # The import check may already have named a missing package; say it once.
+    known = {f.message.split(":", 1)[0] for f in stage.findings if f.check == "environment"}
+    stage(
+        "reference",
+        [
+            f
+            for f in reference_findings(runs, runner, task)
+            if f.check != "environment" or f.message.split(":", 1)[0] not in known
+        ],
+        runs=[_run_summary(v) for v in runs],
+        timeout_s=timeout,
+    )
+    return runs, timeout
+
+
+def _budgeted_mutations(
+    task: Task,
+    states: list[_SnippetState],
+    runner: Runner,
+    runs: list[Verdict],
+    timeout: float,
+    stage: _Stages,
+    *,
+    deadline: float | None,
+) -> None:
+    """The mutation check within the battery's budget (``battery_budget_s`` from now, or ``deadline`` when
+    earlier); fills and mutants it leaves unrun make a ``timeout`` error."""
+    slowest = max(v.duration_s for v in runs)
+    budget = battery_budget_s(
+        snippets=len(task.snippets), slowest_reference_s=slowest, workers=runner.workers
+    )
+    end = time.monotonic() + budget
+    if deadline is not None and deadline < end:
+        end, budget = deadline, max(0.0, deadline - time.monotonic())
+    skipped = _run_mutations(task, states, runner, timeout, stage, deadline=end)
+    if skipped:
+        stage(
+            "timeout",
+            [
+                Finding(
+                    "timeout",
+                    ERROR,
+                    f"validation timed out: {skipped} fills and mutants were not run within its "
+                    f"limit of {budget:.0f} s (derived from the slowest reference run, "
+                    f"{slowest:.1f} s, and {len(task.snippets)} snippets); make the test faster",
+                )
+            ],
+        )
+
+
+def _skip_mutations(states: list[_SnippetState], stage: _Stages) -> None:
+    """No mutation check (the reference did not pass every time): every fill says why, no mutant is kept."""
+    for state in states:
+        for index, fill in enumerate(state.fills):
+            if fill.code is not None:
+                state.results[index] = "the reference run did not pass every time"
+        state.mutants = []
+    stage(
+        "mutation",
+        [Finding("mutation", WARNING, "mutation check not run: the reference must pass every time first")],
+    )
 
 
 def _fills_for(task: Task, snippet: Snippet) -> list[Fill]:
@@ -992,25 +1022,13 @@ def _run_mutations(
     unrun (their result is ``OUT_OF_TIME``)."""
     pending: dict[Future[Verdict | str], tuple[_SnippetState, int]] = {}
     left = {id(state): state.runnable for state in states}
-    skipped = [0]
-
-    def run(state: _SnippetState, code: str) -> Verdict | str:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0.5:
-            skipped[0] += 1
-            return OUT_OF_TIME
-        limits = replace(runner.limits, timeout_s=min(timeout, remaining))
-        verdict = runner.evaluate(task, state.snippet, code, limits=limits)
-        if verdict.outcome == "timeout" and limits.timeout_s < timeout:
-            # Cut short by the battery's limit, not by its own: it says nothing about the test.
-            skipped[0] += 1
-            return OUT_OF_TIME
-        return verdict
-
-    def submit(state: _SnippetState, code: str, index: int) -> None:
-        pending[executor.submit(run, state, code)] = (state, index)
-
+    skipped = 0
     with ThreadPoolExecutor(max_workers=runner.workers, thread_name_prefix="rcb-validate") as executor:
+
+        def submit(state: _SnippetState, code: str, index: int) -> None:
+            run = executor.submit(_run_within, task, runner, state.snippet, code, timeout, deadline)
+            pending[run] = (state, index)
+
         for state in states:
             for index, fill in enumerate(state.fills):
                 if fill.code is not None:
@@ -1024,24 +1042,54 @@ def _run_mutations(
             done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
             for future in done:
                 state, index = pending.pop(future)
-                target, key = (state.results, index) if index >= 0 else (state.mutant_results, -1 - index)
-                try:
-                    target[key] = future.result()
-                except (OSError, ValueError) as exc:
-                    target[key] = f"the fill could not be run: {exc}"
+                if _keep_result(state, index, future) == OUT_OF_TIME:
+                    skipped += 1
                 left[id(state)] -= 1
-                if left[id(state)] > 0:
-                    continue
-                extra = state.confirmation()
-                if extra:
-                    start = len(state.mutants)
-                    state.mutants.extend(extra)
-                    left[id(state)] += len(extra)
-                    for offset, mutant in enumerate(extra):
-                        submit(state, mutant.code, -1 - (start + offset))
-                    continue
-                _finish(state, stage)
-    return skipped[0]
+                if left[id(state)] == 0:
+                    left[id(state)] += _confirm_or_finish(state, submit, stage)
+    return skipped
+
+
+def _run_within(
+    task: Task, runner: Runner, snippet: Snippet, code: str, timeout: float, deadline: float
+) -> Verdict | str:
+    """The verdict of one fill or mutant, or ``OUT_OF_TIME`` when ``deadline`` leaves no time to start it or
+    its run was cut short by the deadline rather than by the task's ``timeout``."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0.5:
+        return OUT_OF_TIME
+    limits = replace(runner.limits, timeout_s=min(timeout, remaining))
+    verdict = runner.evaluate(task, snippet, code, limits=limits)
+    if verdict.outcome == "timeout" and limits.timeout_s < timeout:
+        # Cut short by the battery's limit, not by its own: it says nothing about the test.
+        return OUT_OF_TIME
+    return verdict
+
+
+def _keep_result(state: _SnippetState, index: int, future: Future[Verdict | str]) -> Verdict | str:
+    """Store a finished run's result on the snippet's fill ``index`` (>= 0) or mutant ``-1 - index``."""
+    target, key = (state.results, index) if index >= 0 else (state.mutant_results, -1 - index)
+    try:
+        target[key] = future.result()
+    except (OSError, ValueError) as exc:
+        target[key] = f"the fill could not be run: {exc}"
+    return target[key]
+
+
+def _confirm_or_finish(
+    state: _SnippetState, submit: Callable[[_SnippetState, str, int], None], stage: Callable[..., None]
+) -> int:
+    """A snippet whose runs are all in: submit its confirmation draw when it looks weak (returns how many
+    mutants), else report it (returns 0)."""
+    extra = state.confirmation()
+    if not extra:
+        _finish(state, stage)
+        return 0
+    start = len(state.mutants)
+    state.mutants.extend(extra)
+    for offset, mutant in enumerate(extra):
+        submit(state, mutant.code, -1 - (start + offset))
+    return len(extra)
 
 
 def _finish(state: _SnippetState, stage: Callable[..., None]) -> None:

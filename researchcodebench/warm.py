@@ -167,42 +167,9 @@ class WarmServer:
             raise ServerLost(
                 f"the warm server's task folder holds {self.task_dir_mb} MB, not {limits.task_dir_mb}"
             )
-        empty_folder(self.slot)
-        for name in IO_FILES:
-            # Truncated in place: the sandbox sees these very files (bound one by one), not the folder.
-            open(os.path.join(self.io, name), "wb").close()
-        prepare(self.slot)
-        grant_read(self.slot)
-        oom_before = 0
-        if self.box.cgroup is not None:
-            self.box.cgroup.set_memory(self.baseline + limits.memory_mb * 1024 * 1024)
-            if self.box.cgroup.layout.cpu:
-                self.box.cgroup.set_cpu_quota(limits.cpu_quota)
-            oom_before = self.box.cgroup.oom_kills()
-        self._next_id += 1
-        request = {
-            **spec,
-            "op": "run",
-            "id": self._next_id,
-            "workdir": TASK_DIR,
-            "stdout": f"{IO_DIR}/stdout",
-            "stderr": f"{IO_DIR}/stderr",
-            "nonce": nonce,
-            "timeout_s": limits.timeout_s,
-            "isolation": self.sandbox.isolation(limits, read_only=[f"{IO_DIR}/{n}" for n in IO_FILES]),
-        }
-        stdin = self.box.popen.stdin
-        assert stdin is not None
-        try:
-            stdin.write((json.dumps(request) + "\n").encode())
-            stdin.flush()
-        except OSError as exc:
-            raise ServerLost(f"cannot reach the warm server: {exc}") from exc
-        deadline = time.monotonic() + limits.timeout_s + ANSWER_GRACE_S
-        while True:
-            answer = self._read_line(deadline)
-            if answer.get("id") == self._next_id:
-                break
+        self._reset_slot(prepare)
+        oom_before = self._set_run_limits(limits)
+        answer = self._exchange(self._request(spec, limits, nonce), limits.timeout_s)
         if not answer.get("clean", False):
             unclean = "; ".join(str(u) for u in answer.get("unclean") or ["unknown"])
             raise ServerLost(f"the warm server could not prove a clean slate after the run: {unclean}")
@@ -216,6 +183,56 @@ class WarmServer:
             timed_out=bool(answer.get("timed_out")),
             oom=oom,
         )
+
+    def _reset_slot(self, prepare: Callable[[str], None]) -> None:
+        """Empty the work slot and the output files, then let ``prepare`` fill the slot for the next run."""
+        empty_folder(self.slot)
+        for name in IO_FILES:
+            # Truncated in place: the sandbox sees these very files (bound one by one), not the folder.
+            open(os.path.join(self.io, name), "wb").close()
+        prepare(self.slot)
+        grant_read(self.slot)
+
+    def _set_run_limits(self, limits: Limits) -> int:
+        """Set the server's cgroup to the run's memory (on top of the server's own footprint) and CPU quota;
+        returns the cgroup's OOM kill count before the run (0 without a cgroup)."""
+        if self.box.cgroup is None:
+            return 0
+        self.box.cgroup.set_memory(self.baseline + limits.memory_mb * 1024 * 1024)
+        if self.box.cgroup.layout.cpu:
+            self.box.cgroup.set_cpu_quota(limits.cpu_quota)
+        return self.box.cgroup.oom_kills()
+
+    def _request(self, spec: dict, limits: Limits, nonce: str) -> dict:
+        """The next ``run`` request for the server (a new id), with where the child works and writes."""
+        self._next_id += 1
+        return {
+            **spec,
+            "op": "run",
+            "id": self._next_id,
+            "workdir": TASK_DIR,
+            "stdout": f"{IO_DIR}/stdout",
+            "stderr": f"{IO_DIR}/stderr",
+            "nonce": nonce,
+            "timeout_s": limits.timeout_s,
+            "isolation": self.sandbox.isolation(limits, read_only=[f"{IO_DIR}/{n}" for n in IO_FILES]),
+        }
+
+    def _exchange(self, request: dict, timeout_s: float) -> dict:
+        """Send ``request`` and wait for the server's answer to it (answers to older requests are skipped),
+        for at most the run's ``timeout_s`` plus ``ANSWER_GRACE_S``."""
+        stdin = self.box.popen.stdin
+        assert stdin is not None
+        try:
+            stdin.write((json.dumps(request) + "\n").encode())
+            stdin.flush()
+        except OSError as exc:
+            raise ServerLost(f"cannot reach the warm server: {exc}") from exc
+        deadline = time.monotonic() + timeout_s + ANSWER_GRACE_S
+        while True:
+            answer = self._read_line(deadline)
+            if answer.get("id") == request["id"]:
+                return answer
 
     def close(self) -> None:
         """Stop the server and remove everything it used."""

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up used by `make demo` and `make test`:
 #   1. system packages the portal needs (bubblewrap for the sandbox; chromium for browser tests with --dev;
-#      wrk, the HTTP load generator of bench/leaderboard_load.py, with --bench; with --docker, Debian's
+#      wrk, the HTTP load generator of bench/leaderboard_load.py, with --bench; redis-server, the shared
+#      cache of bench/mixed_load.py, with --redis; with --docker, Debian's
 #      docker.io and debootstrap for the docker lane's private engine and base image, scripts/docker-engine.sh:
 #      where they cannot be installed the docker tests skip, naming why),
 #   2. .venv      : the portal (Python >= 3.12, requirements.txt [+ requirements-dev.txt with --dev]),
@@ -13,12 +14,14 @@ cd "$(dirname "$0")/.."
 DEV=0
 BENCH=0
 DOCKER=0
+REDIS=0
 for arg in "$@"; do
   case "$arg" in
     --dev) DEV=1 ;;
     --bench) BENCH=1 ;;
     --docker) DOCKER=1 ;;
-    *) printf 'error: unknown option %s (use --dev, --bench and/or --docker)\n' "$arg" >&2; exit 2 ;;
+    --redis) REDIS=1 ;;
+    *) printf 'error: unknown option %s (use --dev, --bench, --docker and/or --redis)\n' "$arg" >&2; exit 2 ;;
   esac
 done
 
@@ -75,6 +78,7 @@ make_venv() {  # $1 = venv dir, $2 = python, rest = requirement files
 packages=(bubblewrap)
 [[ $DEV -eq 1 ]] && packages+=(chromium)
 [[ $BENCH -eq 1 ]] && packages+=(wrk)
+[[ $REDIS -eq 1 ]] && packages+=(redis-server)
 apt_install "${packages[@]}"
 if [[ $DOCKER -eq 1 ]]; then
   # Optional: a machine that cannot have them still runs everything but the docker lane's tests.

@@ -90,7 +90,7 @@ base_image() {
   fi
   command -v debootstrap >/dev/null 2>&1 || die "no debootstrap here: run scripts/bootstrap.sh --docker"
   local dir; dir=$(mktemp -d "${TMPDIR:-/tmp}/rcb-base.XXXXXX")
-  trap 'rm -rf "$dir"' RETURN
+  trap 'rm -rf "${dir:-}"; trap - RETURN' RETURN
   local from; from=$(mirror)
   say "debootstrap $SUITE (minbase, $INCLUDE) from $from"
   debootstrap --variant=minbase --include="$INCLUDE" \

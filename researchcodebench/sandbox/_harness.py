@@ -926,6 +926,10 @@ def _module_name(module):
     return _text(dict.get(module.__dict__, "__name__"))
 
 
+#: What ``_Resolver._step`` returns for an attribute that cannot be looked up (None is a value).
+_UNRESOLVED = object()
+
+
 class _Resolver:
     """Resolves attribute chains against the real libraries (the policy comes from the host's screen)."""
 
@@ -1007,41 +1011,67 @@ class _Resolver:
         path = root
         parents = []
         for index, attr in enumerate(attrs):
-            if _is_module(obj):
-                name = _module_name(obj)
-                if index == 0 and name in self.partial and attr not in self.partial[name]:
-                    return f"use of {name}.{attr}"
-                members = self.members.get(name)
-                if members is not None and attr not in members:
-                    return f"use of {name}.{attr}"
-            parents.append(obj)
-            try:
-                nxt = getattr(obj, attr)
-            except Exception:
-                nxt = None
-                if _is_module(obj):
-                    try:
-                        nxt = self.import_module(_module_name(obj) + "." + attr)
-                    except Exception:
-                        nxt = None
-                if nxt is None:
-                    if use in ("store", "del") and index == len(attrs) - 1:
-                        break
-                    return None
-            path = path + "." + attr
-            if _is_module(nxt):
-                reason = self.module_refusal(_module_name(nxt), root=False)
-                if reason is not None:
-                    return reason + f" (reached as {path})"
-            reason = self.object_refusal(nxt)
+            reason = self._member_refusal(obj, attr, first=index == 0)
             if reason is not None:
-                return reason + (f" (reached as {path})" if not reason.endswith(path) else "")
+                return reason
+            parents.append(obj)
+            nxt = self._step(obj, attr)
+            if nxt is _UNRESOLVED:
+                if use in ("store", "del") and index == len(attrs) - 1:
+                    break
+                return None
+            path = path + "." + attr
+            reason = self._reached_refusal(nxt, path)
+            if reason is not None:
+                return reason
             obj = nxt
         else:
             if not attrs:
                 reason = self.object_refusal(obj)
                 if reason is not None:
                     return reason
+        return self._use_refusal(use, obj, path, attrs, parents)
+
+    def _member_refusal(self, obj, attr, *, first):
+        """Why ``attr`` may not be taken from the module ``obj`` (a partly allowed module's first step, or
+        a module whose members are listed), or None; None for anything but a module."""
+        if not _is_module(obj):
+            return None
+        name = _module_name(obj)
+        if first and name in self.partial and attr not in self.partial[name]:
+            return f"use of {name}.{attr}"
+        members = self.members.get(name)
+        if members is not None and attr not in members:
+            return f"use of {name}.{attr}"
+        return None
+
+    def _step(self, obj, attr):
+        """``obj.attr``, else the submodule ``attr`` of the module ``obj``, else ``_UNRESOLVED``."""
+        try:
+            return getattr(obj, attr)
+        except Exception:
+            if _is_module(obj):
+                try:
+                    return self.import_module(_module_name(obj) + "." + attr)
+                except Exception:
+                    pass
+            return _UNRESOLVED
+
+    def _reached_refusal(self, obj, path):
+        """Why the chain may not reach ``obj`` (a module off the allow-list, a dangerous object), naming
+        ``path``, or None."""
+        if _is_module(obj):
+            reason = self.module_refusal(_module_name(obj), root=False)
+            if reason is not None:
+                return reason + f" (reached as {path})"
+        reason = self.object_refusal(obj)
+        if reason is not None:
+            return reason + (f" (reached as {path})" if not reason.endswith(path) else "")
+        return None
+
+    def _use_refusal(self, use, obj, path, attrs, parents):
+        """Why the chain's end ``obj`` may not be used as ``use`` says (a module as a value, a call of a
+        code constructor, an assignment into a class or to a module's function), or None."""
         if use == "value" and _is_module(obj) and len(parents) == len(attrs):
             return f"the module {path} used as a value"
         if use == "call" and id(obj) in self.constructors:
@@ -1422,6 +1452,37 @@ def run_test(spec, nonce):
     flushes = [sys.stdout.flush, sys.stderr.flush]
     _emit(START_MARK + " " + nonce)
     record = {"nonce": nonce, "early_exit": False, "status": 1, "exception": None, "slate": slate}
+    hook = _install_audit_hook(spec, workdir, completed_real, nonce)
+    _refuse_screened(spec.get("screen"), record)
+    tally = _TALLY
+    tally.completed_real = completed_real
+    origins = _Origins(workdir)
+    tally.on_first_run = origins.record_test_classes
+    import gc
+
+    keeper = _ClassKeeper(hook)
+    gc.callbacks.append(keeper)
+    started = time.monotonic()
+    _run_entry(workdir, spec["entry"], completed_real, record)
+    record["duration_s"] = time.monotonic() - started
+    if tally.early_exit:
+        record["early_exit"] = True
+    tampered = []
+    would_pass = record["status"] == 0 and not tally.noted and not tally.failed and not record["early_exit"]
+    if would_pass:
+        tampered, record["origins"] = _guard_findings(origins, keeper, completed_real)
+    if _identity(channel) != channel_identity:
+        tampered.append("the result channel")
+    record["tampered"] = tampered
+    _record_tests(record, tally)
+    _flush(flushes)
+    _emit(RESULT_MARK + " " + _dumps(record))
+    _exit(record["status"])
+
+
+def _install_audit_hook(spec, workdir, completed_real, nonce):
+    """Install the run's audit hook (``_AuditHook``; it cannot be removed) and drop ctypes from
+    ``sys.modules``; returns the hook."""
     completion = spec.get("completion")
     if completion:
         completion = dict(completion, file=os.path.join(workdir, completion["file"]))
@@ -1440,30 +1501,32 @@ def run_test(spec, nonce):
     # again, whose own start-up (loading libpython) does. Libraries keep the module they hold.
     for name in [n for n in sys.modules if n == "_ctypes" or n == "ctypes" or n.startswith("ctypes.")]:
         del sys.modules[name]
-    screen = spec.get("screen")
+    return hook
+
+
+def _refuse_screened(screen, record):
+    """End the run, before any task code runs, when the resolution step refuses one of the screen's chains
+    (``resolve_chains``); the result names its findings."""
     if screen and screen.get("chains"):
         findings = resolve_chains(screen)
         if findings:
             record.update({"tampered": [], "screen": findings})
             _emit(RESULT_MARK + " " + _dumps(record))
             _exit(1)
-    tally = _TALLY
-    tally.completed_real = completed_real
-    origins = _Origins(workdir)
-    tally.on_first_run = origins.record_test_classes
-    import gc
 
-    keeper = _ClassKeeper(hook)
-    gc.callbacks.append(keeper)
-    started = time.monotonic()
+
+def _run_entry(workdir, entry, completed_real, record):
+    """Run the test script exactly as ``python ENTRY`` would in ``workdir`` (a fresh ``__main__``,
+    ``sys.argv``, ``sys.path[0]``); its exit status, an early exit (``SystemExit`` raised from a completed
+    file) or its final exception go into ``record``."""
     try:
-        path = os.path.join(workdir, spec["entry"])
+        path = os.path.join(workdir, entry)
         import types
 
         main = types.ModuleType("__main__")
         main.__dict__.update({"__file__": path, "__builtins__": __builtins__, "__cached__": None})
         sys.modules["__main__"] = main
-        sys.argv = [spec["entry"]]
+        sys.argv = [entry]
         sys.path.insert(0, os.path.dirname(path))
         with open(path, "rb") as handle:
             source = handle.read()
@@ -1481,32 +1544,30 @@ def run_test(spec, nonce):
             traceback.print_exception(type(exc), exc, exc.__traceback__)
         except Exception:
             pass
-    record["duration_s"] = time.monotonic() - started
-    if tally.early_exit:
-        record["early_exit"] = True
-    tampered = []
-    would_pass = record["status"] == 0 and not tally.noted and not tally.failed and not record["early_exit"]
-    if would_pass:
-        tampered = _GUARD.changes()
-        found, hooks, implants = origins.collect(_GUARD, completed_real, list(keeper.kept.values()))
-        record["origins"] = found
-        if not keeper.installed():
-            tampered.append("gc.callbacks (the harness's collector callback was removed)")
-        tampered.extend(hooks)
-        tampered.extend(implants)
-        tampered = list(dict.fromkeys(tampered))
-    if _identity(channel) != channel_identity:
-        tampered.append("the result channel")
-    record["tampered"] = tampered
+
+
+def _guard_findings(origins, keeper, completed_real):
+    """(what the run changed: every replaced, removed or added entry the guard finds, comparison hooks and
+    implants of task code, a removed collector callback; the origins of the test's functions and classes)
+    for a run that would pass."""
+    tampered = _GUARD.changes()
+    found, hooks, implants = origins.collect(_GUARD, completed_real, list(keeper.kept.values()))
+    if not keeper.installed():
+        tampered.append("gc.callbacks (the harness's collector callback was removed)")
+    tampered.extend(hooks)
+    tampered.extend(implants)
+    return list(dict.fromkeys(tampered)), found
+
+
+def _record_tests(record, tally):
+    """The unittest counts of the run (None where it did not use unittest) and, when the test raised
+    nothing itself, the first error or failure unittest recorded."""
     record["unittest"] = tally.unittest
     record["tests_run"] = tally.run if tally.unittest else None
     record["tests_failed"] = max(tally.failed, tally.noted) if tally.unittest else None
     record["tests_skipped"] = tally.skipped if tally.unittest else None
     if record["exception"] is None:
         record["exception"] = tally.first_error or tally.first_failure
-    _flush(flushes)
-    _emit(RESULT_MARK + " " + _dumps(record))
-    _exit(record["status"])
 
 
 def _read_nonce():

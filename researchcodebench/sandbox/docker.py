@@ -265,40 +265,7 @@ def fetch_wheels(lock_text: str, folder: str, *, recipe: ImageRecipe | None = No
     sources = (recipe or ImageRecipe()).with_sources().sources
     lock = Lock.from_text(lock_text)
     os.makedirs(folder, exist_ok=True)
-    major, _, minor = lock.python.partition(".")
-    argv = [
-        recipe.pip_python or sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--no-deps",
-        "--require-hashes",
-        "--only-binary=:all:",
-        "--python-version",
-        lock.python,
-        "--implementation",
-        "cp",
-        "--abi",
-        f"cp{major}{minor}",
-        "--abi",
-        "abi3",
-        "--abi",
-        "none",
-        "--platform",
-        _pip_platform(),
-        "--dest",
-        folder,
-    ]
-    if sources.index_url:
-        argv += ["--index-url", sources.index_url]
-    for url in sources.extra_index_urls:
-        argv += ["--extra-index-url", url]
-    for link in sources.find_links:
-        argv += ["--find-links", link]
-    if sources.cert:
-        argv += ["--cert", sources.cert]
+    argv = _pip_download_argv(recipe.pip_python or sys.executable, lock.python, folder, sources)
     image = image_name(lock.hash, variant=CPU_VARIANT)
     try:
         with tempfile.TemporaryDirectory(prefix="rcb-lock-") as tmp:
@@ -321,6 +288,47 @@ def fetch_wheels(lock_text: str, folder: str, *, recipe: ImageRecipe | None = No
             image, f"the lock names {len(lock.packages)} packages but {len(wheels)} wheels were fetched"
         )
     return wheels
+
+
+def _pip_download_argv(pip_python: str, python_version: str, folder: str, sources: Any) -> list[str]:
+    """``pip download`` of exactly the locked wheels (no dependencies, hashes required, binaries only) for
+    the image's interpreter and platform into ``folder``, from ``sources`` (an ``envs.Sources``); the lock
+    file is added by the caller."""
+    major, _, minor = python_version.partition(".")
+    argv = [
+        pip_python,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--require-hashes",
+        "--only-binary=:all:",
+        "--python-version",
+        python_version,
+        "--implementation",
+        "cp",
+        "--abi",
+        f"cp{major}{minor}",
+        "--abi",
+        "abi3",
+        "--abi",
+        "none",
+        "--platform",
+        _pip_platform(),
+        "--dest",
+        folder,
+    ]
+    if sources.index_url:
+        argv += ["--index-url", sources.index_url]
+    for url in sources.extra_index_urls:
+        argv += ["--extra-index-url", url]
+    for link in sources.find_links:
+        argv += ["--find-links", link]
+    if sources.cert:
+        argv += ["--cert", sources.cert]
+    return argv
 
 
 def _build_context(context: str, lock_text: str, *, variant: str, recipe: ImageRecipe) -> None:

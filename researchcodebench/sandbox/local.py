@@ -26,6 +26,7 @@ cgroup's OOM counter.
 
 from __future__ import annotations
 
+import functools
 import glob
 import itertools
 import json
@@ -37,7 +38,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO
@@ -582,15 +583,7 @@ class LocalSandbox:
         ``userns_fds`` (block fd, info fd): the host writes the user namespace's maps itself (``spawn``, when
         it runs as root), so that the sandbox's uid is the unprivileged host uid 65534, not root; the
         command is then started through ``DROP_PREFIX``."""
-        args = [self.bwrap, "--unshare-all", "--unshare-user"]
-        if userns_fds is not None:
-            # bwrap sets up the sandbox as uid 0 of a namespace whose maps the host writes (0 -> 0 for the
-            # set-up, 65534 -> 65534); DROP_PREFIX then becomes 65534 for good, dropping every capability.
-            args += ["--userns-block-fd", str(userns_fds[0]), "--info-fd", str(userns_fds[1])]
-            args += ["--uid", "0", "--gid", "0", "--cap-drop", "ALL"]
-            args += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        else:
-            args += ["--uid", str(_SANDBOX_UID), "--gid", str(_SANDBOX_UID), "--cap-drop", "ALL"]
+        args = [self.bwrap, *self._identity(userns_fds)]
         args += [
             "--hostname", "rcb-sandbox",
             "--die-with-parent",
@@ -600,11 +593,48 @@ class LocalSandbox:
         ]  # fmt: skip
         args += self._etc(scratch)
         args += ["--proc", "/proc", *self._dev()]
-        tmp_bytes = self.tmp_mb(limits) * 1024 * 1024
-        args += ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
-        args += ["--perms", "1777", "--size", str(SHM_MB * 1024 * 1024), "--tmpfs", "/dev/shm"]
+        args += self._scratch_space(limits)
         # After the private /tmp: an interpreter that lives under /tmp (a checkout there) must stay visible.
-        binds = list(view.binds) if view is not None else [(p, p) for p in bind_paths]
+        args += self._read_only_binds(list(view.binds) if view is not None else [(p, p) for p in bind_paths])
+        for link, target in view.symlinks if view is not None else ():
+            args += ["--symlink", link, target]
+        if needs_gpu:
+            args += self._gpu_devices()
+        args += self._task_folder(workdir, scratch, hidden_paths, limits)
+        if io_dir is not None:
+            args += self._output_files(io_dir)
+        args += ["--remount-ro", "/", "--chdir", TASK_DIR, "--clearenv"]
+        for key, value in sorted({**env, **dict(view.env if view is not None else ())}.items()):
+            args += ["--setenv", key, value]
+        return args
+
+    @staticmethod
+    def _identity(userns_fds: tuple[int, int] | None) -> list[str]:
+        """Every namespace unshared, and who the sandbox runs as: uid 65534 with no capability, or (with
+        ``userns_fds``) uid 0 of a namespace whose maps the host writes, holding only what ``DROP_PREFIX``
+        needs to become 65534."""
+        args = ["--unshare-all", "--unshare-user"]
+        if userns_fds is not None:
+            # bwrap sets up the sandbox as uid 0 of a namespace whose maps the host writes (0 -> 0 for the
+            # set-up, 65534 -> 65534); DROP_PREFIX then becomes 65534 for good, dropping every capability.
+            args += ["--userns-block-fd", str(userns_fds[0]), "--info-fd", str(userns_fds[1])]
+            args += ["--uid", "0", "--gid", "0", "--cap-drop", "ALL"]
+            args += ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            args += ["--uid", str(_SANDBOX_UID), "--gid", str(_SANDBOX_UID), "--cap-drop", "ALL"]
+        return args
+
+    def _scratch_space(self, limits: Limits) -> list[str]:
+        """A private, size-capped ``/tmp`` and ``/dev/shm``."""
+        tmp_bytes = self.tmp_mb(limits) * 1024 * 1024
+        args = ["--perms", "1777", "--size", str(tmp_bytes), "--tmpfs", "/tmp"]
+        args += ["--perms", "1777", "--size", str(SHM_MB * 1024 * 1024), "--tmpfs", "/dev/shm"]
+        return args
+
+    @staticmethod
+    def _read_only_binds(binds: list[tuple[str, str]]) -> list[str]:
+        """Each (host path, path inside) bound read-only, with the folders on the way made passable."""
+        args: list[str] = []
         made: set[str] = {"/", "/usr", "/tmp", "/etc", "/proc", "/dev"}
         for source, target in binds:
             # Folders bwrap makes on the way to a bind are private to root; the sandbox's uid must pass.
@@ -617,13 +647,15 @@ class LocalSandbox:
                     made.add(parent)
                     args += ["--perms", "0755", "--dir", parent]
             args += ["--ro-bind", source, target]
-        for link, target in view.symlinks if view is not None else ():
-            args += ["--symlink", link, target]
-        if needs_gpu:
-            args += self._gpu_devices()
+        return args
+
+    @staticmethod
+    def _task_folder(workdir: str, scratch: str, hidden_paths: Sequence[str], limits: Limits) -> list[str]:
+        """``/task``, a tmpfs of its own size, and the read-only view of ``workdir`` it is filled from, with
+        ``hidden_paths`` masked in that view."""
         # The task folder is a tmpfs of its own size (never the host's disk), filled from a read-only view
         # of the prepared folder; hidden oracles are masked in that view, so they are never copied in.
-        args += ["--perms", "0777", "--size", str(limits.task_dir_mb * 1024 * 1024), "--tmpfs", TASK_DIR]
+        args = ["--perms", "0777", "--size", str(limits.task_dir_mb * 1024 * 1024), "--tmpfs", TASK_DIR]
         args += ["--perms", "0755", "--dir", os.path.dirname(SOURCE_DIR)]
         args += ["--ro-bind", workdir, SOURCE_DIR]
         for rel in hidden_paths:
@@ -638,18 +670,19 @@ class LocalSandbox:
                     open(empty, "wb").close()
                     os.chmod(empty, 0o644)
                 args += ["--ro-bind", empty, inside]
-        if io_dir is not None:
-            # File by file, not the folder: the sandbox can write its output, never add files on the host.
-            args += ["--perms", "0755", "--dir", IO_DIR]
-            for name in IO_FILES:
-                path = os.path.join(io_dir, name)
-                if not os.path.exists(path):
-                    open(path, "wb").close()
-                _give_to_sandbox(path)
-                args += ["--bind", path, f"{IO_DIR}/{name}"]
-        args += ["--remount-ro", "/", "--chdir", TASK_DIR, "--clearenv"]
-        for key, value in sorted({**env, **dict(view.env if view is not None else ())}.items()):
-            args += ["--setenv", key, value]
+        return args
+
+    @staticmethod
+    def _output_files(io_dir: str) -> list[str]:
+        """A warm server's output files, the only host files a sandbox writes, bound one by one."""
+        # File by file, not the folder: the sandbox can write its output, never add files on the host.
+        args = ["--perms", "0755", "--dir", IO_DIR]
+        for name in IO_FILES:
+            path = os.path.join(io_dir, name)
+            if not os.path.exists(path):
+                open(path, "wb").close()
+            _give_to_sandbox(path)
+            args += ["--bind", path, f"{IO_DIR}/{name}"]
         return args
 
     @staticmethod
@@ -729,21 +762,13 @@ class LocalSandbox:
         scratch = tempfile.mkdtemp(prefix=f"box-{os.getpid()}-", dir=self.scratch_root)
         cgroup = None
         try:
-            if self.cgroups is not None:
-                cgroup = RunCgroup(
-                    self.cgroups,
-                    limits.memory_mb * 1024 * 1024,
-                    limits.max_procs + extra_pids,
-                    cpu_quota=limits.cpu_quota,
-                )
-            fds: tuple[int, ...] = ()
-            if os.geteuid() == 0:
-                block_r, block_w = os.pipe()
-                info_r, info_w = os.pipe()
-                fds = (block_r, block_w, info_r, info_w)
+            cgroup = self._run_cgroup(limits, extra_pids)
             view = environment_view(environment, scratch)
-            argv = view.translate(argv, (python, environment.python, environment.executable))
-            inner = self.command(
+            inside = view.translate(argv, (python, environment.python, environment.executable))
+            if copy_task:
+                inside = [*_copy_task_argv(limits), *inside]
+            bwrap_argv = functools.partial(
+                self.command,
                 scratch=scratch,
                 workdir=workdir,
                 bind_paths=environment.bind_paths,
@@ -753,45 +778,26 @@ class LocalSandbox:
                 needs_gpu=needs_gpu,
                 hidden_paths=hidden_paths,
                 io_dir=io_dir,
-                userns_fds=(fds[0], fds[3]) if fds else None,
             )
-            drop = DROP_PREFIX if fds else []
-            full = [*inner, *drop, *(_copy_task_argv(limits) if copy_task else []), *argv]
-            if cgroup is not None:
-                # Join the cgroup before exec'ing bwrap, so that every process of the sandbox is inside it.
-                join = (
-                    'for f in $1; do echo $$ > "$f" || { echo "rcb-cgroup: cannot join $f" >&2; '
-                    f'exit {_CGROUP_JOIN_FAILED}; }}; done; shift; exec "$@"'
-                )
-                full = ["/bin/sh", "-c", join, "rcb-join", " ".join(cgroup.procs_files()), *full]
-            pass_fds = tuple(fds[i] for i in (0, 3)) if fds else ()
-            popen = _SPAWNER.submit(
-                subprocess.Popen,
-                full,
-                stdin=stdin,
-                stdout=stdout,
-                stderr=stderr,
-                close_fds=True,
-                pass_fds=pass_fds,
-                env={},
-            ).result()
-            if fds:
-                for fd in (fds[0], fds[3]):
-                    os.close(fd)
-                _write_user_maps(fds[2], fds[1])
-                fds = ()
+            popen = _start_bwrap(bwrap_argv, inside, cgroup, stdin=stdin, stdout=stdout, stderr=stderr)
         except BaseException:
             if cgroup is not None:
                 cgroup.remove()
             shutil.rmtree(scratch, ignore_errors=True)
             raise
-        finally:
-            for fd in fds:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
         return SandboxedProcess(popen, cgroup, scratch)
+
+    def _run_cgroup(self, limits: Limits, extra_pids: int) -> RunCgroup | None:
+        """A new cgroup for one sandbox: its memory, process count (``extra_pids`` beyond the run's, for a
+        warm server's own) and CPU quota; None without usable cgroups (the harness's rlimits stand in)."""
+        if self.cgroups is None:
+            return None
+        return RunCgroup(
+            self.cgroups,
+            limits.memory_mb * 1024 * 1024,
+            limits.max_procs + extra_pids,
+            cpu_quota=limits.cpu_quota,
+        )
 
     def run(self, spec: RunSpec) -> RunResult:
         """Run one process to its end or deadline (see ``Sandbox.run``)."""
@@ -821,12 +827,8 @@ class LocalSandbox:
                 )
             except (OSError, RuntimeError) as exc:
                 return RunResult(exit_code=None, duration_s=time.monotonic() - started, infra_error=str(exc))
-            if spec.stdin is not None and box.popen.stdin is not None:
-                try:
-                    box.popen.stdin.write(spec.stdin)
-                    box.popen.stdin.close()
-                except OSError:
-                    pass
+            if spec.stdin is not None:
+                _feed_stdin(box, spec.stdin)
             timed_out = False
             try:
                 box.popen.wait(timeout=spec.limits.timeout_s)
@@ -837,15 +839,6 @@ class LocalSandbox:
             oom = box.cgroup.oom_kills() > 0 if box.cgroup is not None else False
             code = box.popen.returncode
             stdout, stderr = _tail_of(out), _tail_of(err)
-            infra = None
-            if not contained:
-                infra = "the sandbox could not be emptied at the end of the run"
-            elif code == _CGROUP_JOIN_FAILED and stderr.startswith(b"rcb-cgroup:"):
-                infra = stderr.decode(errors="replace").strip()
-            elif code == _TASK_COPY_FAILED and b"rcb-task:" in stderr:
-                infra = stderr.decode(errors="replace").strip()[-500:]
-            elif code not in (0, None) and stderr.startswith(b"bwrap: "):
-                infra = stderr.decode(errors="replace").strip()[:500]
             return RunResult(
                 exit_code=code if code is not None and code >= 0 else None,
                 duration_s=duration,
@@ -854,13 +847,117 @@ class LocalSandbox:
                 signal=-code if code is not None and code < 0 else None,
                 timed_out=timed_out,
                 oom=oom,
-                infra_error=infra,
+                infra_error=_sandbox_failure(contained, code, stderr),
             )
         finally:
             if box is not None:
                 box.close()
             out.close()
             err.close()
+
+
+class _UserNamespaceMaps:
+    """The host's side of bwrap's user-namespace handshake when the host runs as root: two pipes whose
+    child ends bwrap gets (``--userns-block-fd``, ``--info-fd``); once bwrap has started, ``hand_over``
+    writes the maps (``_write_user_maps``) and lets it go on. ``close`` closes whatever is still open."""
+
+    def __init__(self) -> None:
+        block_r, block_w = os.pipe()
+        info_r, info_w = os.pipe()
+        self.fds: tuple[int, ...] = (block_r, block_w, info_r, info_w)
+
+    @property
+    def child_fds(self) -> tuple[int, int]:
+        """(block fd, info fd): the ends bwrap reads and writes."""
+        return (self.fds[0], self.fds[3])
+
+    def hand_over(self) -> None:
+        """Close bwrap's ends here, map its namespace and let it go on (this closes the host's ends)."""
+        for fd in self.child_fds:
+            os.close(fd)
+        _write_user_maps(self.fds[2], self.fds[1])
+        self.fds = ()
+
+    def close(self) -> None:
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _join_cgroup_argv(cgroup: RunCgroup, argv: list[str]) -> list[str]:
+    """``argv`` behind a shell that first moves itself into ``cgroup``: joined before bwrap is exec'd, every
+    process of the sandbox is inside it."""
+    join = (
+        'for f in $1; do echo $$ > "$f" || { echo "rcb-cgroup: cannot join $f" >&2; '
+        f'exit {_CGROUP_JOIN_FAILED}; }}; done; shift; exec "$@"'
+    )
+    return ["/bin/sh", "-c", join, "rcb-join", " ".join(cgroup.procs_files()), *argv]
+
+
+def _start_bwrap(
+    bwrap_argv: Callable[..., list[str]],
+    inside: list[str],
+    cgroup: RunCgroup | None,
+    *,
+    stdin: int | IO[bytes] | None,
+    stdout: int | IO[bytes] | None,
+    stderr: int | IO[bytes] | None,
+) -> subprocess.Popen:
+    """Start a sandbox: ``bwrap_argv(userns_fds=...)`` (``LocalSandbox.command``) running ``inside``, in
+    ``cgroup``, with an empty environment, from the one ``_SPAWNER`` thread. A host that runs as root maps
+    the sandbox's user namespace itself (``_UserNamespaceMaps``), and ``inside`` starts through
+    ``DROP_PREFIX``."""
+    userns = _UserNamespaceMaps() if os.geteuid() == 0 else None
+    try:
+        if userns is not None:
+            full = [*bwrap_argv(userns_fds=userns.child_fds), *DROP_PREFIX, *inside]
+        else:
+            full = [*bwrap_argv(userns_fds=None), *inside]
+        if cgroup is not None:
+            full = _join_cgroup_argv(cgroup, full)
+        popen = _SPAWNER.submit(
+            subprocess.Popen,
+            full,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            close_fds=True,
+            pass_fds=userns.child_fds if userns is not None else (),
+            env={},
+        ).result()
+        if userns is not None:
+            userns.hand_over()
+        return popen
+    finally:
+        if userns is not None:
+            userns.close()
+
+
+def _feed_stdin(box: SandboxedProcess, data: bytes) -> None:
+    """Write a run's input and close its stdin (a process that exits without reading it is no error)."""
+    if box.popen.stdin is None:
+        return
+    try:
+        box.popen.stdin.write(data)
+        box.popen.stdin.close()
+    except OSError:
+        pass
+
+
+def _sandbox_failure(contained: bool, code: int | None, stderr: bytes) -> str | None:
+    """Why the sandbox itself failed the run (it could not be emptied, the cgroup could not be joined, the
+    task folder not copied in, bwrap refused), or None."""
+    if not contained:
+        return "the sandbox could not be emptied at the end of the run"
+    if code == _CGROUP_JOIN_FAILED and stderr.startswith(b"rcb-cgroup:"):
+        return stderr.decode(errors="replace").strip()
+    if code == _TASK_COPY_FAILED and b"rcb-task:" in stderr:
+        return stderr.decode(errors="replace").strip()[-500:]
+    if code not in (0, None) and stderr.startswith(b"bwrap: "):
+        return stderr.decode(errors="replace").strip()[:500]
+    return None
 
 
 def grant_read(folder: str) -> None:

@@ -16,6 +16,9 @@ CORE_CLI = {
     "researchcodebench/images_cli.py",
     "researchcodebench/cli.py",
     "researchcodebench/__main__.py",
+    # `rcb generate` (the endpoint's key variable) and `rcb download`/`submit` (RCB_TOKEN): only cli.py imports them
+    "researchcodebench/generate_cli.py",
+    "researchcodebench/portal_cli.py",
 }
 #: (file, function): forwarding, not configuration. GPU tests see the worker's device-visibility variables.
 FORWARDED = {

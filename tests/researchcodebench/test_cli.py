@@ -1,4 +1,4 @@
-"""`python -m researchcodebench`: the fixed interfaces of inspect, mask, problem and score."""
+"""`python -m researchcodebench`: the fixed interfaces of inspect, mask, problem, score and validate."""
 
 from __future__ import annotations
 
@@ -11,10 +11,14 @@ import pytest
 
 from researchcodebench import cli
 from researchcodebench.cli import build_parser, main
+from researchcodebench.validation import ValidationReport
+
+from .runner_fixtures import eval_python
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile_pset"
 DATA = REPO.parent / "shared" / "data"
+VALIDATION_FIXTURES = Path(__file__).parent / "fixtures" / "validation"
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -176,3 +180,42 @@ def test_registered_subcommand_runs_and_its_user_errors_exit_2(
     assert _run(capsys, "echo", "x")[:2] == (0, "got x\n")
     code, _, err = _run(capsys, "echo", "bad")
     assert code == 2 and "value must not be 'bad'" in err
+
+
+def test_cli_validate_exits_one_naming_the_unchecked_snippet(capsys):
+    status = cli.main(
+        [
+            "validate",
+            str(VALIDATION_FIXTURES),
+            "--tasks",
+            "checked",
+            "unchecked-snippet",
+            "--python",
+            eval_python(),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "checked: OK" in out and "unchecked-snippet: NOT OK" in out
+    assert "error [mutation] toy.py:12: snippet 'shift values' is not checked by the test" in out
+
+
+def test_cli_validate_json_for_one_task_folder_exits_zero_when_green(capsys):
+    status = cli.main(["validate", str(VALIDATION_FIXTURES / "checked"), "--json", "--python", eval_python()])
+    doc = json.loads(capsys.readouterr().out)
+    assert status == 0 and doc["ok"] is True
+    assert [t["id"] for t in doc["tasks"]] == ["checked"]
+    assert ValidationReport.from_dict(doc["tasks"][0]).ok
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["validate", "/nonexistent/folder"], "neither a pset folder"),
+        (["validate", str(VALIDATION_FIXTURES), "--tasks", "nope"], "has no task 'nope'"),
+        (["validate", str(VALIDATION_FIXTURES), "--repeats", "0"], "--repeats must be at least 1"),
+    ],
+)
+def test_cli_validate_refuses_bad_input_with_exit_two(capsys, argv, message):
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err

@@ -156,3 +156,8 @@ def test_every_category_has_a_label_and_a_tier():
     for slug, (label, tier) in errors.CATEGORIES.items():
         assert label and tier in (errors.MODEL, errors.INFRASTRUCTURE, errors.NONE)
         assert errors.tier_of(slug) == tier
+
+
+def test_harness_tampering_is_a_model_tier_category():
+    assert errors.tier_of("harness_tampering") == "model"
+    assert errors.LABELS["harness_tampering"] == "Harness tampering"

@@ -39,6 +39,7 @@ def test_oracle_passes_and_blank_fails_with_json_scores(pset, capsys):
     assert [v["outcome"] for v in data["verdicts"]] == ["passed"]
     assert data["verdicts"][0]["task"] == "toy" and data["verdicts"][0]["completion_idx"] == 0
     assert data["scores"]["line_rate"]["mean"] == 100.0 and data["scores"]["coverage"] == 1.0
+    assert data["scores"]["per_paper"] == {"toy": 100.0}
     status, out, _ = _run(capsys, str(pset), "--blank", "--no-cache", "--json")
     assert status == 0
     assert json.loads(out)["scores"]["passed"] == 0
@@ -146,3 +147,5 @@ def test_human_output_lists_each_verdict_and_the_scores(pset, capsys):
     assert status == 0
     assert "toy / scale values #0" in out and "[name]" in out
     assert "0/1 passed" in out
+    assert "Scaled Pass@1 0.00, Pass@1 0.00" in out and "  toy: Scaled Pass@1 0.00" in out
+    assert "error categories: name 1" in out

@@ -1,4 +1,5 @@
-"""Reading a task from its files held in memory parses and renders exactly as reading its folder does."""
+"""Reading a task from its files held in memory parses, renders, lists and hashes exactly as reading its
+folder does."""
 
 from __future__ import annotations
 
@@ -7,7 +8,14 @@ from pathlib import Path
 import pytest
 
 from researchcodebench import problems
-from researchcodebench.pset import read_pset, task_files, task_from_files
+from researchcodebench.pset import (
+    content_files,
+    content_hash,
+    files_content_hash,
+    read_pset,
+    task_files,
+    task_from_files,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = Path(__file__).parent / "fixtures" / "hostile_pset"
@@ -16,6 +24,18 @@ TASKS = [task for root in (REPO / "examples" / "pset", HOSTILE) for task in read
 
 def _files(root: str) -> dict[str, bytes]:
     return {rel: Path(root, *rel.split("/")).read_bytes() for rel in task_files(root)}
+
+
+#: what a folder may hold besides its content: caches, a .git folder, compiled Python (a file named like an
+#: ignored folder is content)
+LITTER = {
+    "__pycache__/model.cpython-311.pyc": b"\x00",
+    "sub/.pytest_cache/v/cache": b"{}",
+    "sub/.git/config": b"[core]\n",
+    "old.pyc": b"\x00",
+    "sub/old.pyo": b"\x00",
+}
+NOT_LITTER = {".git": b"gitdir: elsewhere\n", "sub/__pycache__.py": b"x = 1\n", "data.npy": b"\x93NUMPY"}
 
 
 @pytest.mark.parametrize("task", TASKS, ids=[task.id for task in TASKS])
@@ -64,3 +84,25 @@ def test_carriage_returns_read_as_newlines_as_on_disk():
 
     assert in_memory.read_text(annotated) == task.read_text(annotated)
     assert "\r" not in in_memory.read_text(annotated)
+
+
+@pytest.mark.parametrize("task", TASKS, ids=[task.id for task in TASKS])
+def test_files_in_memory_list_and_hash_as_the_folder_they_make(task, tmp_path):
+    files = {**_files(task.root), **LITTER, **NOT_LITTER}
+    for rel, data in files.items():
+        path = tmp_path.joinpath(*rel.split("/"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    assert content_files(files) == task_files(tmp_path)
+    assert not set(LITTER) & set(content_files(files)) and set(NOT_LITTER) <= set(content_files(files))
+    assert files_content_hash(files) == content_hash(tmp_path)
+    assert files_content_hash(_files(task.root)) == content_hash(task.root)
+
+
+def test_the_in_memory_hash_changes_with_a_rename_or_a_content_move():
+    files = {"a.py": b"x = 1\n", "b.py": b""}
+    before = files_content_hash(files)
+    assert files_content_hash({"a.py": b"", "b.py": b"x = 1\n"}) != before
+    assert files_content_hash({"c.py": b"x = 1\n", "b.py": b""}) != before
+    assert files_content_hash({**files, "__pycache__/a.pyc": b"\x00"}) == before

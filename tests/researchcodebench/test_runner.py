@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from researchcodebench.runner import (
     START_MARK,
     TIMEOUT_FACTOR,
     EvalItem,
+    GuardBaseline,
     Runner,
     Verdict,
     VerdictCache,
@@ -24,7 +24,7 @@ from researchcodebench.runner import (
     normalise_code,
     verdict_from_run,
 )
-from researchcodebench.sandbox.base import Limits, RunResult, RunSpec, SandboxUnavailable
+from researchcodebench.sandbox.base import OUTPUT_TAIL_BYTES, Limits, RunResult, RunSpec, SandboxUnavailable
 from researchcodebench.sandbox.local import LocalSandbox
 from researchcodebench.sandbox.unsandboxed import UnsandboxedRunner
 
@@ -405,6 +405,85 @@ def test_process_that_never_started_is_a_sandbox_failure():
     assert "Can't mount proc" in verdict.reason
 
 
+def test_a_deadline_before_the_start_mark_is_the_sandboxes_and_after_it_the_completions():
+    """A stalled engine or machine can spend a run's whole deadline before the harness starts the test; no
+    code of the completion ran, so that is no timeout of the model's. Once the mark is written the deadline
+    is the completion's, and flooding stderr (which could push the mark out of the kept tail) does not
+    turn a timeout into an infrastructure verdict."""
+    stalled = RunResult(exit_code=None, signal=9, duration_s=10.0, timed_out=True, stderr=b"")
+    verdict = verdict_from_run(stalled, "n1", facts=None, environment="e")
+    assert (verdict.outcome, verdict.tier) == ("infra_error", "infrastructure")
+    assert "had not started the test" in verdict.reason
+    ran = RunResult(
+        exit_code=None, signal=9, duration_s=10.0, timed_out=True, stderr=f"{START_MARK} n1\n".encode()
+    )
+    assert verdict_from_run(ran, "n1", facts=None, environment="e").outcome == "timeout"
+    flood = b"x" * OUTPUT_TAIL_BYTES
+    flooded = RunResult(exit_code=None, signal=9, duration_s=10.0, timed_out=True, stderr=flood)
+    assert verdict_from_run(flooded, "n1", facts=None, environment="e").outcome == "timeout"
+
+
+def _result(*records: dict, exit_code: int = 0) -> RunResult:
+    lines = [f"{START_MARK} n1"] + [f"{RESULT_MARK} {json.dumps(r)}" for r in records]
+    return RunResult(exit_code=exit_code, duration_s=0.1, stderr=("\n".join(lines) + "\n").encode())
+
+
+CLEAN = {"nonce": "n1", "early_exit": False, "status": 0, "exception": None, "tampered": [], "origins": {}}
+
+
+def test_a_run_reporting_replaced_functions_is_tampering_whatever_its_status():
+    verdict = verdict_from_run(
+        _result({**CLEAN, "tampered": ["torch.allclose"]}), "n1", facts=None, environment="e"
+    )
+    assert (verdict.outcome, verdict.category) == ("failed", "harness_tampering")
+    assert "torch.allclose" in verdict.reason
+
+
+def test_only_what_the_reference_run_does_not_change_itself_is_tampering():
+    """torch re-binds torch.manual_seed when torch.optim's compiler machinery loads: the reference run of
+    the same task does it too, so it is no completion's doing."""
+    baseline = GuardBaseline.of(
+        {**CLEAN, "tampered": ["torch.manual_seed"], "origins": {"test": {"helper": "function t.py:3"}}}
+    )
+    same = {**CLEAN, "tampered": ["torch.manual_seed"], "origins": {"test": {"helper": "function t.py:3"}}}
+    assert verdict_from_run(_result(same), "n1", facts=None, environment="e", baseline=baseline).passed
+    patched = {**same, "origins": {"test": {"helper": "function rmsnorm.py:30"}}}
+    verdict = verdict_from_run(_result(patched), "n1", facts=None, environment="e", baseline=baseline)
+    assert verdict.category == "harness_tampering" and "test.helper" in verdict.reason
+    assert verdict_from_run(
+        _result({**CLEAN, "tampered": ["torch.manual_seed"]}),
+        "n1",
+        facts=None,
+        environment="e",
+        reference=True,
+    ).passed
+
+
+def test_a_result_without_the_tampering_field_or_with_a_second_line_is_tampering():
+    missing = {k: v for k, v in CLEAN.items() if k != "tampered"}
+    assert (
+        verdict_from_run(_result(missing), "n1", facts=None, environment="e").category == "harness_tampering"
+    )
+    twice = verdict_from_run(_result(CLEAN, CLEAN), "n1", facts=None, environment="e")
+    assert twice.category == "harness_tampering"
+    assert verdict_from_run(_result(CLEAN), "n1", facts=None, environment="e").passed
+
+
+def test_failed_tests_with_exit_status_zero_do_not_pass():
+    record = {**CLEAN, "unittest": True, "tests_run": 7, "tests_failed": 6, "tests_skipped": 0}
+    record["exception"] = {"type": "AssertionError", "message": "x", "module": None, "builtin_base": None}
+    verdict = verdict_from_run(_result(record), "n1", facts=None, environment="e")
+    assert (verdict.outcome, verdict.category, verdict.tests_failed) == ("failed", "logic", 6)
+
+
+def test_a_failure_streamed_during_the_run_cannot_be_taken_back():
+    record = {**CLEAN, "unittest": True, "tests_run": 7, "tests_failed": 0, "tests_skipped": 0}
+    lines = [f"{START_MARK} n1", "@@RCB-FAIL@@", f"{RESULT_MARK} {json.dumps(record)}"]
+    result = RunResult(exit_code=0, duration_s=0.1, stderr=("\n".join(lines) + "\n").encode())
+    verdict = verdict_from_run(result, "n1", facts=None, environment="e")
+    assert not verdict.passed and verdict.tests_failed == 1
+
+
 def test_batch_keeps_item_order_and_reports_progress(warm, task):
     snippet = task.snippets[0]
     items = [
@@ -454,10 +533,3 @@ def test_verdict_round_trips_through_json():
         outcome="failed", category="type", tier="model", exception_type="TypeError", tests_run=3
     )
     assert Verdict.from_dict(json.loads(json.dumps(verdict.to_dict()))) == verdict
-
-
-def test_evaluation_environment_id_hashes_version_and_packages():
-    env = resolve_environment(eval_python())
-    assert env.id.startswith("py" + env.version + "-")
-    assert len(env.requirements_hash) == 64
-    assert all(os.path.isabs(p) for p in env.bind_paths)

@@ -20,11 +20,15 @@ from researchcodebench.scoring import (
     load_published,
     normalise_cutoff,
     original_global_cutoff,
+    papers_after,
+    papers_between,
     per_model_papers,
     per_paper,
+    rates_from_totals,
     score_model,
     score_published,
     task_rates,
+    undated_papers,
 )
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -64,6 +68,20 @@ def test_line_and_task_rates_with_population_std_over_completions() -> None:
     task = task_rates(results)
     assert task.rates == (50.0, 50.0) and task.std == 0.0
     assert line_rates(results, snippets=[("p", "b")]).rates == (0.0, 100.0)
+
+
+def test_rates_from_totals_per_index_equal_the_rates_of_the_results() -> None:
+    results = [_r("p", f"s{i}", i % 7 + 1, i % 3, i % 4 == 0) for i in range(60)]
+    lines: dict[int, tuple[int, int]] = {}
+    counts: dict[int, tuple[int, int]] = {}
+    for r in results:
+        passed, total = lines.get(r.completion_idx, (0, 0))
+        lines[r.completion_idx] = (passed + r.lines * r.passed, total + r.lines)
+        passed, total = counts.get(r.completion_idx, (0, 0))
+        counts[r.completion_idx] = (passed + r.passed, total + 1)
+    assert rates_from_totals(lines) == line_rates(results)
+    assert rates_from_totals(counts) == task_rates(results)
+    assert math.isnan(rates_from_totals({0: (0, 0)}).mean)
 
 
 def test_snippets_without_result_for_an_index_leave_its_denominator_like_the_original() -> None:
@@ -114,6 +132,23 @@ def test_per_model_papers_uses_each_models_own_cutoff() -> None:
     assert per_model_papers(dates, "2024-8") == ["b"]
     assert per_model_papers(dates, "2023-12") == ["a", "b"]
     assert per_model_papers(dates, None) is None
+
+
+def test_both_rules_drop_papers_with_unknown_dates_even_without_a_known_cutoff() -> None:
+    dates = {"dated": "2024-09-01", "undated": None, "blank": ""}
+    # No model's cutoff is known: the global rule still keeps only what can be dated, as per-model does.
+    assert global_contamination_papers(dates, [None, "null"]) == ["dated"]
+    assert global_contamination_papers(dates, ["2024-01"]) == ["dated"]
+    assert per_model_papers(dates, "2024-01") == ["dated"]
+    assert undated_papers(dates) == ["undated", "blank"]
+
+
+def test_papers_between_keeps_dated_papers_inside_the_window_bounds_included() -> None:
+    dates = {"a": "2024-01-10", "b": "2024-09-01", "c": "2025-02-01", "x": None}
+    assert papers_between(dates, dt.date(2024, 1, 10), dt.date(2024, 9, 1)) == ["a", "b"]
+    assert papers_between(dates, dt.date(2024, 2, 1), None) == ["b", "c"]
+    assert papers_between(dates, None, None) == ["a", "b", "c"]
+    assert papers_after(dates, dt.date(2024, 9, 1)) == ["c"]
 
 
 def test_recomputes_every_published_overall_score(published) -> None:

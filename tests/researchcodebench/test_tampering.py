@@ -20,20 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from researchcodebench import errors, screen
+from researchcodebench import screen
 from researchcodebench.cli import main
 from researchcodebench.pset import read_pset
-from researchcodebench.runner import (
-    RESULT_MARK,
-    START_MARK,
-    GuardBaseline,
-    Runner,
-    protected_modules,
-    task_facts,
-    verdict_from_run,
-)
-from researchcodebench.sandbox.base import RunResult
-from researchcodebench.screen import screen_completion, screen_source
+from researchcodebench.runner import Runner, protected_modules, task_facts
+from researchcodebench.screen import screen_completion
 
 from .runner_fixtures import checked_local_sandbox, docker_runner, eval_python
 
@@ -546,58 +537,6 @@ def test_every_available_reference_snippet_passes_the_screen_and_its_resolution_
     assert hits == {}
 
 
-def test_screen_names_the_line_of_the_filled_file():
-    source = "import torch\n\n\ndef f(x):\n    y = x\n    setattr(torch, y, None)\n    return y\n"
-    found = screen_source(source, first=5, last=6)
-    assert [(f.line, f.construct) for f in found.findings] == [
-        (6, "setattr() with a computed attribute name")
-    ]
-    assert screen_source(source, first=5, last=5).findings == []
-
-
-def test_screen_sends_every_chain_rooted_at_an_import_with_its_use():
-    source = (
-        "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\ndef f(x):\n"
-        "    a = F.softmax(x, -1)\n    torch.backends.cudnn.deterministic = True\n"
-        "    layer = nn.Linear(2, 2)\n    g = torch.nn\n    h = g.functional.relu\n    return [torch]\n"
-    )
-    found = screen_source(source, first=7, last=12)
-    chains = {(c.root, c.attrs, c.use) for c in found.chains}
-    assert ("torch.nn.functional", ("softmax",), "call") in chains
-    assert ("torch", ("backends", "cudnn", "deterministic"), "store") in chains
-    assert ("torch", ("nn", "Linear"), "call") in chains
-    assert ("torch", ("nn", "functional", "relu"), "load") in chains
-    assert ("torch", (), "value") in chains
-    assert found.findings == []
-
-
-def test_screen_sees_lines_split_by_a_lone_carriage_return():
-    task, snippet = _rmsnorm()
-    code = (
-        _code("y = 1", snippet.indent)
-        + "\r"
-        + _code("f = getattr(torch, 'a' + 'b')\n" + WRONG, snippet.indent)
-    )
-    found = screen_completion(
-        original=task.read_text(snippet.file), snippet=snippet, code=code, test_entry="paper2code_test.py"
-    )
-    assert any("getattr" in f.construct for f in found.findings)
-
-
-def test_screen_allows_local_objects_and_literal_attribute_names():
-    source = (
-        "import torch\nfrom torch import nn\n\n\ndef f(model, x):\n"
-        "    for module in list(model.modules()):\n        setattr(module, 'scale', 2.0)\n"
-        "    out = torch.zeros(3, dtype=torch.float64)\n    out.requires_grad_(False)\n"
-        "    layer = nn.Linear(2, 2)\n    layer.weight = nn.Parameter(torch.ones(2, 2))\n"
-        "    dp = torch.zeros(3, 3)\n    dp[1][2] = 4.0\n    name = self.__class__.__name__\n"
-        "    object.__setattr__(layer, 'frozen', True)\n    super().__init__()\n"
-        "    return getattr(torch, 'float64'), out, hasattr(layer, 'bias')\n"
-    )
-    found = screen_source(source, first=6, last=17)
-    assert found.findings == []
-
-
 def test_evaluate_oracle_passes_every_reference_of_the_examples_and_the_hostile_fixture(
     tmp_path, monkeypatch, capsys
 ):
@@ -609,69 +548,3 @@ def test_evaluate_oracle_passes_every_reference_of_the_examples_and_the_hostile_
         assert status == 0
         assert len(verdicts) == expected
         assert [v for v in verdicts if v["outcome"] != "passed"] == []
-
-
-def _result(*records: dict, exit_code: int = 0) -> RunResult:
-    lines = [f"{START_MARK} n1"] + [f"{RESULT_MARK} {json.dumps(r)}" for r in records]
-    return RunResult(exit_code=exit_code, duration_s=0.1, stderr=("\n".join(lines) + "\n").encode())
-
-
-CLEAN = {"nonce": "n1", "early_exit": False, "status": 0, "exception": None, "tampered": [], "origins": {}}
-
-
-def test_harness_tampering_is_a_model_tier_category():
-    assert errors.tier_of("harness_tampering") == "model"
-    assert errors.LABELS["harness_tampering"] == "Harness tampering"
-
-
-def test_a_run_reporting_replaced_functions_is_tampering_whatever_its_status():
-    verdict = verdict_from_run(
-        _result({**CLEAN, "tampered": ["torch.allclose"]}), "n1", facts=None, environment="e"
-    )
-    assert (verdict.outcome, verdict.category) == ("failed", "harness_tampering")
-    assert "torch.allclose" in verdict.reason
-
-
-def test_only_what_the_reference_run_does_not_change_itself_is_tampering():
-    """torch re-binds torch.manual_seed when torch.optim's compiler machinery loads: the reference run of
-    the same task does it too, so it is no completion's doing."""
-    baseline = GuardBaseline.of(
-        {**CLEAN, "tampered": ["torch.manual_seed"], "origins": {"test": {"helper": "function t.py:3"}}}
-    )
-    same = {**CLEAN, "tampered": ["torch.manual_seed"], "origins": {"test": {"helper": "function t.py:3"}}}
-    assert verdict_from_run(_result(same), "n1", facts=None, environment="e", baseline=baseline).passed
-    patched = {**same, "origins": {"test": {"helper": "function rmsnorm.py:30"}}}
-    verdict = verdict_from_run(_result(patched), "n1", facts=None, environment="e", baseline=baseline)
-    assert verdict.category == "harness_tampering" and "test.helper" in verdict.reason
-    assert verdict_from_run(
-        _result({**CLEAN, "tampered": ["torch.manual_seed"]}),
-        "n1",
-        facts=None,
-        environment="e",
-        reference=True,
-    ).passed
-
-
-def test_a_result_without_the_tampering_field_or_with_a_second_line_is_tampering():
-    missing = {k: v for k, v in CLEAN.items() if k != "tampered"}
-    assert (
-        verdict_from_run(_result(missing), "n1", facts=None, environment="e").category == "harness_tampering"
-    )
-    twice = verdict_from_run(_result(CLEAN, CLEAN), "n1", facts=None, environment="e")
-    assert twice.category == "harness_tampering"
-    assert verdict_from_run(_result(CLEAN), "n1", facts=None, environment="e").passed
-
-
-def test_failed_tests_with_exit_status_zero_do_not_pass():
-    record = {**CLEAN, "unittest": True, "tests_run": 7, "tests_failed": 6, "tests_skipped": 0}
-    record["exception"] = {"type": "AssertionError", "message": "x", "module": None, "builtin_base": None}
-    verdict = verdict_from_run(_result(record), "n1", facts=None, environment="e")
-    assert (verdict.outcome, verdict.category, verdict.tests_failed) == ("failed", "logic", 6)
-
-
-def test_a_failure_streamed_during_the_run_cannot_be_taken_back():
-    record = {**CLEAN, "unittest": True, "tests_run": 7, "tests_failed": 0, "tests_skipped": 0}
-    lines = [f"{START_MARK} n1", "@@RCB-FAIL@@", f"{RESULT_MARK} {json.dumps(record)}"]
-    result = RunResult(exit_code=0, duration_s=0.1, stderr=("\n".join(lines) + "\n").encode())
-    verdict = verdict_from_run(result, "n1", facts=None, environment="e")
-    assert not verdict.passed and verdict.tests_failed == 1

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from researchcodebench import cli
 from researchcodebench.annotations import parse_file
 from researchcodebench.pset import PaperMeta, read_pset, task_from_files
 from researchcodebench.runner import TIMEOUT_FACTOR, Runner
@@ -369,37 +368,3 @@ def test_a_fill_equal_to_the_reference_is_skipped():
     )
     assert fills["return input"]["code"] is None
     assert "reference" in fills["return input"]["note"]
-
-
-# ---------------------------------------------------------------------------- command line
-
-
-def test_cli_validate_exits_one_naming_the_unchecked_snippet(capsys):
-    status = cli.main(
-        ["validate", str(FIXTURES), "--tasks", "checked", "unchecked-snippet", "--python", eval_python()]
-    )
-    out = capsys.readouterr().out
-    assert status == 1
-    assert "checked: OK" in out and "unchecked-snippet: NOT OK" in out
-    assert "error [mutation] toy.py:12: snippet 'shift values' is not checked by the test" in out
-
-
-def test_cli_validate_json_for_one_task_folder_exits_zero_when_green(capsys):
-    status = cli.main(["validate", str(FIXTURES / "checked"), "--json", "--python", eval_python()])
-    doc = json.loads(capsys.readouterr().out)
-    assert status == 0 and doc["ok"] is True
-    assert [t["id"] for t in doc["tasks"]] == ["checked"]
-    assert ValidationReport.from_dict(doc["tasks"][0]).ok
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["validate", "/nonexistent/folder"], "neither a pset folder"),
-        (["validate", str(FIXTURES), "--tasks", "nope"], "has no task 'nope'"),
-        (["validate", str(FIXTURES), "--repeats", "0"], "--repeats must be at least 1"),
-    ],
-)
-def test_cli_validate_refuses_bad_input_with_exit_two(capsys, argv, message):
-    assert cli.main(argv) == 2
-    assert message in capsys.readouterr().err
