@@ -2,7 +2,7 @@
 regions, the validation findings and the review comments of each line, and the snippet tree.
 
 Only reads. The snippets come from parsing the revision in memory exactly as validation and publishing do
-(``task_folders.revision_task_files`` and ``revision_meta``, then ``researchcodebench.pset.task_from_files``),
+(``task_folders.revision_task_parse``),
 so the regions the page marks are the regions the benchmark will hold. Highlighting is Pygments' own HTML
 formatter (``nowrap``: it closes its spans at every line end, so each line is balanced HTML on its own);
 the CSS scope is ``.hl``, as on the leaderboard's snippet pages (the rules are in ``static/css/review.css``).
@@ -25,8 +25,9 @@ from pygments.lexers import TextLexer, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
 from contributions.models import Comment, ProposalRevision
-from contributions.task_folders import TaskFolderError, blobs_read, revision_meta, revision_task_files
+from contributions.task_folders import TaskFolderError, blobs_read, revision_task_parse
 from researchcodebench import pset as rcb_pset
+from researchcodebench.annotations import Snippet
 
 MAX_FILE_BYTES = 256 * 1024
 MAX_FILE_LINES = 5000
@@ -123,15 +124,6 @@ def _highlight(path: str, text: str) -> list[SafeString]:
     return [mark_safe(row) for row in rows]  # noqa: S308 - Pygments escapes every token
 
 
-def _parse(revision: ProposalRevision, contents: Mapping[str, bytes]) -> rcb_pset.Task:
-    proposal = revision.proposal
-    files = revision_task_files(files=contents, manifest=revision.manifest or {})
-    meta = revision_meta(
-        task_key=proposal.task_key, meta=proposal.meta or {}, manifest=revision.manifest or {}
-    )
-    return rcb_pset.task_from_files(files, meta, root=f"{proposal.task_key}@r{revision.number}")
-
-
 def revision_code(
     *,
     revision: ProposalRevision,
@@ -144,23 +136,51 @@ def revision_code(
     ``comments`` (anchored ones) placed on their lines; ``checked`` is snippet name -> the mutation check's
     answer and ``mutation`` snippet name -> its mutation score (both from the report's ``snippets``)."""
     owner = f"proposal {revision.proposal.task_key} r{revision.number}"
-    manifest = revision.manifest or {}
     try:
         contents = blobs_read(revision.files or {}, owner=owner)
     except TaskFolderError as exc:
         return RevisionCode([], [], 0, [], parse_error=str(exc))
+    snippets, issues, parse_error = _snippets_and_issues(revision, contents)
+    comments_by_file: dict[str, list[Comment]] = {}
+    for comment in comments:
+        if comment.file:
+            comments_by_file.setdefault(comment.file, []).append(comment)
+    files = _code_files(
+        contents,
+        manifest=revision.manifest or {},
+        snippets=snippets,
+        findings=_findings_by_file(findings, issues=issues),
+        comments=comments_by_file,
+    )
+    for issue in issues:
+        issue["location"] = f"{issue['file']}:{issue['line']}" if issue["line"] else issue["file"]
+        issue["anchor"] = file_anchor(issue["file"]) + (f"-L{issue['line']}" if issue["line"] else "")
+    return RevisionCode(
+        files=files,
+        snippet_tree=_snippet_tree(snippets, files=files, checked=checked or {}, mutation=mutation or {}),
+        snippet_count=len(snippets),
+        issues=issues,
+        parse_error=parse_error,
+    )
 
-    snippets: list[Any] = []
-    issues: list[dict[str, Any]] = []
-    parse_error = ""
+
+def _snippets_and_issues(
+    revision: ProposalRevision, contents: Mapping[str, bytes]
+) -> tuple[list[Snippet], list[dict[str, Any]], str]:
+    """The revision's snippets and the parser's issues (``AnnotationIssue.to_dict()``), or none and why."""
     try:
-        task = _parse(revision, contents)
+        task = revision_task_parse(
+            revision=revision, files=contents, root=f"{revision.proposal.task_key}@r{revision.number}"
+        )
     except (rcb_pset.PsetError, TaskFolderError, ValueError, UnicodeDecodeError) as exc:
-        parse_error = f"the snippets could not be read: {exc}"
-    else:
-        snippets = list(task.snippets)
-        issues = [i.to_dict() for i in task.issues]
+        return [], [], f"the snippets could not be read: {exc}"
+    return list(task.snippets), [i.to_dict() for i in task.issues], ""
 
+
+def _findings_by_file(
+    findings: Iterable[Mapping[str, Any]], *, issues: list[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """File -> the findings on it, each with its ``location`` (file:line) and ``anchor``."""
     findings = [dict(f) for f in findings]
     if not any(f.get("check") == "annotations" for f in findings):
         # Before validation has reported (or when it stopped early) the parser's own problems are the
@@ -176,21 +196,27 @@ def revision_code(
             }
             for i in issues
         ]
+    by_file: dict[str, list[dict[str, Any]]] = {}
     for finding in findings:
         if finding.get("file"):
             line = finding.get("line")
             has_line = isinstance(line, int) and line > 0
             finding["location"] = f"{finding['file']}:{line}" if has_line else str(finding["file"])
             finding["anchor"] = file_anchor(str(finding["file"])) + (f"-L{line}" if has_line else "")
-    by_file_findings: dict[str, list[dict[str, Any]]] = {}
-    for finding in findings:
-        if finding.get("file"):
-            by_file_findings.setdefault(str(finding["file"]), []).append(dict(finding))
-    by_file_comments: dict[str, list[Comment]] = {}
-    for comment in comments:
-        if comment.file:
-            by_file_comments.setdefault(comment.file, []).append(comment)
+            by_file.setdefault(str(finding["file"]), []).append(dict(finding))
+    return by_file
 
+
+def _code_files(
+    contents: Mapping[str, bytes],
+    *,
+    manifest: Mapping[str, Any],
+    snippets: list[Snippet],
+    findings: Mapping[str, list[dict[str, Any]]],
+    comments: Mapping[str, list[Comment]],
+) -> list[CodeFile]:
+    """Every file in role order: highlighted with its snippet regions and its findings and comments on
+    their lines while the page's bounds allow, else listed with the reason and its notes on the file."""
     files: list[CodeFile] = []
     shown = 0
     used_anchors: set[str] = set()
@@ -208,43 +234,71 @@ def revision_code(
         except UnicodeDecodeError:
             text = None
         count = len(text.split("\n")) if text is not None else 0
-        if text is None:
-            code_file.note = "not UTF-8 text"
-        elif len(data) > MAX_FILE_BYTES or count > MAX_FILE_LINES:
-            code_file.note = f"too large to show ({len(data)} bytes, {count} lines)"
-        elif shown + count > MAX_TOTAL_LINES:
-            code_file.note = f"not shown: the page already shows {shown} lines"
-        if not code_file.note:
+        code_file.note = _why_not_shown(data, text=text, count=count, shown=shown)
+        if text is not None and not code_file.note:
             shown += count
-            regions = sorted((s for s in snippets if s.file == path), key=lambda s: s.end_line - s.start_line)
-            code_file.lines = []
-            for number, html in enumerate(_highlight(path, text), start=1):
-                inner = next((s for s in regions if s.start_line <= number <= s.end_line), None)
-                code_file.lines.append(
-                    CodeLine(
-                        number=number,
-                        html=html,
-                        anchor=f"{anchor}-L{number}",
-                        snippet=inner.name if inner else "",
-                        is_tag=any(number in (s.start_line, s.end_line) for s in regions),
-                    )
-                )
-            for finding in by_file_findings.get(path, []):
-                line = finding.get("line")
-                if isinstance(line, int) and 1 <= line <= len(code_file.lines):
-                    code_file.lines[line - 1].findings.append(finding)
-                else:
-                    code_file.findings.append(finding)
-            for comment in by_file_comments.get(path, []):
-                if comment.line and 1 <= comment.line <= len(code_file.lines):
-                    code_file.lines[comment.line - 1].comments.append(comment)
-                else:
-                    code_file.comments.append(comment)
+            code_file.lines = _code_lines(path, text, anchor=anchor, snippets=snippets)
+            _place_notes(code_file, findings=findings.get(path, []), comments=comments.get(path, []))
         else:
-            code_file.findings = by_file_findings.get(path, [])
-            code_file.comments = by_file_comments.get(path, [])
+            code_file.findings = findings.get(path, [])
+            code_file.comments = comments.get(path, [])
         files.append(code_file)
+    return files
 
+
+def _why_not_shown(data: bytes, *, text: str | None, count: int, shown: int) -> str:
+    """Why a file of ``count`` lines is not shown when the page already shows ``shown`` ("" if it is)."""
+    if text is None:
+        return "not UTF-8 text"
+    if len(data) > MAX_FILE_BYTES or count > MAX_FILE_LINES:
+        return f"too large to show ({len(data)} bytes, {count} lines)"
+    if shown + count > MAX_TOTAL_LINES:
+        return f"not shown: the page already shows {shown} lines"
+    return ""
+
+
+def _code_lines(path: str, text: str, *, anchor: str, snippets: list[Snippet]) -> list[CodeLine]:
+    """The highlighted lines of a file, each marked with the innermost snippet region holding it."""
+    regions = sorted((s for s in snippets if s.file == path), key=lambda s: s.end_line - s.start_line)
+    lines = []
+    for number, html in enumerate(_highlight(path, text), start=1):
+        inner = next((s for s in regions if s.start_line <= number <= s.end_line), None)
+        lines.append(
+            CodeLine(
+                number=number,
+                html=html,
+                anchor=f"{anchor}-L{number}",
+                snippet=inner.name if inner else "",
+                is_tag=any(number in (s.start_line, s.end_line) for s in regions),
+            )
+        )
+    return lines
+
+
+def _place_notes(code_file: CodeFile, *, findings: list[dict[str, Any]], comments: list[Comment]) -> None:
+    """Put each finding and comment on its line of the shown file, or on the file when it names none."""
+    lines = code_file.lines or []
+    for finding in findings:
+        line = finding.get("line")
+        if isinstance(line, int) and 1 <= line <= len(lines):
+            lines[line - 1].findings.append(finding)
+        else:
+            code_file.findings.append(finding)
+    for comment in comments:
+        if comment.line and 1 <= comment.line <= len(lines):
+            lines[comment.line - 1].comments.append(comment)
+        else:
+            code_file.comments.append(comment)
+
+
+def _snippet_tree(
+    snippets: list[Snippet],
+    *,
+    files: list[CodeFile],
+    checked: Mapping[str, bool | None],
+    mutation: Mapping[str, Mapping[str, int] | None],
+) -> list[SnippetNode]:
+    """The snippets nested under their parents, in document order, each linked to its first line."""
     anchors = {f.path: f.anchor for f in files}
     nodes = {
         s.name: SnippetNode(
@@ -254,8 +308,8 @@ def revision_code(
             end_line=s.end_line,
             lines=s.lines,
             anchor=f"{anchors.get(s.file, file_anchor(s.file))}-L{s.start_line}",
-            checked=(checked or {}).get(s.name),
-            mutation=(mutation or {}).get(s.name),
+            checked=checked.get(s.name),
+            mutation=mutation.get(s.name),
         )
         for s in snippets
     }
@@ -265,9 +319,4 @@ def revision_code(
         if parent is nodes[s.name]:  # a duplicate name (an annotation error of its own) nests in itself
             parent = None
         (parent.children if parent is not None else roots).append(nodes[s.name])
-    for issue in issues:
-        issue["location"] = f"{issue['file']}:{issue['line']}" if issue["line"] else issue["file"]
-        issue["anchor"] = file_anchor(issue["file"]) + (f"-L{issue['line']}" if issue["line"] else "")
-    return RevisionCode(
-        files=files, snippet_tree=roots, snippet_count=len(snippets), issues=issues, parse_error=parse_error
-    )
+    return roots

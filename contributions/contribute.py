@@ -1,33 +1,27 @@
-"""Reads of the contribution form (``contributions.views`` steps a-e): what an upload declares, how the core
-library sees a revision, and the exact problem a model would be shown.
+"""Reads of the contribution form (``contributions.views`` steps a-e): what step (c) offers for each
+declaration, how the core library sees a revision, and the exact problem a model would be shown (the first
+guess at an upload's declarations is ``contributions.upload_manifest``).
 
 Everything here only reads: the form's writes go through ``contributions.services`` (``proposals``,
 ``revisions``, ``proposal_validation``). The preview
-parses the revision exactly as validation and publishing will (``task_folders.revision_task_files`` and
-``revision_meta`` build the task folder; ``researchcodebench.pset.task_from_files`` parses it in memory), so
-what the author sees before submitting is what the benchmark will hold.
+parses the revision exactly as validation and publishing will (``task_folders.revision_task_parse``: its
+task folder built in memory, parsed by ``researchcodebench.pset.task_from_files``), so what the author sees
+before submitting is what the benchmark will hold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import PurePosixPath
-from typing import Any
-
-import yaml
 
 from contributions.models import Paper, Proposal, ProposalRevision
-from contributions.services.proposals import MANIFEST_DEFAULTS, PAPER_SUFFIXES
-from contributions.task_folders import TaskFolderError, blobs_read, revision_meta, revision_task_files
+from contributions.task_folders import TaskFolderError, blobs_read, revision_task_parse
+from contributions.upload_manifest import CODE_SUFFIXES, PAPER_SUFFIXES, tagged_files
 from researchcodebench import problems
 from researchcodebench import pset as rcb_pset
-from researchcodebench.annotations import END_TAG, START_TAG, AnnotationIssue, split_lines
+from researchcodebench.annotations import AnnotationIssue
 
 #: files the form offers as the requirements list
 REQUIREMENTS_SUFFIXES = (".txt", ".toml", ".cfg", ".in", ".yaml", ".yml")
-#: files an author may mark as context (shown to models) or annotated: code and text the parser reads
-CODE_SUFFIXES = (".py",)
 
 
 def paper_for_arxiv_id(*, arxiv_id: str) -> Paper | None:
@@ -36,26 +30,6 @@ def paper_for_arxiv_id(*, arxiv_id: str) -> Paper | None:
     if not arxiv_id:
         return None
     return Paper.objects.filter(arxiv_id=arxiv_id).order_by("pk").first()
-
-
-def _text(content: bytes) -> str | None:
-    try:
-        return content.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def has_tags(content: bytes) -> bool:
-    """Whether a file holds a paper2code start or end tag line (the parser's exact tag rule)."""
-    text = _text(content)
-    if text is None or "paper2code" not in text:
-        return False
-    return any(START_TAG.match(line) or END_TAG.match(line) for line in split_lines(text))
-
-
-def tagged_files(files: Mapping[str, bytes]) -> list[str]:
-    """The code files holding paper2code tags, sorted: the candidates for annotated files."""
-    return sorted(rel for rel, data in files.items() if rel.endswith(CODE_SUFFIXES) and has_tags(data))
 
 
 @dataclass(frozen=True)
@@ -81,60 +55,6 @@ def file_choices(*, paths: list[str], tagged: list[str]) -> FileChoices:
         papers=[p for p in paths if p.endswith(PAPER_SUFFIXES)],
         requirements=[p for p in paths if p.endswith(REQUIREMENTS_SUFFIXES) and p != rcb_pset.MANIFEST],
     )
-
-
-def _uploaded_manifest(files: Mapping[str, bytes]) -> rcb_pset.TaskManifest | None:
-    """The upload's own ``task.yaml`` (an original-format task folder carries one), if it parses."""
-    raw = files.get(rcb_pset.MANIFEST)
-    text = _text(raw) if raw is not None else None
-    if text is None:
-        return None
-    try:
-        manifest, problems_found = rcb_pset.parse_manifest(yaml.safe_load(text))
-    except yaml.YAMLError:
-        return None
-    return None if problems_found else manifest
-
-
-def _guess_test(paths: list[str], declared: str | None, tagged: list[str]) -> str:
-    """The test script: the declared or default one, else a test-named or other untagged code file; ""
-    when the upload has none (an annotated file is never its own test)."""
-    for candidate in (declared, MANIFEST_DEFAULTS["test_entry"]):
-        if candidate and candidate in paths:
-            return candidate
-    code = sorted(p for p in paths if p.endswith(CODE_SUFFIXES) and p not in tagged)
-    named = [p for p in code if PurePosixPath(p).name.startswith("test") or p.endswith("_test.py")]
-    return (named or code or [""])[0]
-
-
-def _guess_paper(paths: list[str]) -> str:
-    for name in rcb_pset.PAPER_FILES:
-        if name in paths:
-            return name
-    papers = [p for p in paths if p.endswith(PAPER_SUFFIXES) and PurePosixPath(p).name.lower() != "readme.md"]
-    return papers[0] if len(papers) == 1 else ""
-
-
-def manifest_guess(files: Mapping[str, bytes]) -> dict[str, Any]:
-    """First declarations for a fresh upload (the author confirms or changes them in step c).
-
-    Annotated files are the files holding tags; the test entry, oracle files and GPU need come from the
-    upload's own ``task.yaml`` when it has one (``test_entry`` is "" when no code file can be the test); the paper is ``paper2code_paper.tex``/``.md`` or the one
-    ``.tex``/``.md`` file; the requirements list is ``requirements.txt`` when present.
-    """
-    paths = sorted(files)
-    tagged = tagged_files(files)
-    declared = _uploaded_manifest(files)
-    oracle = [p for p in (declared.oracle_files if declared else ()) if p in files and p not in tagged]
-    return {
-        **MANIFEST_DEFAULTS,
-        "annotated_files": tagged,
-        "oracle_files": oracle,
-        "test_entry": _guess_test(paths, declared.test_entry if declared else None, tagged),
-        "paper_file": _guess_paper(paths),
-        "requirements_file": "requirements.txt" if "requirements.txt" in files else "",
-        "needs_gpu": bool(declared.needs_gpu) if declared else False,
-    }
 
 
 def revision_tagged_files(*, revision: ProposalRevision) -> list[str]:
@@ -183,9 +103,7 @@ def revision_preview(*, proposal: Proposal, revision: ProposalRevision) -> Previ
         files = blobs_read(revision.files, owner=owner)
     except TaskFolderError as exc:
         return Preview(task=None, rows=[], errors=[], warnings=[], error=str(exc))
-    contents = revision_task_files(files=files, manifest=revision.manifest)
-    meta = revision_meta(task_key=proposal.task_key, meta=proposal.meta, manifest=revision.manifest)
-    task = rcb_pset.task_from_files(contents, meta, root=proposal.task_key)
+    task = revision_task_parse(revision=revision, files=files, root=proposal.task_key)
     rows = [
         SnippetRow(
             name=s.name,

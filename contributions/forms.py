@@ -17,7 +17,7 @@ from django import forms
 from django.core.validators import URLValidator
 
 from contributions.contribute import FileChoices
-from contributions.services.proposals import MANIFEST_DEFAULTS
+from contributions.upload_manifest import MANIFEST_DEFAULTS
 from researchcodebench.arxiv import arxiv_id
 
 #: Licenses whose terms allow the benchmark to redistribute the code (SPDX ids), and "other" with its text.

@@ -3,7 +3,11 @@ commits it, ``benchmark_repo``; ``manage.py export_release`` writes it)."""
 
 from __future__ import annotations
 
+import gzip
+import tarfile
+import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 from contributions.errors import CatalogueError
 from contributions.models import Release
@@ -60,3 +64,30 @@ def release_export(*, release: Release, out_dir: str | Path) -> Path:
     top_files.setdefault(rcb_pset.REGISTRY, rcb_pset.registry_text(metas).encode("utf-8"))
     files_write(files=top_files, folder=out, owner=owner)
     return out
+
+
+def _reset_member(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """A member without the exporting machine's owner and time, so one release always gives the same bytes."""
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mtime = 0
+    return info
+
+
+def release_archive(*, release: Release, out: BinaryIO) -> None:
+    """Write ``release`` to ``out`` as a gzipped tar of ``release_export``'s folder, under ``<name>/``.
+
+    The members are the export's files (``papers.yaml`` and the task folders) in name order, with their
+    modes and no owner or time. Raises what ``release_export`` raises (``CatalogueError`` for a release with
+    metadata-only versions) before writing anything.
+    """
+    with tempfile.TemporaryDirectory(prefix="rcb-release-") as tmp:
+        folder = release_export(release=release, out_dir=Path(tmp) / release.name)
+        # mtime=0 in the gzip header too: the archive's bytes depend on the release alone.
+        with (
+            gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="") as gz,
+            tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+        ):
+            for path in [folder, *sorted(folder.rglob("*"))]:
+                arcname = str(path.relative_to(folder.parent))
+                tar.add(path, arcname=arcname, recursive=False, filter=_reset_member)

@@ -5,12 +5,23 @@ notifications)."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Aggregate, Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import (
+    Aggregate,
+    Count,
+    Exists,
+    IntegerField,
+    JSONField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -23,9 +34,16 @@ from contributions.models import (
     ProposalEvent,
     ProposalRevision,
     Release,
+    ReleaseEntry,
     Snippet,
     Task,
     TaskVersion,
+)
+from contributions.proposal_status import (
+    ProposalStatus,
+    ValidationOutcome,
+    status_of,
+    validation_outcome,
 )
 from contributions.roles import is_maintainer
 from contributions.task_folders import blobs_read
@@ -148,9 +166,14 @@ def _release_snippets(aggregate: Aggregate) -> Coalesce:
 
 
 def release_list() -> QuerySet[Release]:
-    """Releases, newest first, annotated with ``task_count``, ``snippet_count`` and ``total_lines``."""
+    """Releases, newest first, annotated with ``task_count``, ``snippet_count`` and ``total_lines``. Each
+    count is a subquery per release: a join counted in the outer query would group by the other two,
+    which PostgreSQL then evaluates once per release entry."""
+    entries = ReleaseEntry.objects.filter(release=OuterRef("pk")).order_by().values("release")
     return Release.objects.annotate(
-        task_count=Count("entries", distinct=True),
+        task_count=Coalesce(
+            Subquery(entries.annotate(n=Count("pk")).values("n"), output_field=IntegerField()), Value(0)
+        ),
         snippet_count=_release_snippets(Count("pk")),
         # The snippets' lines (as ``paper_list`` and the board count them), not ``TaskVersion.total_lines``.
         total_lines=_release_snippets(Sum("lines")),
@@ -169,6 +192,83 @@ def release_get(*, name: str) -> Release:
 def release_default() -> Release | None:
     """The release the leaderboard shows first (the newest release when none is marked default)."""
     return Release.objects.filter(is_default=True).first() or Release.objects.order_by("-created_at").first()
+
+
+@dataclass(frozen=True)
+class ReleaseTaskRow:
+    """One task of a release: its paper, the version the release holds, that version's size."""
+
+    task_key: str
+    paper_key: str
+    paper_title: str
+    version: int
+    snippets: int
+    lines: int
+    has_files: bool
+    needs_gpu: bool
+
+
+@dataclass(frozen=True)
+class ReleasePage:
+    """A release with its tasks in registry order and their totals. ``downloadable`` (and ``runnable``):
+    every version has its files in the portal, so ``release_export`` can write it and runs can test it."""
+
+    release: Release
+    tasks: list[ReleaseTaskRow]
+
+    @property
+    def snippets(self) -> int:
+        return sum(t.snippets for t in self.tasks)
+
+    @property
+    def lines(self) -> int:
+        return sum(t.lines for t in self.tasks)
+
+    @property
+    def papers(self) -> int:
+        return len({t.paper_key for t in self.tasks})
+
+    @property
+    def downloadable(self) -> bool:
+        return bool(self.tasks) and all(t.has_files for t in self.tasks)
+
+
+def release_page(*, name: str) -> ReleasePage:
+    """The release called ``name`` with its tasks (two queries); ``Release.DoesNotExist`` as ``release_get``."""
+    release = release_get(name=name)
+    entries = (
+        release.entries.select_related("task_version__task__paper")
+        .annotate(
+            n_snippets=Count("task_version__snippets"),
+            n_lines=Coalesce(Sum("task_version__snippets__lines"), Value(0)),
+        )
+        .order_by("position", "task__key")
+    )
+    rows = [
+        ReleaseTaskRow(
+            task_key=e.task_version.task.key,
+            paper_key=e.task_version.task.paper.key,
+            paper_title=e.task_version.task.paper.title,
+            version=e.task_version.number,
+            snippets=e.n_snippets,
+            lines=e.n_lines,
+            has_files=e.task_version.has_files,
+            needs_gpu=e.task_version.needs_gpu,
+        )
+        for e in entries
+    ]
+    return ReleasePage(release=release, tasks=rows)
+
+
+def releases_runnable() -> QuerySet[Release]:
+    """Releases whose every task version has its files (runs can test them), the default first."""
+    without_files = ReleaseEntry.objects.filter(release=OuterRef("pk"), task_version__has_files=False)
+    return (
+        Release.objects.annotate(n_entries=Count("entries"))
+        .filter(n_entries__gt=0)
+        .exclude(Exists(without_files))
+        .order_by("-is_default", "-created_at")
+    )
 
 
 def task_version_get(*, task_key: str, number: int | None = None) -> TaskVersion:
@@ -241,6 +341,19 @@ def proposal_list_for_viewer(*, viewer: Any) -> QuerySet[Proposal]:
     if viewer is None or not viewer.is_authenticated:
         return Proposal.objects.none()
     return Proposal.objects.filter(author=viewer).order_by("-updated_at", "-pk")
+
+
+def proposal_open_for_key(*, author: Any, task_key: str, exclude: Proposal | None = None) -> Proposal | None:
+    """``author``'s own open proposal (not published, rejected or withdrawn) for task ``task_key``, other
+    than ``exclude``; None when there is none (or the key is another author's)."""
+    if author is None or not author.is_authenticated:
+        return None
+    rows = Proposal.objects.filter(author=author, task_key=(task_key or "").strip()).exclude(
+        state__in=Proposal.RELEASED_KEY_STATES
+    )
+    if exclude is not None:
+        rows = rows.exclude(pk=exclude.pk)
+    return rows.order_by("-pk").first()
 
 
 #: The states a maintainer's queue shows by default: waiting for a review.
@@ -473,10 +586,6 @@ def paper_contributors_by_key(*, paper_key: str | None = None) -> dict[str, list
 
 # ------------------------------------------------------------------------------------- proposal reads
 
-#: Validation findings a maintainer may accept with a written reason (per snippet): a snippet whose test
-#: does not notice a wrong fill. Every other error finding sends the proposal back to its author.
-OVERRIDABLE_CHECKS = frozenset({"mutation"})
-
 
 def latest_revision(proposal: Proposal) -> ProposalRevision | None:
     """The proposal's newest revision (submitted or not), or None before the first upload."""
@@ -488,15 +597,74 @@ def latest_submitted_revision(proposal: Proposal) -> ProposalRevision | None:
     return proposal.revisions.filter(submitted_at__isnull=False).order_by("-number").first()
 
 
-def report_errors(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The error findings of a report (``ValidationReport.to_dict()`` form)."""
-    return [f for f in report.get("findings") or [] if isinstance(f, dict) and f.get("severity") == "error"]
+def proposal_status(proposal: Proposal) -> ProposalStatus:
+    """The proposal's status in the words every page shows (``proposal_status.status_of``), from its state
+    and the validation of its newest submitted revision (two queries)."""
+    submitted = latest_submitted_revision(proposal)
+    newest = latest_revision(proposal)
+    revising = (
+        newest.number
+        if newest is not None and newest.submitted_at is None and submitted is not None
+        else None
+    )
+    return status_of(
+        state=proposal.state,
+        validation_status=submitted.validation_status if submitted is not None else None,
+        report=submitted.validation_report if submitted is not None else None,
+        revising=revising,
+    )
 
 
-def report_overridable(report: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Snippet name -> its error findings a maintainer may accept ("not checked by the test")."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for finding in report_errors(report):
-        if finding.get("check") in OVERRIDABLE_CHECKS and finding.get("snippet"):
-            out.setdefault(str(finding["snippet"]), []).append(finding)
+def revision_outcome(revision: ProposalRevision | None) -> ValidationOutcome:
+    """The words of a revision's validation (``proposal_status.validation_outcome``); "Not submitted" for
+    None or a revision not submitted."""
+    if revision is None or revision.submitted_at is None:
+        return validation_outcome(status=None, report=None)
+    return validation_outcome(status=revision.validation_status, report=revision.validation_report)
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """A row of the review queue: the proposal (with ``revision_count`` and ``approvals``), its status, how
+    its newest submitted revision's validation ended and how long it has waited in its state."""
+
+    proposal: Proposal
+    status: ProposalStatus
+    validation: ValidationOutcome
+    waiting: timedelta
+
+
+def proposal_queue_rows(*, limit: int = 200, **filters: Any) -> list[QueueRow]:
+    """The first ``limit`` rows of ``proposal_review_queue(**filters)`` with their statuses (one query)."""
+    submitted = ProposalRevision.objects.filter(proposal=OuterRef("pk"), submitted_at__isnull=False).order_by(
+        "-number"
+    )
+    rows = proposal_review_queue(**filters).annotate(
+        v_status=Subquery(submitted.values("validation_status")[:1]),
+        v_report=Subquery(submitted.values("validation_report")[:1], output_field=JSONField()),
+        v_number=Subquery(submitted.values("number")[:1]),
+        newest_number=Subquery(
+            ProposalRevision.objects.filter(proposal=OuterRef("pk")).order_by("-number").values("number")[:1]
+        ),
+    )
+    out = []
+    for proposal in rows[:limit]:
+        revising = (
+            proposal.newest_number
+            if proposal.v_number is not None and (proposal.newest_number or 0) > proposal.v_number
+            else None
+        )
+        out.append(
+            QueueRow(
+                proposal=proposal,
+                status=status_of(
+                    state=proposal.state,
+                    validation_status=proposal.v_status,
+                    report=proposal.v_report,
+                    revising=revising,
+                ),
+                validation=validation_outcome(status=proposal.v_status, report=proposal.v_report),
+                waiting=proposal_waiting(proposal),
+            )
+        )
     return out

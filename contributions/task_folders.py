@@ -14,7 +14,9 @@ each '/'-relative path to a sha256). This module is the only reader of those blo
 - ``task_version_read`` reads a version as a core ``Task`` in memory, writing nothing: for pages, which
   show problems but never run them;
 - ``revision_task`` materialises a proposal revision the same way (``files_folder``), with the author's
-  declarations as ``task.yaml`` (``revision_task_files``), for its validation.
+  declarations as ``task.yaml`` (``revision_task_files``), for its validation;
+- ``revision_task_read`` reads a revision as a core ``Task`` in memory, writing nothing, for publishing
+  (``revision_task_parse`` is its parsing, which the form's preview and the proposal page share).
 """
 
 from __future__ import annotations
@@ -260,3 +262,28 @@ def revision_task(*, revision: ProposalRevision) -> rcb_pset.Task:
     return rcb_pset.read_task(
         folder, revision_meta(task_key=proposal.task_key, meta=proposal.meta, manifest=revision.manifest)
     )
+
+
+def revision_task_parse(
+    *, revision: ProposalRevision, files: Mapping[str, bytes], root: str
+) -> rcb_pset.Task:
+    """``revision`` as a core ``Task`` parsed in memory from its uploaded ``files`` (relpath -> bytes, as
+    ``blobs_read`` returns them), laid out as its task folder (``revision_task_files``) with its registry
+    entry (``revision_meta``); writes nothing. ``root`` only labels the task."""
+    proposal = revision.proposal
+    manifest = revision.manifest or {}
+    contents = revision_task_files(files=files, manifest=manifest)
+    meta = revision_meta(task_key=proposal.task_key, meta=proposal.meta or {}, manifest=manifest)
+    return rcb_pset.task_from_files(contents, meta, root=root)
+
+
+def revision_task_read(*, revision: ProposalRevision) -> rcb_pset.Task:
+    """A proposal revision as a core ``Task`` in memory, its blobs read once: the same files, parse and
+    content hash as ``revision_task``'s folder, without writing it. Every stored path must pass
+    ``safe_relpath``, as it must to be written. Raises ``TaskFolderError`` for a missing or corrupt blob or
+    an unsafe path."""
+    proposal = revision.proposal
+    files = blobs_read(revision.files, owner=f"proposal {proposal.task_key} r{revision.number}")
+    for rel in files:
+        safe_relpath(rel, owner=proposal.task_key)
+    return revision_task_parse(revision=revision, files=files, root=f"{proposal.task_key}@r{revision.number}")

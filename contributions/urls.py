@@ -4,9 +4,10 @@ from contributions.views import accounts, catalogue, contribute, review
 
 app_name = "contributions"
 urlpatterns = [
-    path("papers/", catalogue.paper_list, name="paper_list"),
     path("releases/", catalogue.release_list, name="release_list"),
     path("releases/new/", catalogue.release_cut_view, name="release_cut"),
+    path("releases/<slug:name>/", catalogue.release_detail, name="release_detail"),
+    path("releases/<slug:name>/download/", catalogue.release_download, name="release_download"),
     path("releases/<slug:name>/default/", catalogue.release_default_view, name="release_default"),
     path("contribute/", contribute.contribute, name="contribute"),
     path("contribute/new/", contribute.contribute_meta, name="contribute_new"),

@@ -47,7 +47,7 @@ from contributions.services.releases import (
     release_set_default_if_none,
 )
 from contributions.services.review import proposal_review
-from contributions.services.revisions import revision_create, revision_update_manifest
+from contributions.services.revisions import revision_create, revision_update_manifest, revision_upload
 from contributions.task_folders import version_file_bytes
 from contributions.task_meta import meta_from_json, meta_to_json
 
@@ -87,6 +87,7 @@ __all__ = [
     "release_set_default_if_none",
     "revision_create",
     "revision_update_manifest",
+    "revision_upload",
     "task_get_or_create",
     "task_version_create_metadata_only",
     "task_version_import",

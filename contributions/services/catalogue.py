@@ -106,8 +106,18 @@ def _task_version_create(*, task: Task, content_hash: str, **fields: Any) -> tup
     return version, True
 
 
+def _task_content_hash(task: rcb_pset.Task) -> str:
+    """The task's content hash: of its folder, or of its files held in memory (the same hash)."""
+    if task.contents is not None:
+        return rcb_pset.files_content_hash(task.contents)
+    return rcb_pset.content_hash(task.root)
+
+
 def _read_task_files(task: rcb_pset.Task) -> dict[str, bytes]:
-    """relpath -> bytes of every content file of the task folder; refuses links and unencodable names."""
+    """relpath -> bytes of every content file of the task: those it holds in memory (``Task.contents``,
+    as its folder would list them), or its folder's, refusing links and unencodable names."""
+    if task.contents is not None:
+        return {rel: task.contents[rel] for rel in rcb_pset.content_files(task.contents)}
     root = Path(task.root)
     out: dict[str, bytes] = {}
     for rel in rcb_pset.task_files(root):
@@ -165,14 +175,15 @@ def task_version_import(
 ) -> TaskVersion:
     """Store a task folder as an immutable ``TaskVersion`` (with its paper, task, files and snippets).
 
-    Idempotent: when the task already has a version with the folder's content hash, that version is
-    returned unchanged. Otherwise a new version numbered one above the task's highest is created, and the
-    paper's metadata is updated to the imported registry entry. Every file of the folder is stored
-    byte-exact (content-addressed, shared between versions). Raises ``CatalogueError`` for snippet names
-    that repeat within the task, symbolic links and undecodable file names.
+    ``task`` is read from its folder, or from its files in memory (``pset.task_from_files``): both store
+    the same version. Idempotent: when the task already has a version with the folder's content hash, that
+    version is returned unchanged. Otherwise a new version numbered one above the task's highest is
+    created, and the paper's metadata is updated to the imported registry entry. Every file of the folder
+    is stored byte-exact (content-addressed, shared between versions). Raises ``CatalogueError`` for
+    snippet names that repeat within the task, symbolic links and undecodable file names.
     """
     _check_snippet_names(task)
-    digest = rcb_pset.content_hash(task.root)
+    digest = _task_content_hash(task)
     paper, paper_created = paper_get_or_create(meta=task.meta)
     task_row, _ = task_get_or_create(key=task.id, paper=paper)
     # Fast path without reading the files; _task_version_create checks again under the lock.
@@ -198,11 +209,19 @@ def task_version_import(
         return version
     if not paper_created:
         paper_update(paper=paper, meta=task.meta)
+    _snippets_create(task_version=version, snippets=task.snippets)
+    return version
 
+
+def _snippets_create(*, task_version: TaskVersion, snippets: Sequence[rcb_pset.Snippet]) -> None:
+    """One ``Snippet`` row per parsed snippet of a new version, in order, each linked to its parent.
+
+    Precondition: the names are unique (``_check_snippet_names``).
+    """
     rows = Snippet.objects.bulk_create(
         [
             Snippet(
-                task_version=version,
+                task_version=task_version,
                 name=snip.name,
                 ordinal=ordinal,
                 file=snip.file,
@@ -213,17 +232,16 @@ def task_version_import(
                 depth=snip.depth,
                 code=snip.code,
             )
-            for ordinal, snip in enumerate(task.snippets)
+            for ordinal, snip in enumerate(snippets)
         ]
     )
     by_name = {row.name: row for row in rows}
     children = []
-    for row, snip in zip(rows, task.snippets, strict=True):
+    for row, snip in zip(rows, snippets, strict=True):
         if snip.parent is not None:
             row.parent = by_name[snip.parent]
             children.append(row)
     Snippet.objects.bulk_update(children, ["parent"])
-    return version
 
 
 @transaction.atomic

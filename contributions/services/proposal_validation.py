@@ -24,13 +24,8 @@ from contributions.models import (
     ProposalEvent,
     ProposalRevision,
 )
-from contributions.selectors import (
-    OVERRIDABLE_CHECKS,
-    latest_revision,
-    latest_submitted_revision,
-    report_errors,
-    report_overridable,
-)
+from contributions.proposal_status import report_blocking, report_overridable
+from contributions.selectors import latest_revision, latest_submitted_revision
 from contributions.services.proposals import (
     _EDITABLE,
     MAX_PROGRESS_ENTRIES,
@@ -251,9 +246,8 @@ def proposal_validation_finish(*, revision: ProposalRevision, report: Any) -> Pr
     """
     data = _report_dict(report)
     revision = _running_revision(revision)
-    errors = report_errors(data)
     overridable = report_overridable(data)
-    blocking = [f for f in errors if not (f.get("check") in OVERRIDABLE_CHECKS and f.get("snippet"))]
+    blocking = report_blocking(data)
     if data["ok"] or not blocking:
         to = State.READY_FOR_REVIEW
         if data["ok"]:

@@ -8,6 +8,7 @@
       |                  |                               └─finish (errors) / fail (final)─┐  |  |
       |                  └──────────submit (new revision)──── changes_requested <─────────┘  |  |
       |                                                          ^   review(request_changes)─┘  |
+      |                                                          └── upload (author: revise) ───┘
     withdraw (author, from any state but published, rejected, withdrawn)  review(reject) ─> rejected
                                                      review(approve, enough approvals) ─> approved
                                                                  mark_published ─> published
@@ -19,7 +20,9 @@ move that is not allowed from the current state, or not by this user, raises ``P
 rule; ``ProposalError.field`` names the form field at fault where there is one.
 
 Revisions: the author uploads code as a revision while the proposal is a draft or changes were requested;
-an upload replaces the revision not yet submitted. ``proposal_submit`` freezes it (``submitted_at``):
+an upload replaces the revision not yet submitted. An upload while the proposal is ready for review first
+moves it to changes requested ("revise", ``revisions.revision_create``): the author replaces the revision
+under review, e.g. to make the test check a snippet its validation found unchecked. ``proposal_submit`` freezes it (``submitted_at``):
 afterwards only its validation fields change, and a new upload is a new revision.
 
 Validation runs in the evaluation app (a Celery job, ``evaluation.services.validation``), which hears of a
@@ -76,18 +79,6 @@ RUBRIC: tuple[tuple[str, str], ...] = (
 )
 RUBRIC_KEYS = tuple(key for key, _ in RUBRIC)
 
-
-#: The manifest keys of a revision (``ProposalRevision.manifest``) and their defaults.
-MANIFEST_DEFAULTS: dict[str, Any] = {
-    "annotated_files": [],
-    "context_files": [],
-    "oracle_files": [],
-    "test_entry": "paper2code_test.py",
-    "paper_file": "",
-    "requirements_file": "",
-    "needs_gpu": False,
-}
-PAPER_SUFFIXES = (".tex", ".md")
 
 MAX_TEXT = 20_000
 MAX_PROGRESS_ENTRIES = 500

@@ -1,8 +1,9 @@
 """Publishing: an approved proposal becomes an immutable task version of the benchmark.
 
 ``proposal_publish`` (approved -> published) builds the ``TaskVersion`` from the approved revision's task
-folder (``task_folders.revision_task``: the uploaded files, ``task.yaml`` from the declared manifest, the
-paper under its canonical name) and the proposal's paper metadata, created by the contributor. After the
+folder, read in memory (``task_folders.revision_task_read``: the uploaded files, ``task.yaml`` from the
+declared manifest, the paper under its canonical name), and the proposal's paper metadata, created by the
+contributor. After the
 transaction commits, the benchmark git repository gets the version as one commit authored by the
 contributor with the approvers in the message (``benchmark_repo.sync``), and ``task_version_published`` is
 sent, which the evaluation app answers by queueing the active portal-run models on the new version.
@@ -31,7 +32,7 @@ from contributions.selectors import latest_submitted_revision
 from contributions.services.catalogue import snippets_mark_unchecked, task_version_import
 from contributions.services.proposals import ProposalError, proposal_mark_published
 from contributions.signals import task_version_published
-from contributions.task_folders import revision_task
+from contributions.task_folders import revision_task_read
 from researchcodebench.arxiv import arxiv_id as parse_arxiv_id
 
 logger = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def proposal_publish(*, proposal: Proposal, by: Any) -> TaskVersion:
     revision = latest_submitted_revision(locked)
     if revision is None:
         raise ProposalError("cannot publish a proposal without a submitted revision")
-    task = revision_task(revision=revision)
+    task = revision_task_read(revision=revision)
     version = task_version_import(task=task, origin=TaskVersion.Origin.CONTRIBUTED, by=locked.author)
     snippets_mark_unchecked(task_version=version, accepted=accepted_unchecked(revision=revision))
     proposal_mark_published(proposal=locked, by=by, task_version=version)

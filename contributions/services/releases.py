@@ -112,37 +112,15 @@ def release_create_from_pset(
     undoing the import.
     """
     _check_release_name(name)
-    try:
-        pset = rcb_pset.read_pset(path)
-    except rcb_pset.PsetError as exc:
-        raise CatalogueError(str(exc)) from exc
-    errors = [(task_id, issue) for task_id, issue in pset.all_issues() if issue.is_error]
-    if errors and not allow_errors:
-        raise CatalogueError(
-            f"{pset.root}: {len(errors)} error(s); fix them (python -m researchcodebench inspect "
-            f"shows them too) or import with --allow-errors:\n{_limited(_problem_lines(errors))}"
-        )
-    if not pset.tasks:
-        raise CatalogueError(f"{pset.root}: the registry lists no task with a folder; nothing to import")
-
+    pset = _pset_to_import(path, allow_errors=allow_errors)
     top_files = _pset_top_files(Path(pset.root))
-    wanted = {task.id: rcb_pset.content_hash(task.root) for task in pset.tasks}
-    wanted_top = {rel: hashlib.sha256(data).hexdigest() for rel, data in top_files.items()}
-    existing = Release.objects.filter(name=name).first()
+    existing = _same_release(
+        name,
+        wanted={task.id: rcb_pset.content_hash(task.root) for task in pset.tasks},
+        wanted_top={rel: hashlib.sha256(data).hexdigest() for rel, data in top_files.items()},
+    )
     if existing is not None:
-        have = _release_contents(existing)
-        if have == wanted and existing.pset_files == wanted_top:
-            return existing
-        changed = sorted(k for k in set(have) | set(wanted) if have.get(k) != wanted.get(k))
-        changed += sorted(
-            k
-            for k in set(existing.pset_files) | set(wanted_top)
-            if existing.pset_files.get(k) != wanted_top.get(k)
-        )
-        raise CatalogueError(
-            f"release {name!r} already exists with different contents (differing: "
-            f"{', '.join(changed)}); releases never change: choose a new release name"
-        )
+        return existing
 
     release = Release.objects.create(name=name, title=title, pset_files=file_blobs_store(top_files))
     operator = by if by is not None else operator_get_or_create()
@@ -155,6 +133,46 @@ def release_create_from_pset(
 
     transaction.on_commit(functools.partial(benchmark_repo.commit_release_recorded, release_id=release.pk))
     return release
+
+
+def _pset_to_import(path: str | Path, *, allow_errors: bool) -> rcb_pset.Pset:
+    """The pset folder at ``path``, refused when it cannot be read, has errors (unless ``allow_errors``)
+    or lists no task with a folder."""
+    try:
+        pset = rcb_pset.read_pset(path)
+    except rcb_pset.PsetError as exc:
+        raise CatalogueError(str(exc)) from exc
+    errors = [(task_id, issue) for task_id, issue in pset.all_issues() if issue.is_error]
+    if errors and not allow_errors:
+        raise CatalogueError(
+            f"{pset.root}: {len(errors)} error(s); fix them (python -m researchcodebench inspect "
+            f"shows them too) or import with --allow-errors:\n{_limited(_problem_lines(errors))}"
+        )
+    if not pset.tasks:
+        raise CatalogueError(f"{pset.root}: the registry lists no task with a folder; nothing to import")
+    return pset
+
+
+def _same_release(name: str, *, wanted: dict[str, str], wanted_top: dict[str, str]) -> Release | None:
+    """The release called ``name`` when it holds exactly ``wanted`` (task key -> content hash) and the pset
+    files ``wanted_top`` (name -> sha256); None when there is none; refused, naming what differs, when it
+    holds anything else (releases never change)."""
+    existing = Release.objects.filter(name=name).first()
+    if existing is None:
+        return None
+    have = _release_contents(existing)
+    if have == wanted and existing.pset_files == wanted_top:
+        return existing
+    changed = sorted(k for k in set(have) | set(wanted) if have.get(k) != wanted.get(k))
+    changed += sorted(
+        k
+        for k in set(existing.pset_files) | set(wanted_top)
+        if existing.pset_files.get(k) != wanted_top.get(k)
+    )
+    raise CatalogueError(
+        f"release {name!r} already exists with different contents (differing: "
+        f"{', '.join(changed)}); releases never change: choose a new release name"
+    )
 
 
 def _pset_top_files(root: Path) -> dict[str, bytes]:

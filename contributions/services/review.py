@@ -18,19 +18,17 @@ from django.db import transaction
 from contributions.models import (
     UNCHECKED_EXPLANATION_MIN,
     Proposal,
+    ProposalRevision,
     Review,
     UncheckedReason,
 )
+from contributions.proposal_status import report_blocking, report_overridable
 from contributions.roles import is_maintainer
-from contributions.selectors import (
-    OVERRIDABLE_CHECKS,
-    latest_submitted_revision,
-    report_errors,
-    report_overridable,
-)
+from contributions.selectors import latest_submitted_revision
 from contributions.services.proposal_validation import finding_line
 from contributions.services.proposals import (
     MAX_REASON,
+    RUBRIC,
     RUBRIC_KEYS,
     ProposalError,
     State,
@@ -115,26 +113,9 @@ def proposal_review(
     characters}; only "not checked by the test" findings can be). With ``RCB_APPROVALS_REQUIRED`` distinct approvals of
     the revision the proposal moves to approved; publishing follows (``services.publishing``).
     """
-    if not is_maintainer(reviewer):
-        raise ProposalError("only maintainers review proposals")
-    if reviewer.pk == proposal.author_id:
-        raise ProposalError("nobody reviews their own proposal")
-    if decision not in Review.Decision.values:
-        raise ProposalError(
-            f"decision: {decision!r} is not one of {', '.join(Review.Decision.values)}", field="decision"
-        )
+    _require_reviewer(proposal=proposal, reviewer=reviewer, decision=decision)
     proposal = _lock(proposal)
-    revision = latest_submitted_revision(proposal)
-    reviewable = (
-        (State.READY_FOR_REVIEW, State.SUBMITTED, State.VALIDATING, State.CHANGES_REQUESTED)
-        if decision == Review.Decision.COMMENT
-        else (State.READY_FOR_REVIEW,)
-    )
-    if proposal.state not in reviewable or revision is None:
-        raise ProposalError(
-            f"cannot {Review.Decision(decision).label.lower()} a proposal that is {_label(proposal.state)} "
-            f"(only one that is {_states(reviewable)})"
-        )
+    revision = _revision_to_review(proposal, decision=decision)
     report = revision.validation_report or {}
     needs_reason = decision in (Review.Decision.REQUEST_CHANGES, Review.Decision.REJECT)
     text = _text(body, field="body", required=needs_reason)
@@ -143,33 +124,7 @@ def proposal_review(
     checked = _clean_rubric(rubric)
     accepted = _clean_overrides(overrides, report=report)
     if decision == Review.Decision.APPROVE:
-        unchecked = [key for key, value in checked.items() if not value]
-        if unchecked:
-            raise ProposalError(
-                f"rubric: check every item before approving (unchecked: {', '.join(unchecked)})",
-                field="rubric",
-            )
-        if not report.get("ok"):
-            overridable = report_overridable(report)
-            cannot = [
-                finding_line(f)
-                for f in report_errors(report)
-                if not (f.get("check") in OVERRIDABLE_CHECKS and f.get("snippet"))
-            ]
-            if not report or cannot:
-                raise ProposalError(
-                    "the validation report has errors no review can accept: "
-                    + ("; ".join(cannot[:5]) or "there is no report")
-                )
-            missing = sorted(set(overridable) - set(accepted))
-            if missing:
-                raise ProposalError(
-                    "snippet_overrides: accept each snippet not checked by the test with a written reason: "
-                    + ", ".join(missing),
-                    field="snippet_overrides",
-                )
-        if revision.reviews.filter(reviewer=reviewer, decision=Review.Decision.APPROVE).exists():
-            raise ProposalError(f"you already approved revision {revision.number}")
+        _require_approvable(revision=revision, reviewer=reviewer, rubric=checked, accepted=accepted)
     review = Review.objects.create(
         proposal=proposal,
         revision=revision,
@@ -180,26 +135,7 @@ def proposal_review(
         snippet_overrides=accepted,
     )
     if decision == Review.Decision.APPROVE:
-        approvals = (
-            revision.reviews.filter(decision=Review.Decision.APPROVE).values("reviewer").distinct().count()
-        )
-        required = settings.RCB_APPROVALS_REQUIRED
-        if approvals >= required:
-            _transition(
-                proposal=proposal,
-                allowed=(State.READY_FOR_REVIEW,),
-                to=State.APPROVED,
-                actor=reviewer,
-                reason=f"revision {revision.number} approved ({approvals} of {required} approvals)",
-                revision=revision,
-                action="approve",
-            )
-            from contributions.services import publishing  # publishing builds on this module
-
-            # Approval publishes at once, in its own transaction: a failure there keeps the approval.
-            transaction.on_commit(
-                lambda: publishing.proposal_publish_approved(proposal_id=proposal.pk, by_id=reviewer.pk)
-            )
+        _approve_if_enough(proposal=proposal, revision=revision, reviewer=reviewer)
     elif decision in _REVIEW_MOVES:
         to, action = _REVIEW_MOVES[decision]
         _transition(
@@ -212,3 +148,89 @@ def proposal_review(
             action=action,
         )
     return review
+
+
+def _require_reviewer(*, proposal: Proposal, reviewer: Any, decision: str) -> None:
+    """Refuse a reviewer who is not a maintainer or is the author, and a decision that is not one."""
+    if not is_maintainer(reviewer):
+        raise ProposalError("only maintainers review proposals")
+    if reviewer.pk == proposal.author_id:
+        raise ProposalError("nobody reviews their own proposal")
+    if decision not in Review.Decision.values:
+        raise ProposalError(
+            f"decision: {decision!r} is not one of {', '.join(Review.Decision.values)}", field="decision"
+        )
+
+
+def _revision_to_review(proposal: Proposal, *, decision: str) -> ProposalRevision:
+    """The revision under review of the (locked) ``proposal``; refused unless its state allows ``decision``."""
+    revision = latest_submitted_revision(proposal)
+    reviewable = (
+        (State.READY_FOR_REVIEW, State.SUBMITTED, State.VALIDATING, State.CHANGES_REQUESTED)
+        if decision == Review.Decision.COMMENT
+        else (State.READY_FOR_REVIEW,)
+    )
+    if proposal.state not in reviewable or revision is None:
+        raise ProposalError(
+            f"cannot {Review.Decision(decision).label.lower()} a proposal that is {_label(proposal.state)} "
+            f"(only one that is {_states(reviewable)})"
+        )
+    return revision
+
+
+def _require_approvable(
+    *, revision: ProposalRevision, reviewer: Any, rubric: Mapping[str, bool], accepted: Mapping[str, Any]
+) -> None:
+    """Refuse an approval with a rubric item unchecked, a report error no review can accept, a "not
+    checked by the test" finding not ``accepted``, or by a reviewer who already approved the revision."""
+    labels = dict(RUBRIC)
+    unchecked = [labels[key].rstrip(".") for key, value in rubric.items() if not value]
+    if unchecked:
+        raise ProposalError(
+            f"rubric: check every item before approving (not checked: {'; '.join(unchecked)})",
+            field="rubric",
+        )
+    report = revision.validation_report or {}
+    if not report.get("ok"):
+        overridable = report_overridable(report)
+        cannot = [finding_line(f) for f in report_blocking(report)]
+        if not report or cannot:
+            raise ProposalError(
+                "the validation report has errors no review can accept: "
+                + ("; ".join(cannot[:5]) or "there is no report")
+            )
+        missing = sorted(set(overridable) - set(accepted))
+        if missing:
+            raise ProposalError(
+                "snippet_overrides: accept each snippet not checked by the test with a written reason: "
+                + ", ".join(missing),
+                field="snippet_overrides",
+            )
+    if revision.reviews.filter(reviewer=reviewer, decision=Review.Decision.APPROVE).exists():
+        raise ProposalError(f"you already approved revision {revision.number}")
+
+
+def _approve_if_enough(*, proposal: Proposal, revision: ProposalRevision, reviewer: Any) -> None:
+    """With ``RCB_APPROVALS_REQUIRED`` distinct approvals of ``revision``, approve the proposal and publish
+    it after commit."""
+    approvals = (
+        revision.reviews.filter(decision=Review.Decision.APPROVE).values("reviewer").distinct().count()
+    )
+    required = settings.RCB_APPROVALS_REQUIRED
+    if approvals < required:
+        return
+    _transition(
+        proposal=proposal,
+        allowed=(State.READY_FOR_REVIEW,),
+        to=State.APPROVED,
+        actor=reviewer,
+        reason=f"revision {revision.number} approved ({approvals} of {required} approvals)",
+        revision=revision,
+        action="approve",
+    )
+    from contributions.services import publishing  # publishing builds on this module
+
+    # Approval publishes at once, in its own transaction: a failure there keeps the approval.
+    transaction.on_commit(
+        lambda: publishing.proposal_publish_approved(proposal_id=proposal.pk, by_id=reviewer.pk)
+    )

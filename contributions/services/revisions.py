@@ -1,6 +1,9 @@
 """Revisions of a proposal: the code an author uploads (files and manifest), checked and stored.
 
 An upload replaces the revision not yet submitted; ``proposal_validation.proposal_submit`` freezes it.
+``revision_upload`` is the form's code step (the upload with its guessed declarations, and the step's draft
+answers); ``revision_create`` stores an upload with declarations given; ``revision_update_manifest``
+changes the declarations of a revision not yet submitted.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from contributions.intake import IntakeResult
 from contributions.models import (
     Proposal,
     ProposalRevision,
@@ -21,15 +25,16 @@ from contributions.models import (
 from contributions.services.catalogue import file_blobs_store
 from contributions.services.proposals import (
     _EDITABLE,
-    MANIFEST_DEFAULTS,
-    PAPER_SUFFIXES,
     ProposalError,
     _label,
     _lock,
     _require_author,
     _states,
+    _transition,
+    proposal_save_draft,
 )
 from contributions.task_folders import safe_relpath
+from contributions.upload_manifest import MANIFEST_DEFAULTS, PAPER_SUFFIXES, manifest_guess
 
 
 def _path_list(value: Any, *, key: str, files: Mapping[str, Any]) -> list[str]:
@@ -124,26 +129,45 @@ def revision_content_hash(*, files: Mapping[str, str], manifest: Mapping[str, An
 
 
 _SOURCES = {choice.value for choice in ProposalRevision.Source}
+#: the states in which the author may upload code (from ready for review, the upload is a "revise" move)
+_UPLOADABLE = (*_EDITABLE, Proposal.State.READY_FOR_REVIEW)
+
+
+def _revise(proposal: Proposal, *, by: Any) -> None:
+    """ready for review -> changes requested: the author replaces the revision under review."""
+    under_review = proposal.revisions.filter(submitted_at__isnull=False).order_by("-number").first()
+    number = under_review.number if under_review is not None else 0
+    _transition(
+        proposal=proposal,
+        allowed=(Proposal.State.READY_FOR_REVIEW,),
+        to=Proposal.State.CHANGES_REQUESTED,
+        actor=by,
+        reason=f"the author is uploading a new revision to replace revision {number}",
+        revision=under_review,
+        action="revise",
+    )
 
 
 @transaction.atomic
 def revision_create(
-    *, proposal: Proposal, by: Any, intake_result: Any, manifest: Mapping[str, Any]
+    *, proposal: Proposal, by: Any, intake_result: IntakeResult, manifest: Mapping[str, Any]
 ) -> ProposalRevision:
     """Store an upload as the proposal's editable revision (replacing one not yet submitted).
 
     ``intake_result`` is what ``contributions.intake`` returns: ``files`` (relpath -> bytes, already
     screened by the safe intake), ``source`` ("archive" or "git"), ``origin`` (file name or URL) and
-    ``commit``. Only the author, only while the proposal is a draft or changes were requested; a revision
-    already submitted is never changed: the upload becomes the next revision.
+    ``commit``. Only the author, only while the proposal is a draft, changes were requested or it is ready
+    for review; a revision already submitted is never changed: the upload becomes the next revision. An
+    upload to a proposal ready for review withdraws the revision under review from review first (ready for
+    review -> changes requested, "revise"), so no maintainer approves code its author is replacing.
     """
     _require_author(proposal, by, "upload code to")
     proposal = _lock(proposal)
-    if proposal.state not in _EDITABLE:
+    if proposal.state not in _UPLOADABLE:
         raise ProposalError(
-            f"cannot upload code to a proposal that is {_label(proposal.state)} (only {_states(_EDITABLE)})"
+            f"cannot upload code to a proposal that is {_label(proposal.state)} (only {_states(_UPLOADABLE)})"
         )
-    files = dict(getattr(intake_result, "files", None) or {})
+    files = dict(intake_result.files)
     if not files:
         raise ProposalError("code: the upload holds no files", field="code")
     for rel in files:
@@ -153,11 +177,13 @@ def revision_create(
             raise ProposalError(f"code: {exc}", field="code") from None
         if not isinstance(files[rel], bytes):
             raise ProposalError(f"code: {rel!r} is not file bytes", field="code")
-    source = str(getattr(intake_result, "source", ""))
+    source = intake_result.source
     if source not in _SOURCES:
         raise ProposalError(f"code: unknown source {source!r} (known: {', '.join(sorted(_SOURCES))})")
     cleaned = revision_manifest_clean(manifest, files=files)
     stored = file_blobs_store(files)
+    if proposal.state == Proposal.State.READY_FOR_REVIEW:
+        _revise(proposal, by=by)
     pending = proposal.revisions.filter(submitted_at__isnull=True).first()
     if pending is not None:
         number = pending.number
@@ -169,13 +195,49 @@ def revision_create(
         number=number,
         created_by=by,
         source=source,
-        origin=str(getattr(intake_result, "origin", "") or "")[:2000],
-        commit=str(getattr(intake_result, "commit", "") or "")[:64],
+        origin=(intake_result.origin or "")[:2000],
+        commit=(intake_result.commit or "")[:64],
         files=stored,
         manifest=cleaned,
         content_hash=revision_content_hash(files=stored, manifest=cleaned),
     )
     Proposal.objects.filter(pk=proposal.pk).update(updated_at=timezone.now())
+    return revision
+
+
+@transaction.atomic
+def revision_upload(*, proposal: Proposal, by: Any, intake_result: IntakeResult) -> ProposalRevision:
+    """The contribution form's code step: store an upload with the declarations guessed from its files
+    (``upload_manifest.manifest_guess``; the author confirms them in the next step) and save the step's
+    draft answers, in one transaction.
+
+    Refuses, with ``ProposalError(field="code")``, an upload whose ``.py`` files hold no paper2code tag or
+    that has no test script; otherwise as ``revision_create`` (whose refusals name their own field).
+    """
+    manifest = manifest_guess(intake_result.files)
+    if not manifest["annotated_files"]:
+        raise ProposalError(
+            'code: no .py file of the upload holds a paper2code tag (# <paper2code name="...">)',
+            field="code",
+        )
+    if not manifest["test_entry"]:
+        raise ProposalError(
+            "code: the upload has no test script (paper2code_test.py, or a .py file that is not annotated)",
+            field="code",
+        )
+    revision = revision_create(proposal=proposal, by=by, intake_result=intake_result, manifest=manifest)
+    proposal_save_draft(
+        proposal=proposal,
+        by=by,
+        step=2,
+        data={
+            "source": revision.source,
+            "origin": revision.origin,
+            "commit": revision.commit,
+            "revision": revision.number,
+            "content_hash": revision.content_hash,
+        },
+    )
     return revision
 
 

@@ -1,39 +1,29 @@
-"""Pages of the benchmark catalogue: papers and releases (cutting a release, choosing the default)."""
+"""Pages of the benchmark catalogue: releases (a release's page, its download, cutting a release, choosing
+the default). The papers page is the leaderboard's (``leaderboard.views.papers_page``), served from its cache."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import tempfile
 from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods, require_POST
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from contributions import selectors
+from contributions.citation import release_bibtex
 from contributions.errors import CatalogueError
 from contributions.models import Release, TaskVersion
+from contributions.release_export import release_archive
 from contributions.roles import RELEASE_PERMISSION
 from contributions.services.releases import release_cut, release_set_default
-
-
-def paper_list(request: HttpRequest) -> HttpResponse:
-    """The papers of one release (``?release=``, default: the board's) with their tasks' sizes counted as
-    the board counts them, then the other papers; an empty state before the first import."""
-    try:
-        catalogue = selectors.paper_catalogue(release_name=request.GET.get("release", "").strip()[:100])
-    except Release.DoesNotExist as exc:
-        raise Http404(f"release: {exc.args[0]}") from None
-    context = {
-        "catalogue": catalogue,
-        "rows": catalogue.rows,
-        "totals": {"snippets": catalogue.snippets, "lines": catalogue.lines},
-        "releases": list(selectors.release_list()),
-        "all_versions": selectors.ALL_VERSIONS,
-    }
-    return render(request, "contributions/paper_list.html", context)
 
 
 class ReleaseCutForm(forms.Form):
@@ -77,6 +67,55 @@ def release_list(request: HttpRequest) -> HttpResponse:
         "can_cut": request.user.is_authenticated and request.user.has_perm(RELEASE_PERMISSION),
     }
     return render(request, "contributions/release_list.html", context)
+
+
+def _release_page_or_404(name: str) -> selectors.ReleasePage:
+    try:
+        return selectors.release_page(name=name)
+    except Release.DoesNotExist as exc:
+        raise Http404(str(exc)) from None
+
+
+@require_GET
+def release_detail(request: HttpRequest, name: str) -> HttpResponse:
+    """A release: its tasks and versions, counts, git tag and commit, its download, citation and board."""
+    page = _release_page_or_404(name)
+    url = request.build_absolute_uri(reverse("contributions:release_detail", args=[page.release.name]))
+    context = {
+        "page": page,
+        "release": page.release,
+        "bibtex": release_bibtex(release=page.release, url=url),
+        # The board and the papers page are the leaderboard's (a layer above): linked by path and filter.
+        "board_url": "/?release=" + page.release.name,
+        "papers_url": "/papers/?release=" + page.release.name,
+    }
+    return render(request, "contributions/release_detail.html", context)
+
+
+@require_GET
+def release_download(request: HttpRequest, name: str) -> HttpResponse:
+    """The release as ``<name>.tar.gz``: the folder ``manage.py export_release`` writes (``papers.yaml`` and
+    every task folder), streamed from a temporary file, its SHA-256 in ``Repr-Digest`` (and as the ``ETag``).
+    404 for a release whose tasks have no files here."""
+    page = _release_page_or_404(name)
+    if not page.downloadable:
+        raise Http404(
+            f"release {name!r} has task versions without files (metadata only): nothing to download"
+        )
+    out = tempfile.TemporaryFile()
+    try:
+        release_archive(release=page.release, out=out)
+    except CatalogueError as exc:
+        out.close()
+        raise Http404(str(exc)) from None
+    out.seek(0)
+    digest = hashlib.file_digest(out, "sha256")
+    out.seek(0)
+    response = FileResponse(out, as_attachment=True, filename=f"{page.release.name}.tar.gz")
+    # The archive's hash (RFC 9530), which ``rcb download`` checks; the bytes depend on the release alone.
+    response["Repr-Digest"] = f"sha-256=:{base64.b64encode(digest.digest()).decode()}:"
+    response["ETag"] = f'"{digest.hexdigest()}"'
+    return response
 
 
 @require_http_methods(["GET", "POST"])

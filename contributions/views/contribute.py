@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from django import forms
@@ -18,7 +19,6 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation
 from contributions import selectors
 from contributions.contribute import (
     file_choices,
-    manifest_guess,
     paper_for_arxiv_id,
     revision_preview,
     revision_tagged_files,
@@ -38,13 +38,13 @@ from contributions.selectors import latest_revision
 from contributions.services.notifications import proposal_url
 from contributions.services.proposal_validation import proposal_submit
 from contributions.services.proposals import (
-    MANIFEST_DEFAULTS,
     ProposalError,
     proposal_create,
     proposal_save_draft,
     proposal_update_meta,
 )
-from contributions.services.revisions import revision_create, revision_update_manifest
+from contributions.services.revisions import revision_update_manifest, revision_upload
+from contributions.upload_manifest import MANIFEST_DEFAULTS
 from researchcodebench.arxiv import arxiv_id
 
 # ------------------------------------------------------------------------------------ contribution form
@@ -94,6 +94,12 @@ def _editable(proposal: Proposal) -> bool:
     return proposal.state in (Proposal.State.DRAFT, Proposal.State.CHANGES_REQUESTED)
 
 
+def _uploadable(proposal: Proposal) -> bool:
+    """Whether the code step takes an upload: while editable, and while ready for review (the upload then
+    replaces the revision under review: ``revision_create``'s "revise" move)."""
+    return _editable(proposal) or proposal.state == Proposal.State.READY_FOR_REVIEW
+
+
 def _done_for(proposal: Proposal, step: int, revision: ProposalRevision | None) -> bool:
     """Whether ``step`` was completed for exactly this upload and these declarations (its content hash)."""
     saved = (proposal.draft or {}).get(str(step)) or {}
@@ -114,6 +120,11 @@ def _reached(proposal: Proposal, revision: ProposalRevision | None) -> int:
     return 5 if _done_for(proposal, 4, revision) else 4
 
 
+def resume_url(proposal: Proposal) -> str:
+    """Where the author continues the form: the last step they may open now."""
+    return step_url(proposal, _reached(proposal, latest_revision(proposal)))
+
+
 def _steps_context(proposal: Proposal | None, current: int, reached: int) -> dict[str, Any]:
     steps = [
         {
@@ -124,14 +135,17 @@ def _steps_context(proposal: Proposal | None, current: int, reached: int) -> dic
         }
         for number, label in STEPS
     ]
-    return {"steps": steps, "step": current, "proposal": proposal}
+    status = selectors.proposal_status(proposal) if proposal is not None else None
+    return {"steps": steps, "step": current, "proposal": proposal, "status": status}
 
 
 def _render_step(
     request: HttpRequest, template: str, context: dict[str, Any], *, status: int = 200
 ) -> HttpResponse:
-    if request.htmx and not request.htmx.boosted:
-        # htmx swaps only 2xx answers: a step with field errors is a normal answer to show in place.
+    if request.htmx and not request.htmx.boosted and not request.htmx.history_restore_request:
+        # htmx swaps only 2xx answers: a step with field errors is a normal answer to show in place. A
+        # history restore (Back to a step, whose page htmx does not keep: contribute_base's hx-history)
+        # replaces the whole page, so it gets the whole page.
         template += "#step"
         status = 200
     return render(request, template, context, status=status)
@@ -153,9 +167,8 @@ def _to_reached(request: HttpRequest, proposal: Proposal, revision: ProposalRevi
 
 def _locked(request: HttpRequest, proposal: Proposal) -> HttpResponse:
     """A proposal that left the draft: its page, since the form can no longer change it."""
-    messages.info(
-        request, f"This proposal is {proposal.get_state_display().lower()}; the form can no longer change it."
-    )
+    status = selectors.proposal_status(proposal)
+    messages.info(request, f"This proposal's status is “{status.label}”: the form can no longer change it.")
     return _go(request, proposal_url(proposal) or reverse("contributions:contribute"), whole_page=True)
 
 
@@ -177,6 +190,7 @@ def contribute(request: HttpRequest) -> HttpResponse:
         rows.append(
             {
                 "proposal": proposal,
+                "status": selectors.proposal_status(proposal),
                 "editable": editable,
                 "continue_url": step_url(proposal, _reached(proposal, revision)) if editable else "",
                 "url": proposal_url(proposal),
@@ -215,15 +229,81 @@ def _fill_from_catalogue(form_data: Any) -> tuple[dict[str, Any], str]:
     return values, f"Filled in from the catalogue's paper “{paper.title}”: {labels}."
 
 
+#: the session's map of new-contribution forms (their ``?form=`` token) to the drafts they created
+NEW_FORMS_SESSION_KEY = "rcb_contribute_new_forms"
+#: how many of those the session remembers (the newest)
+NEW_FORMS_KEPT = 20
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+
+
+def _new_form_token(request: HttpRequest) -> str:
+    """The ``?form=`` token of a new-contribution form ("" when absent or malformed)."""
+    token = request.GET.get("form", "")
+    return token if 0 < len(token) <= 40 and set(token) <= _TOKEN_CHARS else ""
+
+
+def _new_form_draft(request: HttpRequest, token: str) -> Proposal | None:
+    """The draft the new-contribution form ``token`` created in this session, while the form may still
+    change it (None otherwise)."""
+    pk = (request.session.get(NEW_FORMS_SESSION_KEY) or {}).get(token) if token else None
+    if pk is None:
+        return None
+    try:
+        proposal = _own_proposal(request, pk)
+    except Http404:
+        return None
+    return proposal if _editable(proposal) else None
+
+
+def _remember_new_form(request: HttpRequest, token: str, proposal: Proposal) -> None:
+    if token:
+        known = {**(request.session.get(NEW_FORMS_SESSION_KEY) or {}), token: proposal.pk}
+        request.session[NEW_FORMS_SESSION_KEY] = dict(list(known.items())[-NEW_FORMS_KEPT:])
+
+
+def _meta_save(request: HttpRequest, form: PaperMetaForm, proposal: Proposal | None) -> Proposal:
+    """Create the draft (``proposal`` None) or update its metadata, and store step 1's answers."""
+    with transaction.atomic():
+        if proposal is None:
+            proposal = proposal_create(
+                author=request.user, task_key=form.cleaned_data["task_key"], meta=form.meta()
+            )
+        else:
+            proposal = proposal_update_meta(
+                proposal=proposal,
+                by=request.user,
+                meta={**proposal.meta, **form.meta()},
+                task_key=form.cleaned_data["task_key"],
+            )
+        return proposal_save_draft(proposal=proposal, by=request.user, step=1, data=form.draft())
+
+
+def _meta_form(proposal: Proposal | None) -> PaperMetaForm:
+    if proposal is None:
+        return PaperMetaForm()
+    saved = (proposal.draft or {}).get("1")
+    return PaperMetaForm(initial=saved or meta_initial(task_key=proposal.task_key, meta=proposal.meta))
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def contribute_meta(request: HttpRequest, proposal_id: int | None = None) -> HttpResponse:
-    """Step (a): the paper's metadata. Without a proposal (``/contribute/new/``) it creates the draft."""
+    """Step (a): the paper's metadata. Without a proposal (``/contribute/new/``) it creates the draft.
+
+    A new-contribution form carries a token (``?form=``, put in the address by ``static/js/contribute.js``)
+    that the session maps to the draft it created: Back or a reload to the form, or posting it again,
+    opens and changes that draft instead of an empty form that would refuse its own task key.
+    """
     proposal = _own_proposal(request, proposal_id) if proposal_id is not None else None
+    token = "" if proposal_id is not None else _new_form_token(request)
+    if proposal is None and (created := _new_form_draft(request, token)) is not None:
+        if request.method == "GET":
+            messages.info(request, f"Your answers are saved in the draft “{created.task_key}”.")
+            return redirect(step_url(created, 1))
+        proposal = created
     if proposal is not None and not _editable(proposal):
         return _locked(request, proposal)
-    revision = latest_revision(proposal) if proposal is not None else None
-    notice = ""
+    notice, own_draft = "", None
     if request.method == "POST" and request.POST.get("action") == "fill":
         initial, notice = _fill_from_catalogue(request.POST)
         form = PaperMetaForm(initial=initial)
@@ -231,36 +311,33 @@ def contribute_meta(request: HttpRequest, proposal_id: int | None = None) -> Htt
         form = PaperMetaForm(request.POST)
         if form.is_valid():
             try:
-                with transaction.atomic():
-                    if proposal is None:
-                        proposal = proposal_create(
-                            author=request.user, task_key=form.cleaned_data["task_key"], meta=form.meta()
-                        )
-                    else:
-                        proposal = proposal_update_meta(
-                            proposal=proposal,
-                            by=request.user,
-                            meta={**proposal.meta, **form.meta()},
-                            task_key=form.cleaned_data["task_key"],
-                        )
-                    proposal_save_draft(proposal=proposal, by=request.user, step=1, data=form.draft())
+                saved = _meta_save(request, form, proposal)
             except ProposalError as exc:
-                if proposal_id is None:
-                    proposal = None
+                key = form.cleaned_data["task_key"]
                 _service_error(form, exc)
+                if exc.field == "task_key":
+                    own_draft = selectors.proposal_open_for_key(
+                        author=request.user, task_key=key, exclude=proposal
+                    )
             else:
+                _remember_new_form(request, token, saved)
                 for warning in form.warnings:
                     messages.warning(request, warning)
-                return _go(request, step_url(proposal, 2))
-    elif proposal is not None:
-        form = PaperMetaForm(
-            initial=(proposal.draft or {}).get("1")
-            or meta_initial(task_key=proposal.task_key, meta=proposal.meta)
-        )
+                return _go(request, step_url(saved, 2))
     else:
-        form = PaperMetaForm()
-    reached = _reached(proposal, revision) if proposal is not None else 1
-    context = {**_steps_context(proposal, 1, reached), "form": form, "notice": notice}
+        form = _meta_form(proposal)
+    reached = _reached(proposal, latest_revision(proposal)) if proposal is not None else 1
+    context = {
+        **_steps_context(proposal, 1, reached),
+        "form": form,
+        "notice": notice,
+        # A new form names itself (``?form=``), so that the session can map it to the draft it creates.
+        "action": step_url(proposal, 1)
+        if proposal is not None
+        else f"{reverse('contributions:contribute_new')}?form={token or secrets.token_urlsafe(12)}",
+        "own_draft": own_draft,
+        "own_draft_url": resume_url(own_draft) if own_draft is not None else "",
+    }
     status = 400 if request.method == "POST" and form.errors else 200
     return _render_step(request, "contributions/contribute_meta.html", context, status=status)
 
@@ -284,7 +361,7 @@ def _intake(form: CodeForm) -> IntakeResult:
 def contribute_code(request: HttpRequest, proposal_id: int) -> HttpResponse:
     """Step (b): the code, as an archive or one commit of a git repository, read by the safe intake."""
     proposal = _own_proposal(request, proposal_id)
-    if not _editable(proposal):
+    if not _uploadable(proposal):
         return _locked(request, proposal)
     revision = latest_revision(proposal)
     if request.method == "POST":
@@ -292,35 +369,7 @@ def contribute_code(request: HttpRequest, proposal_id: int) -> HttpResponse:
         if form.is_valid():
             code_field = "archive" if form.cleaned_data.get("archive") else "git_url"
             try:
-                result = _intake(form)
-                manifest = manifest_guess(result.files)
-                if not manifest["annotated_files"]:
-                    raise ProposalError(
-                        'code: no .py file of the upload holds a paper2code tag (# <paper2code name="...">)',
-                        field="code",
-                    )
-                if not manifest["test_entry"]:
-                    raise ProposalError(
-                        "code: the upload has no test script (paper2code_test.py, or a .py file that is "
-                        "not annotated)",
-                        field="code",
-                    )
-                with transaction.atomic():
-                    revision = revision_create(
-                        proposal=proposal, by=request.user, intake_result=result, manifest=manifest
-                    )
-                    proposal_save_draft(
-                        proposal=proposal,
-                        by=request.user,
-                        step=2,
-                        data={
-                            "source": revision.source,
-                            "origin": revision.origin,
-                            "commit": revision.commit,
-                            "revision": revision.number,
-                            "content_hash": revision.content_hash,
-                        },
-                    )
+                revision = revision_upload(proposal=proposal, by=request.user, intake_result=_intake(form))
             except IntakeError as exc:
                 field = code_field if code_field == "archive" or exc.field != "commit" else "git_commit"
                 form.add_error(field, str(exc))

@@ -17,28 +17,26 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from contributions import selectors
-from contributions.code_view import file_anchor, revision_code
+from contributions.code_view import RevisionCode, file_anchor, revision_code
+from contributions.forms import LICENSES
 from contributions.models import (
     UNCHECKED_EXPLANATION_MIN,
+    Comment,
     Proposal,
     ProposalRevision,
     Review,
     UncheckedReason,
 )
+from contributions.proposal_status import report_blocking, report_overridable
 from contributions.roles import REVIEW_PERMISSION, is_maintainer
-from contributions.selectors import (
-    OVERRIDABLE_CHECKS,
-    latest_revision,
-    latest_submitted_revision,
-    report_errors,
-    report_overridable,
-)
+from contributions.selectors import latest_revision, latest_submitted_revision
 from contributions.services import (
     RUBRIC,
     ProposalError,
@@ -48,6 +46,7 @@ from contributions.services import (
     proposal_withdraw,
 )
 from contributions.services.proposals import MAX_REASON, MAX_TEXT
+from contributions.views.contribute import resume_url
 
 State = Proposal.State
 VStatus = ProposalRevision.ValidationStatus
@@ -58,6 +57,10 @@ RUNNING_STATUSES = (VStatus.PENDING, VStatus.RUNNING)
 VALIDATING_STATES = (State.SUBMITTED, State.VALIDATING)
 #: the contribution form's code step (``/contribute/<id>/step/<n>/``): where a new revision is uploaded
 CODE_STEP = 2
+#: the states in which the author may upload a new revision (from ready for review it is a "revise" move)
+REVISABLE_STATES = (State.DRAFT, State.CHANGES_REQUESTED, State.READY_FOR_REVIEW)
+#: the statuses whose next step for the author is to continue the form where they left it
+RESUMABLE = ("draft", "revising", "could_not_run")
 #: bound of each revision's diff on the page
 DIFF_LINES = 2000
 
@@ -182,9 +185,7 @@ def _approve_blocked(*, proposal: Proposal, viewer: Any, report: dict[str, Any])
         return f"the proposal is {proposal.get_state_display().lower()}, not ready for review."
     if not report:
         return "there is no validation report."
-    blocking = [
-        f for f in report_errors(report) if not (f.get("check") in OVERRIDABLE_CHECKS and f.get("snippet"))
-    ]
+    blocking = report_blocking(report)
     if blocking:
         return f"the validation report has {len(blocking)} error(s) no review can accept."
     return ""
@@ -237,6 +238,7 @@ def _validation_context(proposal: Proposal, revision: ProposalRevision | None) -
         "vrev": revision,
         "report": report,
         "report_groups": _report_groups(report),
+        "outcome": selectors.revision_outcome(revision),
         "polling": _is_polling(proposal, revision),
         "progress": [_progress_row(e) for e in revision.validation_progress or [] if isinstance(e, dict)]
         if revision is not None
@@ -294,9 +296,56 @@ def _page_context(
         shown = next((r for r in revisions if r.number == int(wanted)), shown)
     validation = _validation_context(proposal, under_review)
     comments = list(proposal.comments.select_related("author", "revision").order_by("created_at", "pk"))
-    anchored = [c for c in comments if c.file and shown is not None and c.revision_id == shown.pk]
-    report = dict(shown.validation_report or {}) if shown is not None else {}
-    shown_findings = [dict(f) for f in report.get("findings") or [] if isinstance(f, dict)]
+    code = _shown_code(shown, comments=comments) if shown else None
+    maintainer = is_maintainer(viewer)
+    can_review = maintainer and viewer.pk != proposal.author_id and not proposal.is_final
+    if can_review and review_form is None:
+        review_form = _review_form(proposal, viewer=viewer)
+    is_author = viewer.pk == proposal.author_id
+    return {
+        **validation,
+        **_status_context(request, proposal),
+        "revisions": [(r, d, selectors.revision_outcome(r)) for r, d in _revisions_with_diffs(revisions)],
+        "shown": shown,
+        "under_review": under_review,
+        "code": code,
+        "thread": [(c, _comment_line_url(c, shown)) for c in comments],
+        "history": list(selectors.proposal_history(proposal=proposal)),
+        "reviews": list(proposal.reviews.select_related("reviewer", "revision").order_by("created_at", "pk")),
+        "rubric": RUBRIC,
+        "review_form": review_form if (can_review or review_form is not None) else None,
+        "comment_form": comment_form or CommentForm(initial=_comment_prefill(request)),
+        "can_comment": is_author or (maintainer and proposal.state != State.DRAFT),
+        "can_withdraw": is_author and not proposal.is_final,
+        "withdraw_form": WithdrawForm(),
+        "waiting": selectors.proposal_waiting(proposal),
+        "meta_rows": _meta_rows(proposal),
+    }
+
+
+def _status_context(request: HttpRequest, proposal: Proposal) -> dict[str, Any]:
+    """What the page's header badge and its "next step" panel show (the page, and each live update)."""
+    is_author = request.user.pk == proposal.author_id
+    maintainer = is_maintainer(request.user)
+    status = selectors.proposal_status(proposal)
+    return {
+        "proposal": proposal,
+        "status": status,
+        "is_author": is_author,
+        "is_maintainer": maintainer,
+        "can_revise": is_author and proposal.state in REVISABLE_STATES and status.key not in RESUMABLE,
+        "can_review": maintainer and not is_author and proposal.state == State.READY_FOR_REVIEW,
+        "code_step_url": _code_step_url(proposal),
+        "continue_url": resume_url(proposal) if is_author and status.key in RESUMABLE else "",
+    }
+
+
+def _shown_code(shown: ProposalRevision, *, comments: list[Comment]) -> RevisionCode:
+    """The shown revision's code with its own report's findings and snippet answers (the mutation check's
+    and the mutation score) and the comments anchored to its lines."""
+    anchored = [c for c in comments if c.file and c.revision_id == shown.pk]
+    report = dict(shown.validation_report or {})
+    findings = [dict(f) for f in report.get("findings") or [] if isinstance(f, dict)]
     rows = [s for s in report.get("snippets") or [] if isinstance(s, dict)]
     checked = {str(s.get("name")): s.get("checked") for s in rows}
     mutation = {
@@ -305,52 +354,41 @@ def _page_context(
         if isinstance(s.get("mutation_score"), dict)
         and all(isinstance(s["mutation_score"].get(k), int) for k in ("killed", "total"))
     }
-    code = (
-        revision_code(
-            revision=shown, findings=shown_findings, comments=anchored, checked=checked, mutation=mutation
-        )
-        if shown
-        else None
+    return revision_code(
+        revision=shown, findings=findings, comments=anchored, checked=checked, mutation=mutation
     )
-    diffs = {
-        r.pk: selectors.revision_diff(revision=r, max_lines=DIFF_LINES)
-        for r in revisions
+
+
+def _revisions_with_diffs(revisions: list[ProposalRevision]) -> list[tuple[ProposalRevision, Any]]:
+    """Each revision with its diff against the previous one (submitted revisions after the first only)."""
+    return [
+        (r, selectors.revision_diff(revision=r, max_lines=DIFF_LINES))
         if r.submitted_at is not None and r.number > 1
-    }
-    maintainer = is_maintainer(viewer)
-    can_review = maintainer and viewer.pk != proposal.author_id and not proposal.is_final
-    if can_review and review_form is None:
-        review_form = _review_form(proposal, viewer=viewer)
-    prefill = {}
+        else (r, None)
+        for r in revisions
+    ]
+
+
+def _comment_line_url(comment: Comment, shown: ProposalRevision | None) -> str:
+    """Where a comment's file and line are shown: its line's anchor in the code section, with
+    ``?revision=N`` when the page shows another revision; "" for a general comment."""
+    if not comment.file:
+        return ""
+    anchor = "#" + file_anchor(comment.file) + (f"-L{comment.line}" if comment.line else "")
+    if comment.revision is None or (shown is not None and comment.revision_id == shown.pk):
+        return anchor
+    return f"?revision={comment.revision.number}{anchor}"
+
+
+def _comment_prefill(request: HttpRequest) -> dict[str, Any]:
+    """The comment form's file and line from the query (``?file=...&line=...``: a "comment on this line"
+    link)."""
+    prefill: dict[str, Any] = {}
     if request.GET.get("file"):
         prefill["file"] = request.GET["file"][:500]
         if request.GET.get("line", "").isdigit():
             prefill["line"] = int(request.GET["line"])
-    is_author = viewer.pk == proposal.author_id
-    return {
-        **validation,
-        "proposal": proposal,
-        "is_author": is_author,
-        "is_maintainer": maintainer,
-        "revisions": [(r, diffs.get(r.pk)) for r in revisions],
-        "shown": shown,
-        "under_review": under_review,
-        "code": code,
-        "general_comments": [c for c in comments if not c.file],
-        "file_comments": [c for c in comments if c.file and (shown is None or c.revision_id != shown.pk)],
-        "history": list(selectors.proposal_history(proposal=proposal)),
-        "reviews": list(proposal.reviews.select_related("reviewer", "revision").order_by("created_at", "pk")),
-        "rubric": RUBRIC,
-        "review_form": review_form if (can_review or review_form is not None) else None,
-        "comment_form": comment_form or CommentForm(initial=prefill),
-        "can_comment": is_author or (maintainer and proposal.state != State.DRAFT),
-        "can_withdraw": is_author and not proposal.is_final,
-        "withdraw_form": WithdrawForm(),
-        "can_revise": is_author and proposal.state in (State.DRAFT, State.CHANGES_REQUESTED),
-        "code_step_url": _code_step_url(proposal),
-        "waiting": selectors.proposal_waiting(proposal),
-        "meta_rows": _meta_rows(proposal),
-    }
+    return prefill
 
 
 _META_FIELDS = (
@@ -362,26 +400,50 @@ _META_FIELDS = (
     ("license", "License"),
     ("github_url", "Code repository"),
     ("commit", "Commit"),
+    ("code_commit", "Commit"),
     ("first_commit_date", "First commit"),
     ("last_commit_date", "Last commit"),
 )
+#: keys shown elsewhere on the page or not meant for people
+_META_HIDDEN = frozenset(
+    {"id", "annotated_file_paths", "context_file_paths", "extra", "extra_order", "license_text"}
+)
+
+
+def _meta_text(value: Any) -> str:
+    """A metadata value as words: a list as its items, anything else as text (at most 500 characters)."""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value)[:500]
+    return str(value)[:500]
+
+
+def _license_text(meta: dict[str, Any]) -> str:
+    """The license's name (``forms.LICENSES``), or the text given for "other"."""
+    license_id = str(meta.get("license") or "")
+    if license_id == "other":
+        return str(meta.get("license_text") or "other")[:500]
+    return dict(LICENSES).get(license_id, license_id)
 
 
 def _meta_rows(proposal: Proposal) -> list[tuple[str, str, bool]]:
-    """(label, value, is_link) for the metadata the proposal has; links only for http(s) URLs."""
-    meta = proposal.meta or {}
+    """(label, value, is_link) for the metadata the proposal has, the registry entry's ``extra`` keys (the
+    license, the code's commit) as rows of their own; links only for http(s) URLs. No dict is ever shown
+    as Python text: an unknown key with a mapping value is left out."""
+    stored = proposal.meta or {}
+    extra = stored.get("extra") if isinstance(stored.get("extra"), dict) else {}
+    meta = {**extra, **{k: v for k, v in stored.items() if v not in (None, "", [], {})}}
     rows = []
     for key, label in _META_FIELDS:
         value = meta.get(key)
-        if value in (None, "", []):
+        if value in (None, "", []) or (key == "code_commit" and meta.get("commit")):
             continue
-        text = str(value)
+        text = _license_text(meta) if key == "license" else _meta_text(value)
         rows.append((label, text, text.startswith(("https://", "http://"))))
-    known = {key for key, _ in _META_FIELDS} | {"id", "annotated_file_paths", "context_file_paths"}
+    known = {key for key, _ in _META_FIELDS} | _META_HIDDEN
     for key in sorted(set(meta) - known):
         value = meta[key]
-        if value not in (None, "", [], {}):
-            rows.append((key.replace("_", " ").capitalize(), str(value)[:500], False))
+        if value not in (None, "", [], {}) and not isinstance(value, dict):
+            rows.append((key.replace("_", " ").capitalize(), _meta_text(value), False))
     return rows
 
 
@@ -391,10 +453,10 @@ def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
     """The proposal's page for its author and the maintainers; an htmx poll gets the validation fragment."""
     proposal = _proposal_or_404(request, proposal_id)
     if request.htmx and request.htmx.target == "validation-status":
+        # The validation section, and (out of band) the header's status and the next step, which it moves.
         revision = latest_submitted_revision(proposal)
-        return render(
-            request, "contributions/proposal_detail.html#validation", _validation_context(proposal, revision)
-        )
+        context = {**_validation_context(proposal, revision), **_status_context(request, proposal)}
+        return render(request, "contributions/proposal_poll.html", context)
     return render(request, "contributions/proposal_detail.html", _page_context(request, proposal))
 
 
@@ -447,7 +509,7 @@ def proposal_comment(request: HttpRequest, proposal_id: int) -> HttpResponse:
 def proposal_review_submit(request: HttpRequest, proposal_id: int) -> HttpResponse:
     proposal = _proposal_or_404(request, proposal_id)
     if not is_maintainer(request.user):
-        return HttpResponse("Only maintainers review proposals.", status=403)
+        raise PermissionDenied("Only maintainers review proposals.")
     form = _review_form(proposal, viewer=request.user, data=request.POST)
 
     def act() -> tuple[str, str]:
@@ -510,10 +572,9 @@ def review_queue(request: HttpRequest) -> HttpResponse:
             "waiting_longer_than": timedelta(days=data["waiting"]) if data["waiting"] is not None else None,
             "search": data["q"] or "",
         }
-    rows = list(selectors.proposal_review_queue(**filters)[:200])
     context = {
         "form": form,
-        "rows": [(p, selectors.proposal_waiting(p)) for p in rows],
+        "rows": selectors.proposal_queue_rows(limit=200, **filters),
         "filtered": bool(filters),
     }
     template = "contributions/review_queue.html"

@@ -1,14 +1,23 @@
-"""Pset folders for the catalogue tests: the examples (copied), the hostile fixture, small hand-made ones."""
+"""Shared by the contributions tests: pset folders for the catalogue tests (the examples, copied; the
+hostile fixture; small hand-made ones) and the helpers of the workflow's service tests (maintainers, the
+signal that queues a validation, a proposal's history, findings)."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import Permission
 
-from researchcodebench.pset import read_pset, task_files
+from contributions.models import Proposal
+from contributions.services.proposals import RUBRIC_KEYS
+from contributions.signals import revision_submitted
+from researchcodebench.pset import PaperMeta, read_pset, task_files
+from researchcodebench.validation import Finding
+from tests.factories import UserFactory
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "pset"
@@ -110,3 +119,53 @@ def all_files(root: Path) -> dict[str, bytes]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and "__pycache__" not in p.parts and not p.name.endswith(".pyc")
     }
+
+
+# ------------------------------------------------------------------------------------------- catalogue
+
+#: a registry entry for the catalogue services' tests
+META = PaperMeta(id="alpha", title="Alpha", arxiv_abs="https://arxiv.org/pdf/2401.00001v3.pdf", venue="")
+
+
+# ------------------------------------------------------------------------------------------- workflow
+
+State = Proposal.State
+ALL_CHECKED = {key: True for key in RUBRIC_KEYS}
+
+FLAKY = Finding(
+    check="flaky", severity="error", message="reference passed 3 of 5 runs", file="paper2code_test.py"
+)
+
+
+@pytest.fixture
+def queued(request):
+    """The revision ids ``revision_submitted`` was sent for (the signal the evaluation app answers)."""
+    sent: list[int] = []
+
+    def listener(sender, *, revision_id, **kwargs):
+        sent.append(revision_id)
+
+    revision_submitted.connect(listener, weak=False, dispatch_uid="test-proposals-queued")
+    request.addfinalizer(lambda: revision_submitted.disconnect(dispatch_uid="test-proposals-queued"))
+    return sent
+
+
+def make_maintainer():
+    """A user holding the review permission directly (the "maintainers" group grants the same)."""
+    user = UserFactory(email=f"maintainer{next(_keys)}@example.org")
+    user.user_permissions.add(
+        Permission.objects.get(content_type__app_label="contributions", codename="review_proposal")
+    )
+    return user
+
+
+@pytest.fixture
+def maintainer():
+    return make_maintainer()
+
+
+_keys = itertools.count()
+
+
+def states(proposal: Proposal) -> list[tuple[str, str]]:
+    return list(proposal.events.order_by("pk").values_list("from_state", "to_state"))

@@ -4,6 +4,9 @@ imports are recorded as approved by the operator; the papers pages credit the co
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import git
 import pytest
 from django.core.management import CommandError, call_command
@@ -16,6 +19,7 @@ from contributions.services import (
     version_file_bytes,
 )
 from contributions.services.publishing import proposal_publish
+from contributions.task_folders import revision_task
 from contributions.task_meta import meta_from_json
 from researchcodebench import pset as rcb_pset
 from tests.contributions.conftest import write_small_pset
@@ -123,6 +127,31 @@ def test_a_new_version_of_a_published_task_is_version_2_and_one_more_commit(repo
     assert set(commits[0].stats.files) == {"rmsnorm-task/rmsnorm.py"}
     assert tree_files(repo.head.commit)["rmsnorm-task/rmsnorm.py"] == changed
     assert_repo_is_the_published_versions(repo)
+
+
+def test_a_published_version_is_what_the_folder_reader_gives_for_the_revisions_files(repo_dir, publish):
+    # Publishing builds the task in memory: files, hashes and parsed snippets are byte for byte what
+    # reading the revision's materialised folder gives (line endings, litter and a nested file included).
+    crlf = example_upload().files["rmsnorm.py"].replace(b"\n", b"\r\n")
+    litter = {"__pycache__/rmsnorm.cpython-311.pyc": b"\x00compiled", "notes/old.pyc": b"\x00"}
+    proposal = publish(**{"rmsnorm.py": crlf, "notes/README.txt": b"kept\n", **litter})
+    version = proposal.published_version
+    folder_task = revision_task(revision=selectors.latest_submitted_revision(proposal))
+    folder = Path(folder_task.root)
+    on_disk = {rel: (folder / rel).read_bytes() for rel in rcb_pset.task_files(folder)}
+
+    assert "notes/README.txt" in on_disk and not set(litter) & set(on_disk)
+    assert version_file_bytes(task_version=version) == on_disk
+    assert version.files == {rel: hashlib.sha256(data).hexdigest() for rel, data in on_disk.items()}
+    assert version.content_hash == rcb_pset.content_hash(folder)
+    assert (version.manifest, version.paper_file) == (folder_task.manifest.to_dict(), folder_task.paper_file)
+    assert version.validation_report == [issue.to_dict() for issue in folder_task.issues]
+    assert version.total_lines == sum(s.lines for s in folder_task.snippets)
+    fields = ("name", "file", "start_line", "end_line", "lines", "indent", "depth", "code", "parent__name")
+    assert list(version.snippets.order_by("ordinal").values_list(*fields)) == [
+        (s.name, s.file, s.start_line, s.end_line, s.lines, s.indent, s.depth, s.code, s.parent)
+        for s in folder_task.snippets
+    ]
 
 
 def test_only_an_approved_proposal_is_published(repo_dir, contributor, maintainer):
@@ -281,7 +310,7 @@ def test_the_papers_pages_credit_the_contributor_and_not_the_operator(
 ):
     call_command("import_pset", str(write_small_pset(tmp_path / "p", ids=("alpha",))), "--release", "r1")
     proposal = publish()
-    papers = client.get(reverse("contributions:paper_list")).content.decode()
+    papers = client.get(reverse("leaderboard:papers")).content.decode()
     assert papers.count("Contributed by Ada Lovelace") == 1
     assert "Contributed by operator" not in papers
     page = client.get(reverse("leaderboard:paper", args=[proposal.task_key]))

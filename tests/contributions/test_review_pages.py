@@ -375,13 +375,11 @@ def test_xss_in_comments_review_bodies_and_titles_is_escaped(client, payload):
 
 def test_a_hostile_file_name_is_escaped_in_the_code_viewer(client):
     name = "x<script>alert(1)</script>.py"
-    files = dict(example_upload().files)
-    files[name] = b"print('hi')\n"
     proposal = proposal_draft()
     revision_create(
         proposal=proposal,
         by=proposal.author,
-        intake_result=type(example_upload())(files=files),
+        intake_result=example_upload(**{name: b"print('hi')\n"}),
         manifest=EXAMPLE_MANIFEST,
     )
     client.force_login(proposal.author)
@@ -485,7 +483,7 @@ def test_a_rejection_records_the_reason_in_the_history(client):
     proposal.refresh_from_db()
     assert proposal.state == State.REJECTED
     history = page(client, proposal).content.decode().split('id="history"', 1)[1]
-    assert "ready_for_review → rejected" in history and "Not a research paper." in history
+    assert "ready for review → rejected" in history and "Not a research paper." in history
 
 
 # -------------------------------------------------------------------------------------- notifications
@@ -566,5 +564,5 @@ def test_streamed_stages_are_summarised_in_words_not_raw_records(client):
 
 
 def test_the_code_stylesheet_matches_the_installed_pygments():
-    css = (REPO / "static" / "css" / "review.css").read_text()
+    css = (REPO / "static" / "css" / "code.css").read_text()
     assert HtmlFormatter(style="default").get_style_defs(".hl") in css

@@ -1,4 +1,5 @@
-"""The catalogue's write services other apps call: papers, tasks, metadata-only versions, releases."""
+"""The catalogue's write services other apps call (``contributions/services/catalogue.py``): papers,
+tasks, metadata-only versions and the task row lock that numbers versions."""
 
 from __future__ import annotations
 
@@ -8,12 +9,11 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from contributions import services
-from contributions.models import Paper, Release, Task, TaskVersion
+from contributions.models import Task, TaskVersion
 from researchcodebench.pset import PaperMeta, read_pset
+from tests.contributions.conftest import META
 
 pytestmark = pytest.mark.django_db
-
-META = PaperMeta(id="alpha", title="Alpha", arxiv_abs="https://arxiv.org/pdf/2401.00001v3.pdf", venue="")
 
 
 def _task(key: str = "alpha") -> Task:
@@ -106,35 +106,3 @@ def test_creating_a_version_holds_the_task_row_lock_until_commit():
     after.join()
 
     assert outcome == ["locked", "acquired"]
-
-
-def test_release_get_or_create_refuses_a_name_that_is_not_a_slug():
-    with pytest.raises(services.CatalogueError, match="release name 'a b' is not valid"):
-        services.release_get_or_create(name="a b")
-    assert not Release.objects.exists()
-
-
-def test_release_becomes_the_default_only_when_there_is_none():
-    first, created = services.release_get_or_create(name="first", title="First", description="d")
-    second, _ = services.release_get_or_create(name="second")
-
-    assert created and (first.title, first.description) == ("First", "d")
-    assert services.release_set_default_if_none(release=first)
-    assert not services.release_set_default_if_none(release=second)
-    assert list(Release.objects.filter(is_default=True).values_list("name", flat=True)) == ["first"]
-
-
-def test_release_entry_keeps_the_version_a_release_already_holds_for_a_task(small_pset):
-    imported = services.task_version_import(task=read_pset(small_pset()).task("alpha"))
-    other, _ = services.task_version_create_metadata_only(
-        task=imported.task, content_hash="o" * 64, meta=META, snippets=[]
-    )
-    release, _ = services.release_get_or_create(name="r")
-
-    _entry, created = services.release_entry_get_or_create(release=release, task_version=imported, position=0)
-    entry, created_again = services.release_entry_get_or_create(
-        release=release, task_version=other, position=1
-    )
-
-    assert (created, created_again) == (True, False)
-    assert entry.task_version_id == imported.pk and Paper.objects.count() == 1

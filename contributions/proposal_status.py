@@ -1,0 +1,215 @@
+"""The one place a proposal's state becomes words: what its author and the maintainers are told it is, what
+each should do next, and how a validation ended.
+
+A ``Proposal.state`` alone does not say enough: a proposal ready for review may still have a snippet its
+test does not check, and one with changes requested may be waiting for a fix of its validation's errors,
+for an answer to a review, or for a submission the portal could not validate. ``status_of`` derives one
+``ProposalStatus`` from the state and the validation of the revision under review, and
+``validation_outcome`` one ``ValidationOutcome`` from that validation; every page (the proposal's page and
+its live updates, the review queue, the author's list, the form's steps) shows these, never the raw state.
+``selectors.proposal_status`` and ``selectors.proposal_queue_rows`` read what they need.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from contributions.models import Proposal, ProposalRevision
+
+State = Proposal.State
+VStatus = ProposalRevision.ValidationStatus
+
+#: Validation findings a maintainer may accept with a written reason (per snippet): a snippet whose test
+#: does not notice a wrong fill. Every other error finding sends the proposal back to its author.
+OVERRIDABLE_CHECKS = frozenset({"mutation"})
+
+#: How to fix an error of each check of the validation battery (docs/validation.md), shown to the author.
+FIX_HINTS: Mapping[str, str] = {
+    "mutation": "Make the test assert on the value the snippet computes (its result, not only that the code "
+    "runs), so that a wrong implementation of the snippet fails the test.",
+    "annotations": "Fix the paper2code tags the report points at: every tag opened is closed, names are unique.",
+    "oracle": "Keep the reference implementation out of the files a model is shown.",
+    "sandbox": "Make the reference pass the test in the sandbox: the report's evidence shows the run's output.",
+    "timeout": "Make the test faster, so that the reference and the wrong fills run within the time limit.",
+}
+#: The hint for a check ``FIX_HINTS`` does not name.
+GENERIC_HINT = "Fix what each error below says, then upload a new revision."
+
+#: key -> (label, tone): the words of every status. A label may name ``{n}`` (a count) and ``{s}`` ("" or
+#: "s"); the tone is the badge's colour (``badge tone-<tone>`` in review.css).
+STATUS_WORDS: Mapping[str, tuple[str, str]] = {
+    "draft": ("Draft", "neutral"),
+    "waiting": ("Waiting for validation", "info"),
+    "validating": ("Validating", "info"),
+    "ready": ("Ready for review", "ok"),
+    "needs_fix": ("Needs a fix: {n} snippet{s} not checked by its test", "warn"),
+    "validation_failed": ("Validation failed", "bad"),
+    "could_not_run": ("Validation could not run", "bad"),
+    "changes_requested": ("Changes requested", "warn"),
+    "revising": ("Changes requested: revision {n} not submitted yet", "info"),
+    "approved": ("Approved", "ok"),
+    "published": ("Published", "ok"),
+    "rejected": ("Rejected", "bad"),
+    "withdrawn": ("Withdrawn", "neutral"),
+}
+
+#: key -> (the author's next step, the maintainers' next step); "" where there is nothing to do.
+NEXT_STEPS: Mapping[str, tuple[str, str]] = {
+    "draft": ("Finish the form's steps and submit the proposal.", ""),
+    "waiting": (
+        "Nothing to do: the portal validates the revision in its sandbox; this page updates by itself.",
+        "Wait for the validation.",
+    ),
+    "validating": (
+        "Nothing to do: the portal validates the revision in its sandbox; this page updates by itself.",
+        "Wait for the validation.",
+    ),
+    "ready": ("Nothing to do: a maintainer reviews the proposal next.", "Review it."),
+    "needs_fix": (
+        "Make the test check each snippet named below, then upload a new revision. A maintainer may instead "
+        "accept a snippet as unchecked, with a written reason.",
+        "Review it: approve only with a reason for each unchecked snippet, or request a fix.",
+    ),
+    "validation_failed": ("Fix the errors listed under Validation, then upload a new revision.", ""),
+    "could_not_run": (
+        "Submit the same revision again: the validation failed for a reason of the portal's, not the task's.",
+        "",
+    ),
+    "changes_requested": ("Read the review below, then upload a new revision.", ""),
+    "revising": ("Continue the form and submit the new revision.", "Wait for the author's new revision."),
+    "approved": ("Nothing to do: the task is being published.", ""),
+    "published": ("Nothing to do: the task is in the benchmark.", ""),
+    "rejected": ("", ""),
+    "withdrawn": ("", ""),
+}
+
+
+@dataclass(frozen=True)
+class ProposalStatus:
+    """What a proposal is, in the words every page shows: ``key`` (a ``STATUS_WORDS`` key), ``label`` and
+    ``tone``; ``author_step`` and ``maintainer_step`` (what each should do next, "" for nothing);
+    ``hints`` (how to fix each kind of error, for the author); ``unchecked`` (the snippets the test does not
+    check) and ``errors`` (the error findings no review can accept)."""
+
+    key: str
+    label: str
+    tone: str
+    author_step: str
+    maintainer_step: str
+    hints: tuple[str, ...] = ()
+    unchecked: tuple[str, ...] = ()
+    errors: int = 0
+
+
+@dataclass(frozen=True)
+class ValidationOutcome:
+    """How a revision's validation ended, or where it is: ``label`` and ``tone`` as ``ProposalStatus``."""
+
+    label: str
+    tone: str
+
+
+def report_errors(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The error findings of a report (``ValidationReport.to_dict()`` form)."""
+    return [f for f in report.get("findings") or [] if isinstance(f, dict) and f.get("severity") == "error"]
+
+
+def is_overridable(finding: Mapping[str, Any]) -> bool:
+    """Whether a maintainer may accept this error finding (a snippet the test does not check)."""
+    return finding.get("check") in OVERRIDABLE_CHECKS and bool(finding.get("snippet"))
+
+
+def report_overridable(report: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Snippet name -> its error findings a maintainer may accept ("not checked by the test")."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for finding in report_errors(report):
+        if is_overridable(finding):
+            out.setdefault(str(finding["snippet"]), []).append(finding)
+    return out
+
+
+def report_blocking(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The error findings of a report that no review can accept."""
+    return [f for f in report_errors(report) if not is_overridable(f)]
+
+
+def _words(key: str, n: int = 0) -> tuple[str, str]:
+    label, tone = STATUS_WORDS[key]
+    return label.format(n=n, s="" if n == 1 else "s"), tone
+
+
+def validation_outcome(*, status: str | None, report: Mapping[str, Any] | None) -> ValidationOutcome:
+    """The words of a validation: "Passed", "1 snippet not checked by its test", "Failed: 2 errors",
+    "Could not run", "Running", "Waiting"; "Not submitted" without a submitted revision (``status`` None)."""
+    report = report or {}
+    if status is None:
+        return ValidationOutcome("Not submitted", "neutral")
+    if status == VStatus.PENDING:
+        return ValidationOutcome("Waiting", "info")
+    if status == VStatus.RUNNING:
+        return ValidationOutcome("Running", "info")
+    if status == VStatus.ERROR:
+        return ValidationOutcome("Could not run", "bad")
+    blocking, unchecked = report_blocking(report), report_overridable(report)
+    if status == VStatus.PASSED or not (blocking or unchecked):
+        return ValidationOutcome("Passed", "ok")
+    if blocking:
+        return ValidationOutcome(f"Failed: {len(blocking)} error{'' if len(blocking) == 1 else 's'}", "bad")
+    n = len(unchecked)
+    return ValidationOutcome(f"{n} snippet{'' if n == 1 else 's'} not checked by its test", "warn")
+
+
+def _hints(findings: list[dict[str, Any]]) -> tuple[str, ...]:
+    checks = list(dict.fromkeys(str(f.get("check") or "") for f in findings))
+    return tuple(dict.fromkeys(FIX_HINTS.get(check, GENERIC_HINT) for check in checks))
+
+
+def _key_of(*, state: str, status: str | None, blocking: int, unchecked: int, revising: int | None) -> str:
+    if state == State.READY_FOR_REVIEW:
+        return "needs_fix" if unchecked else "ready"
+    if state == State.CHANGES_REQUESTED:
+        if revising is not None:
+            return "revising"
+        if status == VStatus.ERROR:
+            return "could_not_run"
+        return "validation_failed" if status == VStatus.FAILED and blocking else "changes_requested"
+    return {State.SUBMITTED: "waiting", State.VALIDATING: "validating"}.get(state, str(state))
+
+
+def status_of(
+    *,
+    state: str,
+    validation_status: str | None,
+    report: Mapping[str, Any] | None,
+    revising: int | None = None,
+) -> ProposalStatus:
+    """The status of a proposal in ``state`` whose revision under review (the newest submitted one) has
+    ``validation_status`` and ``report`` (None and None before the first submission); ``revising`` is the
+    number of a newer revision not submitted yet (None when there is none)."""
+    report = report or {}
+    blocking, unchecked = report_blocking(report), report_overridable(report)
+    key = _key_of(
+        state=state,
+        status=validation_status,
+        blocking=len(blocking),
+        unchecked=len(unchecked),
+        revising=revising,
+    )
+    count = {"needs_fix": len(unchecked), "revising": revising or 0}.get(key, 0)
+    label, tone = _words(key, count)
+    if key == "validation_failed":
+        label = f"{label}: {len(blocking)} error{'' if len(blocking) == 1 else 's'}"
+    author_step, maintainer_step = NEXT_STEPS[key]
+    shown = {"validation_failed": blocking, "needs_fix": [f for fs in unchecked.values() for f in fs]}
+    return ProposalStatus(
+        key=key,
+        label=label,
+        tone=tone,
+        author_step=author_step,
+        maintainer_step=maintainer_step,
+        hints=_hints(shown.get(key, [])),
+        unchecked=tuple(sorted(unchecked)),
+        errors=len(blocking),
+    )
