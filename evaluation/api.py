@@ -14,7 +14,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -24,7 +24,7 @@ from contributions.authentication import ApiTokenAuthentication
 from contributions.models import Release
 from evaluation import selectors
 from evaluation.board_links import run_board_url
-from evaluation.exports import CSVRenderer
+from evaluation.exports import CSVRenderer, FastJSONRenderer
 from evaluation.models import Completion, EvaluationRun, LanguageModel
 from evaluation.serializers import (
     ErrorListOutput,
@@ -83,7 +83,7 @@ class RunUploadApi(APIView):
             upload = predictions_upload(
                 release=release,
                 file=data["file"],
-                template=data["template"],
+                template=data.get("template"),
                 with_paper=data["with_paper"],
                 requester=request.user,
                 model=model,
@@ -148,7 +148,7 @@ def _upload_errors(exc: PredictionsInvalid) -> list[str]:
 # --- The read API of runs and their results ----------------------------------------------------------------
 
 #: JSON, the browsable API and CSV (``?format=csv``: one header row, then one row per record)
-READ_RENDERERS = [JSONRenderer, BrowsableAPIRenderer, CSVRenderer]
+READ_RENDERERS = [FastJSONRenderer, BrowsableAPIRenderer, CSVRenderer]
 FORMAT_PARAM = OpenApiParameter(
     "format", str, enum=["json", "csv"], description="json (default) or csv (a file with a header row)"
 )
@@ -188,7 +188,7 @@ class RunListApi(ListAPIView):
 class RunDetailApi(APIView):
     """GET /api/v1/runs/<id>/: one run."""
 
-    renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
+    renderer_classes = [FastJSONRenderer, BrowsableAPIRenderer]
 
     @extend_schema(summary="One evaluation run", responses=RunSerializer)
     def get(self, request: Request, run_id: int) -> Response:

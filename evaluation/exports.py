@@ -1,5 +1,9 @@
 """CSV and JSON exports of every read-API table (the leaderboard's and the runs').
 
+JSON is written by ``FastJSONRenderer``: DRF's ``JSONRenderer`` output (compact, UTF-8, U+2028/U+2029
+escaped, dates and times through DRF's encoder), encoded by orjson, which is 4-5x faster on a board table
+of 10,000 rows (issue 21: a cold table is mostly its encoding).
+
 The API views render their data with ``CSVRenderer`` when asked for ``?format=csv`` (DRF picks the renderer
 from the ``format`` query parameter) and with JSON for ``?format=json``. The same ``table_csv`` function
 serves pages that want a CSV link without going through the API. It lives in ``evaluation``, the lowest app
@@ -19,7 +23,8 @@ import io
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rest_framework.renderers import BaseRenderer
+import orjson
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 
 
 def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -43,7 +48,16 @@ def neutralise(text: str) -> str:
     return f"'{text}" if text.startswith(FORMULA_STARTS) else text
 
 
+#: the value types a cell is written from directly (a table's rows are mostly these)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _cell(value: Any) -> str:
+    kind = type(value)
+    if kind is str:
+        return neutralise(value)
+    if kind is int or kind is float:
+        return str(value)
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -58,7 +72,11 @@ def _cell(value: Any) -> str:
 def table_csv(records: Iterable[Mapping[str, Any]], columns: list[str] | None = None) -> str:
     """Records as CSV text with a header row. ``columns`` fixes the columns (and their order); by default
     every key seen, in first-seen order. An empty table still has its header when ``columns`` is given."""
-    rows = [flatten(r) for r in records]
+    # A flat record (only scalar values, string keys: most tables) is read as is; flattening copies it.
+    rows = [
+        r if all(type(v) in _SCALARS for v in r.values()) and all(type(k) is str for k in r) else flatten(r)
+        for r in records
+    ]
     if columns is None:
         columns = []
         for row in rows:
@@ -71,7 +89,7 @@ def table_csv(records: Iterable[Mapping[str, Any]], columns: list[str] | None = 
     writer.writerow(columns)
     for row in rows:
         cells = [_cell(row.get(c)) for c in columns]
-        (quoted if any("\r" in c for c in cells) else writer).writerow(cells)
+        (quoted if "\r" in "".join(cells) else writer).writerow(cells)
     return buf.getvalue()
 
 
@@ -105,3 +123,35 @@ class CSVRenderer(BaseRenderer):
             name = getattr(view, "export_name", "export")
             response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
         return table_csv(records_of(data), columns).encode(self.charset)
+
+
+#: orjson leaves dates and times to DRF's encoder (``Z`` for UTC, milliseconds), as DRF's renderer writes them
+_ORJSON_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_NON_STR_KEYS
+
+
+class FastJSONRenderer(JSONRenderer):
+    """``JSONRenderer`` encoded by orjson. An indented answer (``; indent=`` in the Accept header), a
+    setting away from DRF's defaults (``COMPACT_JSON``, ``UNICODE_JSON``, ``STRICT_JSON``) or a value
+    orjson refuses goes to DRF's own renderer. The output is DRF's byte for byte, with two exceptions: a
+    float under 1e-4 is the same number written differently (``1e-7`` where Python writes ``1e-07``),
+    and a non-finite float, which DRF refuses to write (a server error), is written as ``null``."""
+
+    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: dict | None = None):
+        if data is None:
+            return b""
+        renderer_context = renderer_context or {}
+        plain = (
+            self.compact
+            and not self.ensure_ascii
+            and self.strict
+            and self.get_indent(accepted_media_type, renderer_context) is None
+        )
+        if plain:
+            try:
+                out = orjson.dumps(data, default=self.encoder_class().default, option=_ORJSON_OPTIONS)
+            except (TypeError, orjson.JSONEncodeError):
+                pass  # a value only DRF's encoder takes (a huge int, a non-finite float): DRF renders it
+            else:
+                # As DRF does: U+2028 and U+2029 are valid JSON but end a line in JavaScript.
+                return out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+        return super().render(data, accepted_media_type, renderer_context)

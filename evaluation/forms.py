@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from contributions.models import Release
+from contributions.selectors import releases_runnable
 from evaluation import llm
 from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services.estimates import MAX_SAMPLES, RunDefaults, release_run_defaults
@@ -188,11 +189,13 @@ def _paper_field(help_text: str, *, required: bool = True) -> forms.ChoiceField:
 
 
 def _preselect_release_defaults(form: forms.Form, release_name: str | None) -> None:
-    """Preselect the template and paper setting of the release the unbound form shows (the one named,
-    else the first of the list: the default release)."""
+    """Preselect the release the unbound form shows and its template and paper setting: the one named,
+    else the first runnable release (every task version has its files: the default release when it is
+    runnable), else the first of the list."""
     queryset = form.fields["release"].queryset
     release = queryset.filter(name=release_name).first() if release_name else None
-    defaults = release_run_defaults(release=release or queryset.first())
+    release = release or releases_runnable().first() or queryset.first()
+    defaults = release_run_defaults(release=release)
     form.initial.setdefault("release", release.name if release else None)
     form.initial.setdefault("template", defaults.template)
     form.initial.setdefault("with_paper", defaults.paper)

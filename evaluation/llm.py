@@ -12,10 +12,9 @@ Egress: a model row is staff input, so what it may make the portal send, and whe
 value sent out), the endpoint's host must be in ``settings.RCB_LLM_ALLOWED_HOSTS``, and no redirect is
 followed (a redirect could take the key and the prompt to a host the allow-list never saw).
 
-Retries: rate limits (429), overload (503, 529), other 5xx, timeouts and connection errors are retried with
-capped exponential backoff (``BACKOFF_BASE_S * 2**n``, at most ``BACKOFF_CAP_S``); a ``Retry-After`` header
-(seconds or an HTTP date) on 429/503 replaces the computed wait (capped by ``RETRY_AFTER_CAP_S``). Other
-4xx errors (bad key, unknown model) fail at once.
+Retries follow the core's rules (``researchcodebench.chat``, which ``rcb generate`` uses too): rate limits
+(429), overload (503, 529), other 5xx, timeouts and connection errors are retried with capped exponential
+backoff, a ``Retry-After`` header on 429/503 replaces the computed wait; other 4xx errors fail at once.
 
 Concurrency: at most ``model.max_concurrency`` requests per provider endpoint *in one process* (a
 semaphore per (provider, base URL)). Across processes the generation lease (``lease_acquire``) caps the
@@ -24,7 +23,6 @@ number of completions of one model generating at the same time, using the databa
 
 from __future__ import annotations
 
-import email.utils
 import fnmatch
 import threading
 import time
@@ -39,8 +37,18 @@ from django.conf import settings
 from django.utils.http import is_same_domain
 
 from researchcodebench import outbound
+from researchcodebench.chat import (
+    BACKOFF_BASE_S,
+    MAX_REQUESTS,
+    REQUEST_TIMEOUT_S,
+    RETRY_STATUSES,
+    backoff_s,
+    hinted_wait_s,
+)
 
 if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
+
     from evaluation.models import LanguageModel
 
 #: Default OpenAI-compatible endpoints per provider (``LanguageModel.base_url`` overrides them).
@@ -58,13 +66,6 @@ PROVIDER_BASE_URLS: dict[str, str] = {
 LOCAL_PROVIDERS = ("vllm", "ollama")
 #: The portal's own secrets: never an API key variable, whatever RCB_LLM_KEY_ENV_PATTERN allows.
 PORTAL_SECRETS = frozenset({"DJANGO_SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL", "RCB_CACHE_URL"})
-
-MAX_REQUESTS = 5
-BACKOFF_BASE_S = 1.0
-BACKOFF_CAP_S = 30.0
-RETRY_AFTER_CAP_S = 120.0
-REQUEST_TIMEOUT_S = 300.0
-RETRY_STATUSES = (408, 409, 429, 500, 502, 503, 504, 529)
 
 
 class LLMError(RuntimeError):
@@ -207,29 +208,6 @@ def cost_of(model: LanguageModel, input_tokens: int | None, output_tokens: int |
     ) / million
 
 
-def retry_after_s(headers: Any) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta seconds or an HTTP date), or None."""
-    if headers is None:
-        return None
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def backoff_s(attempt: int, base_s: float = BACKOFF_BASE_S) -> float:
-    """The wait after failed request number ``attempt`` (1-based): capped exponential."""
-    return min(BACKOFF_CAP_S, base_s * 2 ** (attempt - 1))
-
-
 _semaphores: dict[tuple[str, str], threading.BoundedSemaphore] = {}
 _semaphores_lock = threading.Lock()
 
@@ -275,6 +253,44 @@ def _request_options(model: LanguageModel, temperature: float | None) -> dict[st
     return kwargs
 
 
+def _status_error(exc: openai.APIStatusError, *, base_url: str, attempt: int) -> tuple[str, float | None]:
+    """A retryable HTTP error status as (the error, the wait its ``Retry-After`` asks for or None);
+    ``LLMError`` for a redirect (never followed) or a status that is not retried."""
+    status = exc.status_code
+    if 300 <= status < 400:
+        target = _short(exc.response.headers.get("location") or "nowhere", 200)
+        raise LLMError(
+            f"{base_url} answered HTTP {status} (a redirect to {target}); the redirect was "
+            "refused: the portal follows no redirects, set the base URL to the final endpoint",
+            requests=attempt,
+        ) from exc
+    error = f"HTTP {status} from {base_url}: {_short(exc)}"
+    if status not in RETRY_STATUSES:
+        raise LLMError(error, requests=attempt) from exc
+    return error, hinted_wait_s(status, exc.response.headers)
+
+
+def _chat_result(
+    model: LanguageModel, response: ChatCompletion, *, latency_s: float, requests: int, waited_s: float
+) -> ChatResult:
+    """An answered request's text (empty when it has none), tokens and their cost."""
+    choice = response.choices[0] if response.choices else None
+    content = (choice.message.content if choice and choice.message else None) or ""
+    usage = response.usage
+    tokens_in = usage.prompt_tokens if usage else None
+    tokens_out = usage.completion_tokens if usage else None
+    return ChatResult(
+        content=content,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cost_usd=cost_of(model, tokens_in, tokens_out),
+        latency_s=latency_s,
+        requests=requests,
+        waited_s=waited_s,
+        finish_reason=choice.finish_reason if choice else None,
+    )
+
+
 def chat_complete(
     *,
     model: LanguageModel,
@@ -306,42 +322,14 @@ def chat_complete(
                     **kwargs,
                 )
             except openai.APIStatusError as exc:
-                status = exc.status_code
-                if 300 <= status < 400:
-                    target = _short(exc.response.headers.get("location") or "nowhere", 200)
-                    raise LLMError(
-                        f"{base_url} answered HTTP {status} (a redirect to {target}); the redirect was "
-                        "refused: the portal follows no redirects, set the base URL to the final endpoint",
-                        requests=attempt,
-                    ) from exc
-                last_error = f"HTTP {status} from {base_url}: {_short(exc)}"
-                if status not in RETRY_STATUSES:
-                    raise LLMError(last_error, requests=attempt) from exc
-                if status in (429, 503):
-                    hinted = retry_after_s(exc.response.headers)
-                    if hinted is not None:
-                        wait = min(hinted, RETRY_AFTER_CAP_S)
+                last_error, wait = _status_error(exc, base_url=base_url, attempt=attempt)
             except openai.APITimeoutError:
                 last_error = f"timed out after {timeout_s:g}s waiting for {base_url}"
             except openai.APIConnectionError as exc:
                 last_error = f"cannot connect to {base_url}: {_short(exc)}"
             else:
                 latency = time.monotonic() - started
-                choice = response.choices[0] if response.choices else None
-                content = (choice.message.content if choice and choice.message else None) or ""
-                usage = response.usage
-                tokens_in = usage.prompt_tokens if usage else None
-                tokens_out = usage.completion_tokens if usage else None
-                return ChatResult(
-                    content=content,
-                    input_tokens=tokens_in,
-                    output_tokens=tokens_out,
-                    cost_usd=cost_of(model, tokens_in, tokens_out),
-                    latency_s=latency,
-                    requests=attempt,
-                    waited_s=waited,
-                    finish_reason=choice.finish_reason if choice else None,
-                )
+                return _chat_result(model, response, latency_s=latency, requests=attempt, waited_s=waited)
         if attempt == max_requests:
             break
         delay = wait if wait is not None else backoff_s(attempt, backoff_base_s)

@@ -249,6 +249,20 @@ class Completion(models.Model):
     lease_owner = models.CharField(max_length=255, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True, db_index=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Memorisation (researchcodebench.memorisation, docs/scoring.md#memorisation): measured when the verdict
+    # is recorded; all None when there was nothing to compare (no code, or no reference code)
+    overlap_reference_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="normalised tokens of the reference snippet"
+    )
+    overlap_longest_run = models.PositiveIntegerField(
+        null=True, blank=True, help_text="longest run of normalised tokens shared with the reference"
+    )
+    overlap_ngram_share = models.FloatField(
+        null=True, blank=True, help_text="share of the reference's distinct 5-token sequences in the code"
+    )
+    near_verbatim = models.BooleanField(
+        null=True, blank=True, help_text="reproduces the reference nearly verbatim (None: too short to tell)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -262,6 +276,13 @@ class Completion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}/{self.snippet.name}#{self.completion_idx}"
+
+    @property
+    def overlap_run_share(self) -> float | None:
+        """The longest common run as a share of the reference's tokens (None: not measured)."""
+        if not self.overlap_reference_tokens or self.overlap_longest_run is None:
+            return None
+        return self.overlap_longest_run / self.overlap_reference_tokens
 
 
 class RunEvent(models.Model):
@@ -297,6 +318,29 @@ class RunEvent(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id}: {self.kind}"
+
+
+class ResultsPerMinute(models.Model):
+    """How many verdicts were recorded in one minute for one test queue: the status page's throughput, read
+    from at most an hour of these small rows instead of counting the hour's results.
+
+    ``shard`` spreads one minute of one queue over several rows (the run's id modulo
+    ``evaluation.services.verdicts.THROUGHPUT_SHARDS``), so that concurrent verdicts of different runs rarely
+    wait on the same row; a run's own verdicts already wait on its row lock. Written only by
+    ``test_result_record``; rows older than a few windows are deleted as new minutes begin."""
+
+    minute = models.DateTimeField(help_text="the start of the minute (UTC, seconds and below zero)")
+    queue = models.CharField(max_length=16)
+    shard = models.PositiveSmallIntegerField()
+    results = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["minute", "queue", "shard"], name="resultsperminute_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.minute:%Y-%m-%d %H:%M} {self.queue}/{self.shard}: {self.results}"
 
 
 class TestResult(models.Model):

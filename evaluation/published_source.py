@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from researchcodebench.pset import DATE_KEYS, PaperMeta, PsetError, normalise_date, read_registry_entries
-from researchcodebench.scoring import ResultsFormatError, load_published
+from researchcodebench.scoring import Published, ResultsFormatError, load_published
 
 FIXTURE_FORMAT = "rcb-hub-published/1"
 RELEASE_NAME = "rcb-2025-published"
@@ -186,15 +186,10 @@ def _cost(value: Any, where: str) -> float | None:
         raise PublishedSourceError(f"{where}: not a number: {value!r}") from exc
 
 
-def _read_original(
-    path: Path, raw: dict[str, Any], registry: Mapping[str, Any] | None, registry_where: str
-) -> PublishedSource:
-    try:
-        published = load_published(path)
-    except ResultsFormatError as exc:
-        raise PublishedSourceError(str(exc)) from exc
-    where = str(path)
-    overall = raw.get("overall_scores") or {}
+def _original_models(
+    published: Published, overall: Mapping[str, Any], where: str
+) -> tuple[PublishedModel, ...]:
+    """Each model's metadata, with the request options (``client_kwargs``) that ``load_published`` drops."""
     models = []
     for key, info in published.models.items():
         cfg = (overall.get(key) or {}).get("llm_cfg") or {}
@@ -221,11 +216,15 @@ def _read_original(
                 request_options=dict(options),
             )
         )
-    papers = tuple(
-        _paper_from_entry(key, {**meta, "id": key}, f"{where}: results[{key!r}].paper_metadata")
-        for key, meta in published.papers.items()
-    )
-    # Snippet order and exit codes come from the raw file: load_published keeps neither.
+    return tuple(models)
+
+
+def _original_snippets_and_exit_codes(
+    raw: Mapping[str, Any], where: str
+) -> tuple[dict[str, dict[str, int]], dict[tuple[str, str, str, int], Any]]:
+    """Snippet order with line counts per paper, and each record's raw exit code keyed by (paper, model,
+    snippet, index): ``load_published`` keeps neither. A snippet whose line count differs between records is
+    refused."""
     snippets: dict[str, dict[str, int]] = {}
     exit_codes: dict[tuple[str, str, str, int], Any] = {}
     for paper, entry in raw["results"].items():
@@ -240,6 +239,13 @@ def _read_original(
                             f"snippet_code_line_count {lines} differs from {order[name]} given elsewhere"
                         )
                     exit_codes[(paper, model, name, i)] = rec.get("exit_code")
+    return snippets, exit_codes
+
+
+def _original_records(
+    published: Published, exit_codes: Mapping[tuple[str, str, str, int], Any], where: str
+) -> dict[str, tuple[PublishedRecord, ...]]:
+    """Each model's verdicts with their exit codes (the n-th record of a snippet gets its n-th exit code)."""
     records: dict[str, tuple[PublishedRecord, ...]] = {}
     for model, results in published.results.items():
         seen: dict[tuple[str, str], int] = {}
@@ -257,6 +263,11 @@ def _read_original(
                 ) from exc
             out.append(PublishedRecord(r.task, r.snippet, r.completion_idx, r.passed, exit_code))
         records[model] = tuple(out)
+    return records
+
+
+def _original_scores(published: Published, overall: Mapping[str, Any]) -> dict[str, PublishedScores]:
+    """The line, task and per-paper scores the file states, for models it has overall scores for."""
     scores: dict[str, PublishedScores] = {}
     for key in published.models:
         entry = overall.get(key)
@@ -272,10 +283,31 @@ def _read_original(
             task=float(entry["task_rates"]["mean"]),
             papers=per_paper_scores,
         )
+    return scores
+
+
+def _read_original(
+    path: Path, raw: dict[str, Any], registry: Mapping[str, Any] | None, registry_where: str
+) -> PublishedSource:
+    """The original's ``overall_stats.json``: what ``load_published`` reads, plus what it does not keep."""
+    try:
+        published = load_published(path)
+    except ResultsFormatError as exc:
+        raise PublishedSourceError(str(exc)) from exc
+    where = str(path)
+    overall = raw.get("overall_scores") or {}
+    models = _original_models(published, overall, where)
+    papers = tuple(
+        _paper_from_entry(key, {**meta, "id": key}, f"{where}: results[{key!r}].paper_metadata")
+        for key, meta in published.papers.items()
+    )
+    snippets, exit_codes = _original_snippets_and_exit_codes(raw, where)
+    records = _original_records(published, exit_codes, where)
+    scores = _original_scores(published, overall)
     return PublishedSource(
         path=where,
         format="original overall_stats.json",
-        models=tuple(models),
+        models=models,
         papers=_merge_registry(papers, registry, registry_where),
         snippets={p: tuple(order.items()) for p, order in snippets.items()},
         records=records,
@@ -292,10 +324,8 @@ def _require(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], 
     return value
 
 
-def _read_fixture(
-    path: Path, data: dict[str, Any], registry: Mapping[str, Any] | None, registry_where: str
-) -> PublishedSource:
-    where = str(path)
+def _fixture_models(data: Mapping[str, Any], where: str) -> list[PublishedModel]:
+    """The fixture's ``models``: each an object with at least ``key`` and ``name``."""
     models = []
     for i, entry in enumerate(_require(data, "models", list, where)):
         at = f"{where}: models[{i}]"
@@ -315,12 +345,24 @@ def _read_fixture(
                 request_options=dict(entry.get("request_options") or {}),
             )
         )
+    return models
+
+
+def _fixture_papers(data: Mapping[str, Any], where: str) -> list[PaperMeta]:
+    """The fixture's ``papers``: registry fields under ``key``."""
     papers = []
     for i, entry in enumerate(_require(data, "papers", list, where)):
         at = f"{where}: papers[{i}]"
         if not isinstance(entry, dict):
             raise PublishedSourceError(f"{at}: expected an object")
         papers.append(_paper_from_entry(_require(entry, "key", str, at), entry, at))
+    return papers
+
+
+def _fixture_snippets(
+    data: Mapping[str, Any], where: str
+) -> tuple[dict[str, dict[str, int]], list[tuple[str, str]]]:
+    """The fixture's ``snippets`` as line counts per paper, and their order (the verdict strings' columns)."""
     snippets: dict[str, dict[str, int]] = {}
     order: list[tuple[str, str]] = []
     for i, item in enumerate(_require(data, "snippets", list, where)):
@@ -337,13 +379,30 @@ def _read_fixture(
             raise PublishedSourceError(f"{where}: snippets[{i}]: duplicate snippet {paper}/{name}")
         snippets[paper][name] = lines
         order.append((paper, name))
+    return snippets, order
+
+
+def _fixture_outcomes(data: Mapping[str, Any], where: str) -> dict[str, tuple[bool, int | None]]:
+    """The fixture's ``outcomes``: symbol -> (passed, exit code)."""
     outcomes: dict[str, tuple[bool, int | None]] = {}
     for symbol, entry in _require(data, "outcomes", dict, where).items():
         at = f"{where}: outcomes[{symbol!r}]"
         if len(symbol) != 1 or symbol == NO_RECORD or not isinstance(entry, dict):
             raise PublishedSourceError(f"{at}: expected a one-character symbol mapped to an object")
         outcomes[symbol] = (bool(_require(entry, "passed", bool, at)), entry.get("exit_code"))
-    known = {m.key for m in models}
+    return outcomes
+
+
+def _fixture_records(
+    data: Mapping[str, Any],
+    where: str,
+    *,
+    known: set[str],
+    order: list[tuple[str, str]],
+    outcomes: Mapping[str, tuple[bool, int | None]],
+) -> dict[str, tuple[PublishedRecord, ...]]:
+    """The fixture's ``verdicts`` decoded: per model in ``known``, one string per completion index with one
+    symbol of ``outcomes`` (or ``NO_RECORD``) per snippet of ``order``."""
     records: dict[str, tuple[PublishedRecord, ...]] = {}
     for key, strings in _require(data, "verdicts", dict, where).items():
         at = f"{where}: verdicts[{key!r}]"
@@ -366,6 +425,11 @@ def _read_fixture(
                 paper, name = order[pos]
                 out.append(PublishedRecord(paper, name, idx, passed, exit_code))
         records[key] = tuple(out)
+    return records
+
+
+def _fixture_scores(data: Mapping[str, Any], where: str) -> dict[str, PublishedScores]:
+    """The fixture's ``published_scores`` (optional)."""
     scores = {}
     for key, entry in (data.get("published_scores") or {}).items():
         at = f"{where}: published_scores[{key!r}]"
@@ -374,6 +438,20 @@ def _read_fixture(
             task=float(_require(entry, "task", (int, float), at)),
             papers={p: float(v) for p, v in (entry.get("papers") or {}).items()},
         )
+    return scores
+
+
+def _read_fixture(
+    path: Path, data: dict[str, Any], registry: Mapping[str, Any] | None, registry_where: str
+) -> PublishedSource:
+    """Our ``rcb-hub-published/1`` fixture, each field checked; errors name the field."""
+    where = str(path)
+    models = _fixture_models(data, where)
+    papers = _fixture_papers(data, where)
+    snippets, order = _fixture_snippets(data, where)
+    outcomes = _fixture_outcomes(data, where)
+    records = _fixture_records(data, where, known={m.key for m in models}, order=order, outcomes=outcomes)
+    scores = _fixture_scores(data, where)
     return PublishedSource(
         path=where,
         format=FIXTURE_FORMAT,

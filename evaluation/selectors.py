@@ -11,13 +11,21 @@ from decimal import Decimal
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Count, Min, Q, QuerySet, Sum
+from django.db.models import Count, Min, Prefetch, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from contributions.models import ProposalRevision, Snippet
 from contributions.roles import can_maintain
-from evaluation.models import Completion, EvaluationRun, LanguageModel, RunEvent, TestResult, WorkerHeartbeat
+from evaluation.models import (
+    Completion,
+    EvaluationRun,
+    LanguageModel,
+    ResultsPerMinute,
+    RunEvent,
+    TestResult,
+    WorkerHeartbeat,
+)
 from researchcodebench import scoring
 from researchcodebench.scoring import SnippetResult
 from researchcodebench.screen import CATEGORY as TAMPERING_CATEGORY
@@ -100,6 +108,90 @@ def run_requester_for_viewer(
 
 FINAL_STAGES = (Completion.Stage.DONE, Completion.Stage.FAILED, Completion.Stage.CANCELLED)
 PENDING_STAGES = (Completion.Stage.PENDING_GENERATION, Completion.Stage.PENDING_TEST)
+#: the tiers whose verdicts score the model (an infrastructure verdict never counts for or against it)
+SCORED_TIERS = (TestResult.Tier.NONE, TestResult.Tier.MODEL)
+_OUTCOME_LABELS = dict(TestResult.Outcome.choices)
+#: a failed item of a run: failed generation, an error, or an infrastructure verdict (``run_progress``)
+_ERROR_Q = Q(stage=Completion.Stage.FAILED) | ~Q(error="") | Q(result__outcome=TestResult.Outcome.INFRA_ERROR)
+
+
+@dataclass(frozen=True)
+class RunCounts:
+    """What the run page counts over a run's completions and their verdicts of record, read in one pass
+    (``run_counts``). Stages and outcomes list only those present, like a ``GROUP BY``."""
+
+    stages: dict[str, int]
+    outcomes: dict[str, int]
+    #: sums over the completions, None when none recorded any
+    cost_usd: Decimal | None
+    input_tokens: int | None
+    output_tokens: int | None
+    #: failed items (``_ERROR_Q``), as ``run_progress`` lists them
+    n_errors: int
+    #: failed verdicts of the scored tiers, as ``run_failures`` lists them
+    n_failures: int
+    n_tampering: int
+    #: verdicts whose re-judge was asked for, and passes not re-judged conclusively
+    n_rejudges: int
+    open_passes: int
+    #: per completion index with scored verdicts: (lines passed, lines) and (results passed, results)
+    line_totals: dict[int, tuple[int, int]]
+    task_totals: dict[int, tuple[int, int]]
+
+
+def run_counts(*, run: EvaluationRun) -> RunCounts:
+    """Counts per stage and outcome, cost and tokens, errors, failures, tampering, re-judges and the score's
+    totals of ``run``: one query, grouped by completion index (a few rows), that joins the run's
+    completions to their verdicts once rather than once per figure."""
+    scored = Q(result__tier__in=SCORED_TIERS)
+    passed = scored & Q(result__passed=True)
+    not_agreed = Q(result__rejudge_agreed__isnull=True) | Q(result__rejudge_agreed=False)
+    rows = list(
+        Completion.objects.filter(run=run)
+        .order_by()
+        .values("completion_idx")
+        .annotate(
+            **{f"stage_{v}": Count("id", filter=Q(stage=v)) for v in Completion.Stage.values},
+            **{f"outcome_{v}": Count("id", filter=Q(result__outcome=v)) for v in TestResult.Outcome.values},
+            cost=Sum("cost_usd"),
+            tin=Sum("input_tokens"),
+            tout=Sum("output_tokens"),
+            errors=Count("id", filter=_ERROR_Q),
+            failures=Count("id", filter=scored & Q(result__passed=False)),
+            tampering=Count("id", filter=Q(result__category=TAMPERING_CATEGORY)),
+            rejudges=Count("id", filter=Q(result__rejudge_requested_at__isnull=False)),
+            open_passes=Count("id", filter=Q(result__outcome=TestResult.Outcome.PASSED) & not_agreed),
+            scored=Count("id", filter=scored),
+            passed=Count("id", filter=passed),
+            lines=Sum("snippet__lines", filter=scored),
+            lines_passed=Sum("snippet__lines", filter=passed),
+        )
+    )
+
+    def total(key: str) -> int:
+        return sum(row[key] for row in rows)
+
+    def recorded(key: str) -> int | Decimal | None:
+        values = [row[key] for row in rows if row[key] is not None]
+        return sum(values) if values else None
+
+    stages = {v: n for v in Completion.Stage.values if (n := total(f"stage_{v}"))}
+    outcomes = {v: n for v in TestResult.Outcome.values if (n := total(f"outcome_{v}"))}
+    with_results = [row for row in rows if row["scored"]]
+    return RunCounts(
+        stages=stages,
+        outcomes=outcomes,
+        cost_usd=recorded("cost"),
+        input_tokens=recorded("tin"),
+        output_tokens=recorded("tout"),
+        n_errors=total("errors"),
+        n_failures=total("failures"),
+        n_tampering=total("tampering"),
+        n_rejudges=total("rejudges"),
+        open_passes=total("open_passes"),
+        line_totals={row["completion_idx"]: (row["lines_passed"] or 0, row["lines"]) for row in with_results},
+        task_totals={row["completion_idx"]: (row["passed"], row["scored"]) for row in with_results},
+    )
 
 
 @dataclass(frozen=True)
@@ -116,6 +208,8 @@ class RunError:
     #: where the snippet page is (``leaderboard:snippet``): its paper and exact snippet row
     paper_key: str = ""
     snippet_id: int | None = None
+    #: its verdict of record is harness tampering (``run_progress_for_viewer`` redacts the reason)
+    tampering: bool = False
 
     @property
     def stage_label(self) -> str:
@@ -186,44 +280,30 @@ def _pending_by_queue(qs: QuerySet[Completion]) -> dict[str, int]:
     return counts
 
 
-def run_progress(*, run: EvaluationRun, now: datetime | None = None) -> RunProgress:
-    """Counts per stage and outcome, queue position, ETA, cost and errors of ``run``.
-
-    Queue position: queues are first in, first out, so the items ahead of this run are the pending items
-    of unfinished runs created before it that wait in a queue this run also waits in. The ETA divides the
-    remaining items by this run's throughput over the last ``THROUGHPUT_WINDOW_S`` seconds; before the run
-    has results it uses the throughput of all runs and counts the items ahead too; with no recent results
-    at all it is None (unknown), never a guess.
-    """
-    now = now or timezone.now()
-    items = Completion.objects.filter(run=run)
-    stages = dict(items.order_by().values("stage").annotate(n=Count("id")).values_list("stage", "n"))
-    outcomes = dict(
-        TestResult.objects.filter(completion__run=run)
-        .order_by()
-        .values("outcome")
-        .annotate(n=Count("id"))
-        .values_list("outcome", "n")
+def _queue_ahead(*, run: EvaluationRun, items: QuerySet[Completion]) -> dict[str, int]:
+    """Per queue that ``run`` still waits in, the pending items of unfinished runs created before it."""
+    if run.is_final:
+        return {}
+    mine = _pending_by_queue(items)
+    if not mine:
+        return {}
+    earlier = Completion.objects.filter(
+        run__created_at__lt=run.created_at,
+        run__status__in=[
+            EvaluationRun.Status.QUEUED,
+            EvaluationRun.Status.GENERATING,
+            EvaluationRun.Status.TESTING,
+        ],
     )
-    total = sum(stages.values())
-    final = sum(stages.get(s, 0) for s in FINAL_STAGES)
-    remaining = total - final
+    ahead = _pending_by_queue(earlier)
+    return {queue: ahead.get(queue, 0) for queue in mine}
 
-    queue_ahead: dict[str, int] = {}
-    if not run.is_final:
-        mine = _pending_by_queue(items)
-        if mine:
-            earlier = Completion.objects.filter(
-                run__created_at__lt=run.created_at,
-                run__status__in=[
-                    EvaluationRun.Status.QUEUED,
-                    EvaluationRun.Status.GENERATING,
-                    EvaluationRun.Status.TESTING,
-                ],
-            )
-            ahead = _pending_by_queue(earlier)
-            queue_ahead = {queue: ahead.get(queue, 0) for queue in mine}
 
+def _throughput(
+    *, run: EvaluationRun, remaining: int, queue_ahead: dict[str, int], now: datetime
+) -> tuple[float | None, float | None]:
+    """``run``'s results per minute over the recent window and its ETA in seconds (see ``run_progress``);
+    either is None when unknown."""
     window_start = now - timedelta(seconds=THROUGHPUT_WINDOW_S)
     recent = TestResult.objects.filter(created_at__gte=window_start)
     run_recent = recent.filter(completion__run=run).count()
@@ -244,21 +324,59 @@ def run_progress(*, run: EvaluationRun, now: datetime | None = None) -> RunProgr
     if run.source == EvaluationRun.Source.IMPORTED:
         # Imported verdicts are written in one go: their "throughput" is the import's speed, not testing's.
         run_rate = None
+    return run_rate, eta_s
 
-    sums = items.aggregate(cost=Sum("cost_usd"), tin=Sum("input_tokens"), tout=Sum("output_tokens"))
-    cost = sums["cost"] if sums["cost"] is not None else run.cost_usd
-    errors_qs = (
-        items.filter(
-            Q(stage=Completion.Stage.FAILED)
-            | ~Q(error="")
-            | Q(result__outcome=TestResult.Outcome.INFRA_ERROR)
-        )
-        .select_related("snippet__task_version__task__paper", "result")
-        .order_by("id")
+
+def _run_errors(items: QuerySet[Completion], n_errors: int) -> list[RunError]:
+    """The first ``RUN_ERRORS_SHOWN`` of the ``n_errors`` failed items (failed generation, an error, an
+    infrastructure verdict), by id, with only the columns their rows show.
+
+    Two small queries rather than one: the ids of the failed items, whose infrastructure verdicts are found
+    through the verdicts' outcome index (they are few), then the rows of the first ones. An ``OR`` across
+    the join made PostgreSQL join every item of the run to its verdict, and an ``ORDER BY id`` with a limit
+    made it walk the completions' primary key from the first run on (20-40 ms at 600,000 verdicts)."""
+    if not n_errors:
+        return []
+    infra = TestResult.objects.filter(outcome=TestResult.Outcome.INFRA_ERROR, completion__in=items)
+    failed = items.filter(
+        Q(stage=Completion.Stage.FAILED) | ~Q(error="") | Q(id__in=infra.values("completion_id"))
     )
-    errors = [_run_error(c) for c in errors_qs[:RUN_ERRORS_SHOWN]]
-    n_errors = errors_qs.count() if len(errors) == RUN_ERRORS_SHOWN else len(errors)
+    shown = sorted(failed.order_by().values_list("id", flat=True))[:RUN_ERRORS_SHOWN]
+    rows = (
+        items.filter(id__in=shown)
+        .order_by("id")
+        .values_list(
+            "id", "snippet_id", "completion_idx", "stage", "error", "snippet__name",
+            "snippet__task_version__task__key", "snippet__task_version__task__paper__key", "result__id",
+            "result__outcome", "result__category", "result__exception_type", "result__exception_message",
+        )
+    )  # fmt: skip
+    return [_run_error(*row) for row in rows]
 
+
+def run_progress(
+    *, run: EvaluationRun, now: datetime | None = None, counts: RunCounts | None = None
+) -> RunProgress:
+    """Counts per stage and outcome, queue position, ETA, cost and errors of ``run``.
+
+    Queue position: queues are first in, first out, so the items ahead of this run are the pending items
+    of unfinished runs created before it that wait in a queue this run also waits in. The ETA divides the
+    remaining items by this run's throughput over the last ``THROUGHPUT_WINDOW_S`` seconds; before the run
+    has results it uses the throughput of all runs and counts the items ahead too; with no recent results
+    at all it is None (unknown), never a guess. ``counts`` is ``run_counts(run=run)`` when the caller has it.
+    """
+    now = now or timezone.now()
+    counts = counts or run_counts(run=run)
+    items = Completion.objects.filter(run=run)
+    stages, outcomes = counts.stages, counts.outcomes
+    total = sum(stages.values())
+    final = sum(stages.get(s, 0) for s in FINAL_STAGES)
+    remaining = total - final
+    queue_ahead = _queue_ahead(run=run, items=items)
+    run_rate, eta_s = _throughput(run=run, remaining=remaining, queue_ahead=queue_ahead, now=now)
+    sums = {"cost": counts.cost_usd, "tin": counts.input_tokens, "tout": counts.output_tokens}
+    cost = sums["cost"] if sums["cost"] is not None else run.cost_usd
+    errors = _run_errors(items, counts.n_errors)
     covered = items.values("snippet_id").distinct().count()
     release_snippets = run_release_snippets(run=run) if run.release_id else covered
     return RunProgress(
@@ -274,7 +392,7 @@ def run_progress(*, run: EvaluationRun, now: datetime | None = None) -> RunProgr
         input_tokens=sums["tin"] or run.input_tokens,
         output_tokens=sums["tout"] or run.output_tokens,
         errors=errors,
-        n_errors=n_errors,
+        n_errors=counts.n_errors,
         covered_snippets=covered,
         release_snippets=release_snippets,
     )
@@ -320,15 +438,17 @@ class RunScoreSummary:
     results: int
 
 
-def run_score(*, run: EvaluationRun) -> RunScoreSummary:
-    """Scaled Pass@1 and Pass@1 of ``run`` over its tested completions (one query)."""
-    results = run_snippet_results(run=run)
-    if not results:
+def run_score(*, run: EvaluationRun, counts: RunCounts | None = None) -> RunScoreSummary:
+    """Scaled Pass@1 and Pass@1 of ``run`` over its tested completions (those of ``run_snippet_results``),
+    from the per-index totals of ``run_counts`` (one query unless ``counts`` is given): the same figures as
+    ``line_rates``/``task_rates`` of the results, without reading every result."""
+    counts = counts or run_counts(run=run)
+    if not counts.task_totals:
         return RunScoreSummary(scaled_pass_at_1=None, pass_at_1=None, results=0)
     return RunScoreSummary(
-        scaled_pass_at_1=scoring.line_rates(results).mean,
-        pass_at_1=scoring.task_rates(results).mean,
-        results=len(results),
+        scaled_pass_at_1=scoring.rates_from_totals(counts.line_totals).mean,
+        pass_at_1=scoring.rates_from_totals(counts.task_totals).mean,
+        results=sum(n for _, n in counts.task_totals.values()),
     )
 
 
@@ -349,20 +469,23 @@ class RunFailure:
     category: str
 
 
-def run_failures(*, run: EvaluationRun, limit: int = RUN_FAILURES_SHOWN) -> tuple[list[RunFailure], int]:
+def run_failures(
+    *, run: EvaluationRun, limit: int = RUN_FAILURES_SHOWN, counts: RunCounts | None = None
+) -> tuple[list[RunFailure], int]:
     """The first ``limit`` failed completions of ``run`` (model tier: an infrastructure failure is the
-    portal's, listed under errors) by task, snippet and index, and how many there are (two queries)."""
-    failed = TestResult.objects.filter(completion__run=run, passed=False).exclude(
-        tier=TestResult.Tier.INFRASTRUCTURE
-    )
+    portal's, listed under errors) by task, snippet and index, and how many there are (``run_counts``, one
+    query unless ``counts`` is given, and the list's query when there are any)."""
+    counts = counts or run_counts(run=run)
+    if not counts.n_failures:
+        return [], 0
+    failed = TestResult.objects.filter(completion__run=run, passed=False, tier__in=SCORED_TIERS)
     rows = failed.order_by(
         "completion__snippet__task_version__task__key", "completion__snippet__ordinal", "completion__completion_idx"
     ).values_list(
         "completion__snippet__task_version__task__paper__key", "completion__snippet__task_version__task__key",
         "completion__snippet__name", "completion__snippet_id", "completion__completion_idx", "outcome", "category",
     )[:limit]  # fmt: skip
-    shown = [RunFailure(*row) for row in rows]
-    return shown, failed.count() if len(shown) == limit else len(shown)
+    return [RunFailure(*row) for row in rows], counts.n_failures
 
 
 RUN_EVENTS_SHOWN = 50
@@ -423,25 +546,40 @@ def run_recovery(*, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser
     return RunRecovery(totals=totals, n_events=n_events, rows=rows)
 
 
-def _run_error(completion: Completion) -> RunError:
-    result: TestResult | None = getattr(completion, "result", None)
-    if completion.error:
-        reason = completion.error
-    elif result is not None:
-        detail = ": ".join(x for x in (result.exception_type, result.exception_message) if x)
-        reason = detail or result.category or result.get_outcome_display()
+def _run_error(
+    completion_id: int,
+    snippet_id: int,
+    completion_idx: int,
+    stage: str,
+    error: str,
+    snippet: str,
+    task: str,
+    paper_key: str,
+    result_id: int | None,
+    outcome: str | None,
+    category: str | None,
+    exception_type: str | None,
+    exception_message: str | None,
+) -> RunError:
+    """A row of ``_run_errors`` (the verdict's columns are None when the item has no verdict)."""
+    if error:
+        reason = error
+    elif result_id is not None:
+        detail = ": ".join(x for x in (exception_type, exception_message) if x)
+        reason = detail or category or _OUTCOME_LABELS.get(outcome, outcome)
     else:
         reason = "failed without a recorded reason"
     return RunError(
-        completion_id=completion.id,
-        task=completion.snippet.task_version.task.key,
-        snippet=completion.snippet.name,
-        completion_idx=completion.completion_idx,
-        stage=completion.stage,
-        outcome=result.outcome if result is not None else "",
+        completion_id=completion_id,
+        task=task,
+        snippet=snippet,
+        completion_idx=completion_idx,
+        stage=stage,
+        outcome=outcome or "",
         reason=reason,
-        paper_key=completion.snippet.task_version.task.paper.key,
-        snippet_id=completion.snippet_id,
+        paper_key=paper_key,
+        snippet_id=snippet_id,
+        tampering=category == TAMPERING_CATEGORY,
     )
 
 
@@ -485,12 +623,30 @@ def run_snippet_results(*, run: EvaluationRun) -> list[SnippetResult]:
 
 def run_result_list(*, run: EvaluationRun, outcome: str = "", paper: str = "") -> QuerySet[Completion]:
     """The completions of ``run`` with their verdict of record (``result``, absent until tested), by task,
-    snippet and completion index; ``outcome`` and ``paper`` (a paper key) narrow it, empty = any."""
+    snippet and completion index; ``outcome`` and ``paper`` (a paper key) narrow it, empty = any.
+
+    Only the columns the results table shows are read (a task version's files and a completion's answer are
+    large), and the verdicts come in a second query for the page's completions only: joined, PostgreSQL
+    hashed every verdict of the benchmark to find a page's hundred (420 ms at 600,000 verdicts)."""
     qs = (
         Completion.objects.filter(run=run)
-        .select_related("snippet__task_version__task__paper", "result")
+        .select_related("snippet__task_version__task__paper")
+        .only(
+            "id", "run_id", "snippet_id", "completion_idx", "stage", "overlap_reference_tokens",
+            "overlap_longest_run", "overlap_ngram_share", "near_verbatim", "snippet__name", "snippet__lines",
+            "snippet__ordinal", "snippet__checked_by_test", "snippet__task_version__task__key",
+            "snippet__task_version__task__paper__key",
+        )
+        .prefetch_related(
+            Prefetch(
+                "result",
+                queryset=TestResult.objects.only(
+                    "id", "completion_id", "outcome", "passed", "category", "tier", "exit_code", "duration_s"
+                ),
+            )
+        )
         .order_by("snippet__task_version__task__key", "snippet__ordinal", "completion_idx", "id")
-    )
+    )  # fmt: skip
     if outcome:
         qs = qs.filter(result__outcome=outcome)
     if paper:
@@ -550,9 +706,12 @@ def tampering_findings(reason: str) -> list[TamperingFinding]:
     return findings
 
 
-def run_tampering_list(*, run: EvaluationRun) -> list[TamperingHit]:
+def run_tampering_list(*, run: EvaluationRun, counts: RunCounts | None = None) -> list[TamperingHit]:
     """The completions of ``run`` whose verdict of record is harness tampering, in task, snippet and index
-    order (for maintainers: the reason names the construct and its line)."""
+    order (for maintainers: the reason names the construct and its line); no query when ``counts``
+    (``run_counts``) has none."""
+    if counts is not None and not counts.n_tampering:
+        return []
     items = (
         Completion.objects.filter(run=run, result__category=TAMPERING_CATEGORY)
         .select_related("snippet__task_version__task__paper", "result")
@@ -573,25 +732,22 @@ def run_tampering_list(*, run: EvaluationRun) -> list[TamperingHit]:
 
 
 def run_progress_for_viewer(
-    *, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser | None, now: datetime | None = None
+    *,
+    run: EvaluationRun,
+    viewer: AbstractBaseUser | AnonymousUser | None,
+    now: datetime | None = None,
+    counts: RunCounts | None = None,
 ) -> RunProgress:
     """``run_progress`` as ``viewer`` may see it: for everyone but maintainers (``can_maintain``), the reason
     of a harness-tampering verdict in the error list is replaced by ``TAMPERING_REDACTED`` (the outcome
     counts stay). A tampering verdict is an accusation a maintainer should look at before the construct and
     line are public."""
-    progress = run_progress(run=run, now=now)
+    progress = run_progress(run=run, now=now, counts=counts)
     if not progress.errors or can_maintain(viewer):
         return progress
-    tampering = set(
-        TestResult.objects.filter(
-            completion_id__in=[e.completion_id for e in progress.errors], category=TAMPERING_CATEGORY
-        ).values_list("completion_id", flat=True)
-    )
-    if not tampering:
+    if not any(e.tampering for e in progress.errors):
         return progress
-    errors = [
-        replace(e, reason=TAMPERING_REDACTED) if e.completion_id in tampering else e for e in progress.errors
-    ]
+    errors = [replace(e, reason=TAMPERING_REDACTED) if e.tampering else e for e in progress.errors]
     return replace(progress, errors=errors)
 
 
@@ -651,20 +807,20 @@ class RejudgeSummary:
 
 
 def run_rejudge_summary(
-    *, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser | None
+    *, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser | None, counts: RunCounts | None = None
 ) -> RejudgeSummary:
     """Every re-judge asked for on ``run`` (waiting, agreed, changed, inconclusive), in task, snippet and
     index order. Public: which verdicts were re-judged, when, and with what outcome; the maintainer who
-    asked (``by``) only for maintainers (``can_maintain``). Two queries, plus the viewer's permissions."""
+    asked (``by``) only for maintainers (``can_maintain``). The counts come from ``run_counts`` (one query
+    unless ``counts`` is given), the rows from a second one when there are any, plus the viewer's
+    permissions."""
     maintainer = can_maintain(viewer)
-    results = TestResult.objects.filter(completion__run=run)
-    open_passes = (
-        results.filter(outcome=TestResult.Outcome.PASSED).exclude(rejudge_agreed=True).count()
-        if run.source != EvaluationRun.Source.IMPORTED
-        else 0
-    )
+    counts = counts or run_counts(run=run)
+    open_passes = counts.open_passes if run.source != EvaluationRun.Source.IMPORTED else 0
+    if not counts.n_rejudges:
+        return RejudgeSummary(open_passes=open_passes, rows=[])
     rows = (
-        results.filter(rejudge_requested_at__isnull=False)
+        TestResult.objects.filter(completion__run=run, rejudge_requested_at__isnull=False)
         .select_related("completion__snippet__task_version__task__paper", "rejudged_by")
         .order_by(
             "completion__snippet__task_version__task__key",
@@ -699,9 +855,9 @@ def run_rejudge_summary(
     )
 
 
-def run_tampering_count(*, run: EvaluationRun) -> int:
+def run_tampering_count(*, run: EvaluationRun, counts: RunCounts | None = None) -> int:
     """How many verdicts of record of ``run`` are harness tampering (public, like the other counts)."""
-    return TestResult.objects.filter(completion__run=run, category=TAMPERING_CATEGORY).count()
+    return (counts or run_counts(run=run)).n_tampering
 
 
 # --- The status page: validations in progress, the oldest waiting item, throughput ---------------------------
@@ -774,18 +930,19 @@ def result_throughput(
     *, window_s: int = STATUS_THROUGHPUT_WINDOW_S, now: datetime | None = None
 ) -> dict[str, int]:
     """Test results recorded in the last ``window_s`` seconds, per test queue (``eval-cpu`` and ``eval-gpu``,
-    both always present). Results of imported runs are left out: they come from a paper's files in one go
-    and never went through a queue."""
-    since = (now or timezone.now()) - timedelta(seconds=window_s)
-    rows = (
-        TestResult.objects.filter(created_at__gte=since)
-        .exclude(completion__run__source=EvaluationRun.Source.IMPORTED)
-        .order_by()
-        .values("completion__snippet__task_version__needs_gpu")
-        .annotate(n=Count("id"))
-        .values_list("completion__snippet__task_version__needs_gpu", "n")
-    )
+    both always present), counted by whole minutes: the minute the window starts in counts whole. Read
+    from the per-minute counters ``test_result_record`` keeps (``ResultsPerMinute``), at most a window's
+    worth of small rows whatever the throughput. Results of imported runs are not counted: they come from a
+    paper's files in one go and never went through a queue."""
+    since = ((now or timezone.now()) - timedelta(seconds=window_s)).replace(second=0, microsecond=0)
     counts = {"eval-cpu": 0, "eval-gpu": 0}
-    for needs_gpu, n in rows:
-        counts["eval-gpu" if needs_gpu else "eval-cpu"] += n
+    rows = (
+        ResultsPerMinute.objects.filter(minute__gte=since)
+        .order_by()
+        .values("queue")
+        .annotate(n=Sum("results"))
+        .values_list("queue", "n")
+    )
+    for queue, n in rows:
+        counts[queue] = counts.get(queue, 0) + n
     return counts

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from contributions.api_fields import KnownNameField
+from contributions.models import Release
 from evaluation.models import EvaluationRun, LanguageModel, TestResult
 from evaluation.selectors import RunFilters, run_requester_for_viewer
 from researchcodebench.problems import TEMPLATES
@@ -13,16 +15,21 @@ class PredictionsUploadInput(serializers.Serializer):
     """multipart/form-data: the model (by key), the release (by name), the template, the paper setting and the
     JSONL file."""
 
-    model = serializers.CharField(max_length=100, help_text="key of the model (created when unknown)")
+    model = serializers.CharField(
+        min_length=1, max_length=100, help_text="key of the model (created when unknown)"
+    )
     model_name = serializers.CharField(
         max_length=200, required=False, help_text="display name: creates the model when its key is unknown"
     )
-    release = serializers.CharField(max_length=100, help_text="name of the benchmark release")
+    release = KnownNameField(
+        known=lambda: list(Release.objects.order_by("name").values_list("name", flat=True)),
+        max_length=100,
+        help_text="name of the benchmark release",
+    )
+    # Not nullable: a multipart form has no null; absent is the release's default.
     template = serializers.ChoiceField(
         choices=TEMPLATES,
         required=False,
-        allow_null=True,
-        default=None,
         help_text="the prompt template the answers were made with (how code is extracted from a 'response'); "
         "absent: the release's default",
         # The default message repeats the submitted value, which may be of any size.
@@ -130,6 +137,20 @@ class ResultSerializer(serializers.Serializer):
     tier = serializers.CharField(source="result.tier", default="")
     exit_code = serializers.IntegerField(source="result.exit_code", allow_null=True, default=None)
     duration_s = serializers.FloatField(source="result.duration_s", allow_null=True, default=None)
+    # Memorisation (docs/scoring.md#memorisation): null when not measured
+    near_verbatim = serializers.BooleanField(
+        allow_null=True,
+        help_text="reproduces the reference snippet nearly verbatim (null: not measured, or the reference "
+        "is under 20 normalised tokens: too short to tell)",
+    )
+    overlap_run_share = serializers.FloatField(
+        allow_null=True,
+        help_text="longest run of normalised tokens shared with the reference, over the reference's (0-1)",
+    )
+    overlap_ngram_share = serializers.FloatField(
+        allow_null=True,
+        help_text="share of the reference's distinct 5-token sequences in the completion (0-1)",
+    )
 
 
 class ResultQuerySerializer(serializers.Serializer):

@@ -1,7 +1,7 @@
 """Events the evaluation app publishes for higher layers (which may subscribe; evaluation imports none).
 
-``results_recorded``: send after test results of a run were written by any path, bulk writes included
-(``post_save`` does not fire for ``bulk_create``)::
+``results_recorded``: send after test results of a run were written or deleted by any path, bulk writes
+included (``post_save`` does not fire for ``bulk_create``, nor for a delete: a re-run's)::
 
     results_recorded.send(sender=TestResult, run_id=run.id)
 

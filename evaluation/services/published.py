@@ -18,6 +18,7 @@ import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -342,57 +343,54 @@ def _outcome(record: PublishedRecord) -> tuple[str, str, str]:
     return TestResult.Outcome.FAILED, "", TestResult.Tier.MODEL
 
 
-def _import_runs(
-    source: PublishedSource,
-    models: dict[str, LanguageModel],
-    snippet_ids: dict[tuple[str, str], int],
-    release: Release,
-    report: PublishedImportReport,
-) -> None:
-    now = timezone.now()
-    runs = {
+def _imported_runs(release: Release, models: dict[str, LanguageModel]) -> dict[int, EvaluationRun]:
+    """The imported runs of ``models`` on ``release``, by model id."""
+    return {
         r.model_id: r
         for r in EvaluationRun.objects.filter(
             release=release, source=EvaluationRun.Source.IMPORTED, model__in=list(models.values())
         )
     }
-    new_runs = []
-    for model in source.models:
-        row = models[model.key]
-        if row.pk in runs:
-            continue
-        recs = source.records.get(model.key, ())
-        outcomes = [_outcome(r)[0] for r in recs]
-        counts = {o: outcomes.count(o) for o in sorted(set(outcomes))}
-        counts["total"] = len(recs)
-        temperature = model.request_options.get("temperature")
-        new_runs.append(
-            EvaluationRun(
-                model=row,
-                release=release,
-                template=TEMPLATE,
-                with_paper=True,
-                n_completions=max(1, len({r.completion_idx for r in recs})),
-                temperature=float(temperature) if isinstance(temperature, (int, float)) else None,
-                source=EvaluationRun.Source.IMPORTED,
-                verification=EvaluationRun.Verification.PUBLISHED,
-                status=EvaluationRun.Status.FINISHED,
-                status_reason="imported from the paper's published results",
-                counts=counts,
-                total_items=len(recs),
-                label="Published with the paper (ResearchCodeBench, arXiv:2506.02314)",
-                finished_at=now,
-            )
-        )
-    if new_runs:
-        EvaluationRun.objects.bulk_create(new_runs)
-        report.runs_created = len(new_runs)
-        runs = {
-            r.model_id: r
-            for r in EvaluationRun.objects.filter(
-                release=release, source=EvaluationRun.Source.IMPORTED, model__in=list(models.values())
-            )
-        }
+
+
+def _imported_run(
+    model: PublishedModel,
+    row: LanguageModel,
+    recs: tuple[PublishedRecord, ...],
+    release: Release,
+    now: datetime,
+) -> EvaluationRun:
+    """The finished, imported run (not saved) of ``model``'s published records ``recs``, with their counts."""
+    outcomes = [_outcome(r)[0] for r in recs]
+    counts = {o: outcomes.count(o) for o in sorted(set(outcomes))}
+    counts["total"] = len(recs)
+    temperature = model.request_options.get("temperature")
+    return EvaluationRun(
+        model=row,
+        release=release,
+        template=TEMPLATE,
+        with_paper=True,
+        n_completions=max(1, len({r.completion_idx for r in recs})),
+        temperature=float(temperature) if isinstance(temperature, (int, float)) else None,
+        source=EvaluationRun.Source.IMPORTED,
+        verification=EvaluationRun.Verification.PUBLISHED,
+        status=EvaluationRun.Status.FINISHED,
+        status_reason="imported from the paper's published results",
+        counts=counts,
+        total_items=len(recs),
+        label="Published with the paper (ResearchCodeBench, arXiv:2506.02314)",
+        finished_at=now,
+    )
+
+
+def _missing_completions(
+    source: PublishedSource,
+    models: dict[str, LanguageModel],
+    runs: dict[int, EvaluationRun],
+    snippet_ids: dict[tuple[str, str], int],
+) -> tuple[list[Completion], list[PublishedRecord]]:
+    """A done completion (not saved) for every published record its run does not hold yet, and the records
+    in the same order."""
     have = set(
         Completion.objects.filter(run__in=list(runs.values())).values_list(
             "run_id", "snippet_id", "completion_idx"
@@ -418,34 +416,63 @@ def _import_runs(
                 )
             )
             verdicts.append(r)
+    return completions, verdicts
+
+
+def _primary_keys_fill(completions: list[Completion], runs: dict[int, EvaluationRun]) -> None:
+    """Set the primary keys of bulk-inserted ``completions`` on a backend that does not return them."""
+    ids = {
+        (c["run_id"], c["snippet_id"], c["completion_idx"]): c["id"]
+        for c in Completion.objects.filter(run__in=list(runs.values())).values(
+            "id", "run_id", "snippet_id", "completion_idx"
+        )
+    }
+    for c in completions:
+        c.pk = ids[(c.run_id, c.snippet_id, c.completion_idx)]
+
+
+def _imported_result(completion: Completion, record: PublishedRecord) -> TestResult:
+    """The test result (not saved) of ``completion`` from its published ``record``."""
+    outcome, category, tier = _outcome(record)
+    return TestResult(
+        completion_id=completion.pk,
+        outcome=outcome,
+        passed=outcome == TestResult.Outcome.PASSED,
+        category=category,
+        tier=tier,
+        exit_code=record.exit_code,
+        environment=ENVIRONMENT,
+        attempt=1,
+    )
+
+
+def _import_runs(
+    source: PublishedSource,
+    models: dict[str, LanguageModel],
+    snippet_ids: dict[tuple[str, str], int],
+    release: Release,
+    report: PublishedImportReport,
+) -> None:
+    """One finished run per model that has none on ``release``, then a completion and a test result for
+    every published record not imported yet."""
+    now = timezone.now()
+    runs = _imported_runs(release, models)
+    new_runs = [
+        _imported_run(model, models[model.key], source.records.get(model.key, ()), release, now)
+        for model in source.models
+        if models[model.key].pk not in runs
+    ]
+    if new_runs:
+        EvaluationRun.objects.bulk_create(new_runs)
+        report.runs_created = len(new_runs)
+        runs = _imported_runs(release, models)
+    completions, verdicts = _missing_completions(source, models, runs, snippet_ids)
     if not completions:
         return
     Completion.objects.bulk_create(completions, batch_size=2000)
     if any(c.pk is None for c in completions):
-        # A backend that does not return primary keys from bulk inserts: look them up.
-        ids = {
-            (c["run_id"], c["snippet_id"], c["completion_idx"]): c["id"]
-            for c in Completion.objects.filter(run__in=list(runs.values())).values(
-                "id", "run_id", "snippet_id", "completion_idx"
-            )
-        }
-        for c in completions:
-            c.pk = ids[(c.run_id, c.snippet_id, c.completion_idx)]
-    results = []
-    for completion, r in zip(completions, verdicts, strict=True):
-        outcome, category, tier = _outcome(r)
-        results.append(
-            TestResult(
-                completion_id=completion.pk,
-                outcome=outcome,
-                passed=outcome == TestResult.Outcome.PASSED,
-                category=category,
-                tier=tier,
-                exit_code=r.exit_code,
-                environment=ENVIRONMENT,
-                attempt=1,
-            )
-        )
+        _primary_keys_fill(completions, runs)
+    results = [_imported_result(c, r) for c, r in zip(completions, verdicts, strict=True)]
     TestResult.objects.bulk_create(results, batch_size=2000)
     report.completions_created = len(completions)
     report.results_created = len(results)

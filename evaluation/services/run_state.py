@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from decimal import Decimal
 
-from django.db.models import Count, Sum
+from django.db.models import Count, QuerySet, Sum
 from django.utils import timezone
 
 from evaluation.models import Completion, EvaluationRun, TestResult
@@ -32,6 +32,45 @@ def run_lock(run_id: int) -> EvaluationRun:
     return EvaluationRun.objects.select_for_update(no_key=True).get(pk=run_id)
 
 
+def _run_counts(run: EvaluationRun, *, stages: dict[str, int], outcomes: dict[str, int]) -> dict:
+    """``EvaluationRun.counts`` from the items per stage and the verdicts per outcome."""
+    total = sum(stages.values())
+    counts = {outcome: outcomes.get(outcome, 0) for outcome in TestResult.Outcome.values}
+    counts.update(
+        total=total,
+        expected=run.counts.get("expected", total),
+        generated=sum(stages.get(s, 0) for s in (Stage.PENDING_TEST, Stage.TESTING, Stage.DONE)),
+        tested=sum(outcomes.values()),
+        generation_failed=stages.get(Stage.FAILED, 0),
+        cancelled=stages.get(Stage.CANCELLED, 0),
+        pending=sum(stages.get(s, 0) for s in ACTIVE_STAGES),
+        stages={s: stages.get(s, 0) for s in Stage.values},
+    )
+    return counts
+
+
+def _end_status(items: QuerySet[Completion], *, stages: dict[str, int], counts: dict) -> tuple[str, str]:
+    """The status and reason of a run with nothing left to do: failed when every item failed generation,
+    else finished, noting failed generations, infrastructure errors or that there was nothing to do."""
+    total = counts["total"]
+    failed = stages.get(Stage.FAILED, 0)
+    if total and failed == total:
+        reasons = items.filter(stage=Stage.FAILED).values_list("error", flat=True)
+        return (
+            EvaluationRun.Status.FAILED,
+            f"all {total} completions failed generation: {_common_error(reasons)}",
+        )
+    notes = []
+    if failed:
+        reasons = items.filter(stage=Stage.FAILED).values_list("error", flat=True)
+        notes.append(f"{failed} of {total} completions failed generation: {_common_error(reasons)}")
+    if counts["infra_error"]:
+        notes.append(f"{counts['infra_error']} infrastructure errors (not counted against the model)")
+    if not total:
+        notes.append("nothing to evaluate")
+    return EvaluationRun.Status.FINISHED, "; ".join(notes)
+
+
 def run_refresh(run: EvaluationRun) -> EvaluationRun:
     """Recompute counts, tokens and cost; move the status (finish the run when nothing is left to do).
 
@@ -45,19 +84,8 @@ def run_refresh(run: EvaluationRun) -> EvaluationRun:
         for row in TestResult.objects.filter(completion__run=run).values("outcome").annotate(n=Count("id"))
     }
     sums = items.aggregate(i=Sum("input_tokens"), o=Sum("output_tokens"), c=Sum("cost_usd"))
-    total = sum(stages.values())
-    active = sum(stages.get(s, 0) for s in ACTIVE_STAGES)
-    counts = {outcome: outcomes.get(outcome, 0) for outcome in TestResult.Outcome.values}
-    counts.update(
-        total=total,
-        expected=run.counts.get("expected", total),
-        generated=sum(stages.get(s, 0) for s in (Stage.PENDING_TEST, Stage.TESTING, Stage.DONE)),
-        tested=sum(outcomes.values()),
-        generation_failed=stages.get(Stage.FAILED, 0),
-        cancelled=stages.get(Stage.CANCELLED, 0),
-        pending=active,
-        stages={s: stages.get(s, 0) for s in Stage.values},
-    )
+    counts = _run_counts(run, stages=stages, outcomes=outcomes)
+    total, active = counts["total"], counts["pending"]
     run.counts = counts
     run.total_items = total
     run.input_tokens = sums["i"] or 0
@@ -67,26 +95,7 @@ def run_refresh(run: EvaluationRun) -> EvaluationRun:
     if not run.is_final:
         started = total - stages.get(Stage.PENDING_GENERATION, 0) - stages.get(Stage.PENDING_TEST, 0)
         if active == 0:
-            failed = stages.get(Stage.FAILED, 0)
-            if total and failed == total:
-                reasons = items.filter(stage=Stage.FAILED).values_list("error", flat=True)
-                run.status = EvaluationRun.Status.FAILED
-                run.status_reason = f"all {total} completions failed generation: {_common_error(reasons)}"
-            else:
-                run.status = EvaluationRun.Status.FINISHED
-                notes = []
-                if failed:
-                    reasons = items.filter(stage=Stage.FAILED).values_list("error", flat=True)
-                    notes.append(
-                        f"{failed} of {total} completions failed generation: {_common_error(reasons)}"
-                    )
-                if counts["infra_error"]:
-                    notes.append(
-                        f"{counts['infra_error']} infrastructure errors (not counted against the model)"
-                    )
-                if not total:
-                    notes.append("nothing to evaluate")
-                run.status_reason = "; ".join(notes)
+            run.status, run.status_reason = _end_status(items, stages=stages, counts=counts)
             run.finished_at = now
             fields += ["status", "status_reason", "finished_at"]
         elif started or run.status != EvaluationRun.Status.QUEUED:

@@ -40,6 +40,7 @@ from contributions.models import Release, Snippet, TaskVersion
 from evaluation.models import Completion, EvaluationRun, LanguageModel, RunEvent, TestResult
 from evaluation.services.run_state import ACTIVE_STAGES, Stage, run_lock, run_refresh
 from evaluation.services.verdicts import test_result_record
+from evaluation.signals import results_recorded
 from researchcodebench import errors
 from researchcodebench.predictions import Prediction, answer_code
 from researchcodebench.problems import TEMPLATES
@@ -154,6 +155,93 @@ def _versions_of(release: Release | None, task_versions: Iterable[TaskVersion] |
     raise RunError("give a release or task_versions")
 
 
+def _run_arguments_check(
+    *, template: str, source: str, verification: str, n_completions: int, has_predictions: bool
+) -> None:
+    """``RunError`` for an unknown template, source or verification level, fewer than one completion per
+    snippet, an uploaded run without predictions or a generated run with some."""
+    if template not in TEMPLATES:
+        raise RunError(f"unknown template {template!r}; choose one of {', '.join(TEMPLATES)}")
+    if source not in EvaluationRun.Source.values:
+        raise RunError(f"unknown source {source!r}")
+    if verification not in EvaluationRun.Verification.values:
+        raise RunError(f"unknown verification level {verification!r}")
+    if n_completions < 1:
+        raise RunError("n_completions must be at least 1")
+    if source == EvaluationRun.Source.UPLOADED and not has_predictions:
+        raise RunError("an uploaded run needs predictions")
+    if source == EvaluationRun.Source.GENERATED and has_predictions:
+        raise RunError("a generated run takes no predictions")
+
+
+def _snippets_of(versions: list[TaskVersion]) -> list[Snippet]:
+    """The snippets of ``versions`` in the order a run's items are made: by task key, then document order."""
+    return list(
+        Snippet.objects.filter(task_version__in=versions)
+        .select_related("task_version__task")
+        .order_by("task_version__task__key", "ordinal")
+    )
+
+
+def _completions_create(
+    *, run: EvaluationRun, snippets: list[Snippet], predictions: Iterable[Prediction] | None
+) -> None:
+    """Create the items of a new ``run`` and queue them after commit: without ``predictions`` one per
+    snippet and index, queued for generation; else one per prediction (``_uploaded_completions``), queued
+    for testing."""
+    if predictions is None:
+        rows = [
+            Completion(run=run, snippet=s, completion_idx=i, stage=Stage.PENDING_GENERATION)
+            for s in snippets
+            for i in range(run.n_completions)
+        ]
+    else:
+        rows = _uploaded_completions(run=run, snippets=snippets, predictions=predictions)
+    created = Completion.objects.bulk_create(rows, batch_size=500)
+    if predictions is None:
+        _enqueue(generation=[c.pk for c in created])
+    else:
+        _enqueue(tests=_test_items(created))
+
+
+def _uploaded_completions(
+    *, run: EvaluationRun, snippets: list[Snippet], predictions: Iterable[Prediction]
+) -> list[Completion]:
+    """One completion (not saved) per prediction, holding its response and code, waiting for its test.
+
+    ``RunError`` for a prediction naming a task or snippet not among ``snippets``, an index outside the
+    run's ``n_completions``, or a second prediction for the same snippet and index."""
+    by_key = {(s.task_version.task.key, s.name): s for s in snippets}
+    seen: set[tuple[str, str, int]] = set()
+    rows = []
+    for p in predictions:
+        snippet = by_key.get((p.task, p.snippet))
+        if snippet is None:
+            raise RunError(f"prediction for unknown task/snippet {p.task!r} / {p.snippet!r}")
+        if not 0 <= p.completion_idx < run.n_completions:
+            raise RunError(
+                f"prediction {p.task!r} / {p.snippet!r}: completion_idx {p.completion_idx} "
+                f"is outside 0..{run.n_completions - 1}"
+            )
+        key = (p.task, p.snippet, p.completion_idx)
+        if key in seen:
+            raise RunError(f"duplicate prediction for {p.task!r} / {p.snippet!r} #{p.completion_idx}")
+        seen.add(key)
+        code = answer_code(p, template=run.template, indent=snippet.indent)
+        rows.append(
+            Completion(
+                run=run,
+                snippet=snippet,
+                completion_idx=p.completion_idx,
+                stage=Stage.PENDING_TEST,
+                raw_response=p.response or "",
+                code=code or "",
+                code_extracted=code is not None,
+            )
+        )
+    return rows
+
+
 @transaction.atomic
 def run_create(
     *,
@@ -182,24 +270,15 @@ def run_create(
     Raises ``RunError`` for an unknown template/source, a prediction naming an unknown task or snippet,
     an index out of range, or a duplicate prediction.
     """
-    if template not in TEMPLATES:
-        raise RunError(f"unknown template {template!r}; choose one of {', '.join(TEMPLATES)}")
-    if source not in EvaluationRun.Source.values:
-        raise RunError(f"unknown source {source!r}")
-    if verification not in EvaluationRun.Verification.values:
-        raise RunError(f"unknown verification level {verification!r}")
-    if n_completions < 1:
-        raise RunError("n_completions must be at least 1")
-    if source == EvaluationRun.Source.UPLOADED and predictions is None:
-        raise RunError("an uploaded run needs predictions")
-    if source == EvaluationRun.Source.GENERATED and predictions is not None:
-        raise RunError("a generated run takes no predictions")
-    versions = [v for v in _versions_of(release, task_versions) if v.has_files]
-    snippets = list(
-        Snippet.objects.filter(task_version__in=versions)
-        .select_related("task_version__task")
-        .order_by("task_version__task__key", "ordinal")
+    _run_arguments_check(
+        template=template,
+        source=source,
+        verification=verification,
+        n_completions=n_completions,
+        has_predictions=predictions is not None,
     )
+    versions = [v for v in _versions_of(release, task_versions) if v.has_files]
+    snippets = _snippets_of(versions)
     run = EvaluationRun.objects.create(
         model=model,
         release=release,
@@ -217,47 +296,7 @@ def run_create(
     )
     if task_versions is not None:
         run.task_versions.set(versions)
-
-    if predictions is None:
-        rows = [
-            Completion(run=run, snippet=s, completion_idx=i, stage=Stage.PENDING_GENERATION)
-            for s in snippets
-            for i in range(n_completions)
-        ]
-    else:
-        by_key = {(s.task_version.task.key, s.name): s for s in snippets}
-        seen: set[tuple[str, str, int]] = set()
-        rows = []
-        for p in predictions:
-            snippet = by_key.get((p.task, p.snippet))
-            if snippet is None:
-                raise RunError(f"prediction for unknown task/snippet {p.task!r} / {p.snippet!r}")
-            if not 0 <= p.completion_idx < n_completions:
-                raise RunError(
-                    f"prediction {p.task!r} / {p.snippet!r}: completion_idx {p.completion_idx} "
-                    f"is outside 0..{n_completions - 1}"
-                )
-            key = (p.task, p.snippet, p.completion_idx)
-            if key in seen:
-                raise RunError(f"duplicate prediction for {p.task!r} / {p.snippet!r} #{p.completion_idx}")
-            seen.add(key)
-            code = answer_code(p, template=template, indent=snippet.indent)
-            rows.append(
-                Completion(
-                    run=run,
-                    snippet=snippet,
-                    completion_idx=p.completion_idx,
-                    stage=Stage.PENDING_TEST,
-                    raw_response=p.response or "",
-                    code=code or "",
-                    code_extracted=code is not None,
-                )
-            )
-    created = Completion.objects.bulk_create(rows, batch_size=500)
-    if predictions is None:
-        _enqueue(generation=[c.pk for c in created])
-    else:
-        _enqueue(tests=_test_items(created))
+    _completions_create(run=run, snippets=snippets, predictions=predictions)
     return run_refresh(run_lock(run.pk))
 
 
@@ -338,7 +377,11 @@ def run_rerun(
     run = run_lock(run.pk)
     now = timezone.now()
     retest = list(Completion.objects.filter(run=run, result__outcome__in=wanted))
-    TestResult.objects.filter(completion__in=retest).delete()
+    if TestResult.objects.filter(completion__in=retest).delete()[0]:
+        # A delete sends no post_save: subscribers re-read the run's results (the board would otherwise
+        # keep counting these verdicts until the items are judged again, or forever if the run is
+        # cancelled first).
+        results_recorded.send(sender=TestResult, run_id=run.pk)
     restart_stages = []
     if RERUN_GENERATION_FAILED in wanted:
         restart_stages.append(Stage.FAILED)
@@ -379,14 +422,18 @@ def lease_acquire(
     """Take an item: ``stage_from`` -> ``stage_to`` for ``seconds``, or take over an expired lease in
     ``stage_to``; one conditional update, so exactly one worker wins. Refused after ``MAX_ATTEMPTS``
     attempts (the reaper fails the item). Generation leases also respect the model's
-    ``max_concurrency`` across all processes (the model row is locked while live leases are counted)."""
+    ``max_concurrency`` across all processes (the model row is locked, FOR NO KEY UPDATE, while live leases
+    are counted)."""
     now = timezone.now()
     with transaction.atomic():
         row = Completion.objects.filter(pk=completion_id).values("run_id", "run__model_id").first()
         if row is None:
             return LeaseResult.UNAVAILABLE
         if stage_to == Stage.GENERATING:
-            model = LanguageModel.objects.select_for_update().get(pk=row["run__model_id"])
+            # FOR NO KEY UPDATE: it serialises lease takers as FOR UPDATE would, but does not block the
+            # FOR KEY SHARE that a foreign-key check on this model takes (a verdict's or a cancel's
+            # commit), which would deadlock against a lease waiting on that transaction's rows.
+            model = LanguageModel.objects.select_for_update(no_key=True).get(pk=row["run__model_id"])
             live = Completion.objects.filter(
                 run__model=model, stage=Stage.GENERATING, lease_expires_at__gt=now
             ).count()

@@ -274,6 +274,89 @@ def _replay(*, requester: AbstractBaseUser, key: str, sha256: str, release: Rele
     return Upload(run=earlier, replayed=True)
 
 
+def _upload_field_errors(
+    *, key: str, model: LanguageModel | None, new_model: NewModel | None, requester: AbstractBaseUser
+) -> dict[str, list[str]]:
+    """The problems of an upload's fields besides the file: the chosen ``model`` (``requester`` may not
+    upload for it) or the ``new_model``'s key and name. A malformed idempotency ``key`` raises
+    ``PredictionsInvalid`` at once."""
+    if key and not IDEMPOTENCY_KEY_RE.match(key):
+        raise PredictionsInvalid(
+            line_errors=[],
+            field_errors={"idempotency_key": ["must be 1 to 128 visible ASCII characters (a UUID, say)"]},
+        )
+    field_errors = _new_model_errors(new_model) if new_model is not None else {}
+    if model is not None:
+        try:
+            language_model_upload_check(model=model, user=requester)
+        except UploadNotAllowed as exc:
+            field_errors["model"] = [str(exc)]
+    return field_errors
+
+
+def _upload_read(file: UploadFile, *, field_errors: dict[str, list[str]]) -> bytes:
+    """The file's bytes, at most one past ``RCB_UPLOAD_MAX_BYTES``; a file whose stated size is over the
+    limit raises ``PredictionsInvalid`` (with ``field_errors``) before anything is read."""
+    limits = upload_limits()
+    size_error = limits.size_error(file.size) if file.size is not None else None
+    if size_error:
+        raise PredictionsInvalid(line_errors=[], field_errors={**field_errors, "file": [size_error]})
+    # At most one byte past the limit is read, so a file that did not tell its size is still bounded.
+    return file.read(limits.max_bytes + 1)
+
+
+def _upload_parse(*, data: bytes, release: Release, field_errors: dict[str, list[str]]) -> ReleasePredictions:
+    """``data`` checked against ``release`` (``predictions_parse``); ``PredictionsInvalid`` with every
+    problem, the file's and ``field_errors``, when there is any."""
+    parsed = predictions_parse(data=data, release=release)
+    if parsed.errors or field_errors:
+        raise PredictionsInvalid(
+            line_errors=parsed.line_errors, field_errors={**field_errors, "file": parsed.file_errors}
+        )
+    return parsed
+
+
+def _uploaded_run_create(
+    *,
+    release: Release,
+    parsed: ReleasePredictions,
+    requester: AbstractBaseUser,
+    model: LanguageModel | None,
+    new_model: NewModel | None,
+    template: str | None,
+    with_paper: bool | None,
+    key: str,
+    sha256: str,
+) -> EvaluationRun:
+    """The uploaded run that tests ``parsed``'s predictions, for ``model`` or for ``new_model`` (created here,
+    self-reported and owned by ``requester``); ``template`` and ``with_paper`` None take the release's
+    defaults (``release_run_defaults``)."""
+    defaults = release_run_defaults(release=release)
+    if new_model is not None:
+        model = language_model_create(
+            key=new_model.key,
+            name=new_model.name,
+            developer=new_model.developer,
+            management=LanguageModel.Management.SELF_REPORTED,
+            owner=requester,
+        )
+    return runs.run_create(
+        model=model,
+        release=release,
+        task_versions=list(release.task_versions.filter(has_files=True)),
+        template=defaults.template if template is None else template,
+        with_paper=defaults.with_paper if with_paper is None else with_paper,
+        n_completions=parsed.n_completions,
+        temperature=None,
+        source=EvaluationRun.Source.UPLOADED,
+        verification=EvaluationRun.Verification.UPLOADED,
+        requester=requester,
+        predictions=parsed.predictions,
+        upload_key=key,
+        upload_sha256=sha256,
+    )
+
+
 @transaction.atomic
 def predictions_upload(
     *,
@@ -308,57 +391,25 @@ def predictions_upload(
     if (model is None) == (new_model is None):
         raise ValueError("give exactly one of model and new_model")
     key = idempotency_key
-    if key and not IDEMPOTENCY_KEY_RE.match(key):
-        raise PredictionsInvalid(
-            line_errors=[],
-            field_errors={"idempotency_key": ["must be 1 to 128 visible ASCII characters (a UUID, say)"]},
-        )
-    field_errors = _new_model_errors(new_model) if new_model is not None else {}
-    if model is not None:
-        try:
-            language_model_upload_check(model=model, user=requester)
-        except UploadNotAllowed as exc:
-            field_errors["model"] = [str(exc)]
-    limits = upload_limits()
-    size_error = limits.size_error(file.size) if file.size is not None else None
-    if size_error:
-        raise PredictionsInvalid(line_errors=[], field_errors={**field_errors, "file": [size_error]})
-    # At most one byte past the limit is read, so a file that did not tell its size is still bounded.
-    data = file.read(limits.max_bytes + 1)
+    field_errors = _upload_field_errors(key=key, model=model, new_model=new_model, requester=requester)
+    data = _upload_read(file, field_errors=field_errors)
     sha256 = hashlib.sha256(data).hexdigest()
     if key and (earlier := _replay(requester=requester, key=key, sha256=sha256, release=release)):
         return earlier
-    parsed = predictions_parse(data=data, release=release)
-    if parsed.errors or field_errors:
-        raise PredictionsInvalid(
-            line_errors=parsed.line_errors, field_errors={**field_errors, "file": parsed.file_errors}
-        )
-    defaults = release_run_defaults(release=release)
+    parsed = _upload_parse(data=data, release=release, field_errors=field_errors)
     try:
         # A savepoint: when a concurrent request with the same key won the race, its run is the answer.
         with transaction.atomic():
-            if new_model is not None:
-                model = language_model_create(
-                    key=new_model.key,
-                    name=new_model.name,
-                    developer=new_model.developer,
-                    management=LanguageModel.Management.SELF_REPORTED,
-                    owner=requester,
-                )
-            run = runs.run_create(
-                model=model,
+            run = _uploaded_run_create(
                 release=release,
-                task_versions=list(release.task_versions.filter(has_files=True)),
-                template=defaults.template if template is None else template,
-                with_paper=defaults.with_paper if with_paper is None else with_paper,
-                n_completions=parsed.n_completions,
-                temperature=None,
-                source=EvaluationRun.Source.UPLOADED,
-                verification=EvaluationRun.Verification.UPLOADED,
+                parsed=parsed,
                 requester=requester,
-                predictions=parsed.predictions,
-                upload_key=key,
-                upload_sha256=sha256,
+                model=model,
+                new_model=new_model,
+                template=template,
+                with_paper=with_paper,
+                key=key,
+                sha256=sha256,
             )
     except IntegrityError:
         earlier = _replay(requester=requester, key=key, sha256=sha256, release=release) if key else None

@@ -37,7 +37,7 @@ from contributions.services import (
 from contributions.task_folders import revision_task
 from researchcodebench import envs
 from researchcodebench.pset import Task
-from researchcodebench.validation import validate_task
+from researchcodebench.validation import ValidationReport, validate_task
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,38 @@ def task_environment_prepare(*, task: Task, runner: Any) -> str:
     )
 
 
+def _battery_run(*, revision: ProposalRevision, runner: Any) -> tuple[ValidationReport, str]:
+    """The battery's report on ``revision``'s task, run in the task's own environment by ``runner`` (the
+    worker's shared runner when None) within ``RCB_VALIDATION_LIMIT_S``, and the environment's line."""
+    started = time.monotonic()
+    if runner is None:
+        from evaluation.workspace import shared_runner
+
+        runner = shared_runner()
+    deadline = started + settings.RCB_VALIDATION_LIMIT_S
+    task = revision_task(revision=revision)
+    environment = task_environment_prepare(task=task, runner=runner)
+    report = validate_task(
+        task,
+        runner=runner,
+        deadline=deadline,
+        progress=lambda stage, data: proposal_validation_progress(
+            revision=revision, stage=stage, data=_progress_entry(data)
+        ),
+    )
+    return report, environment
+
+
+def _validation_fail(*, revision: ProposalRevision, reason: str, outcome: str, retry: bool = True) -> str:
+    """Fail the validation that could not run (``proposal_validation_fail``); returns ``outcome``, or
+    "stale" when the proposal was no longer validating."""
+    try:
+        proposal_validation_fail(revision=revision, reason=reason, retry=retry)
+    except ProposalError:
+        return "stale"
+    return outcome
+
+
 def revision_validate(*, revision_id: int, runner: Any = None, job_id: str = "") -> str:
     """Validate revision ``revision_id`` if its proposal is waiting for it; returns what happened:
     "missing", "skipped" (not waiting: a duplicate message, a withdrawn proposal), "passed", "failed"
@@ -95,44 +127,17 @@ def revision_validate(*, revision_id: int, runner: Any = None, job_id: str = "")
     except ProposalError as exc:
         log.info("validation of revision %s skipped: %s", revision_id, exc)
         return "skipped"
-    started = time.monotonic()
     try:
-        if runner is None:
-            from evaluation.workspace import shared_runner
-
-            runner = shared_runner()
-        deadline = started + settings.RCB_VALIDATION_LIMIT_S
-        task = revision_task(revision=revision)
-        environment = task_environment_prepare(task=task, runner=runner)
-        report = validate_task(
-            task,
-            runner=runner,
-            deadline=deadline,
-            progress=lambda stage, data: proposal_validation_progress(
-                revision=revision, stage=stage, data=_progress_entry(data)
-            ),
-        )
+        report, environment = _battery_run(revision=revision, runner=runner)
     except SoftTimeLimitExceeded:
         soft, _hard = validation_job_limits()
-        try:
-            proposal_validation_fail(
-                revision=revision,
-                reason=(
-                    f"it timed out: its job was stopped after {soft} s (RCB_VALIDATION_LIMIT_S); make the "
-                    "test faster"
-                ),
-                retry=False,
-            )
-        except ProposalError:
-            return "stale"
-        return "timed out"
+        reason = (
+            f"it timed out: its job was stopped after {soft} s (RCB_VALIDATION_LIMIT_S); make the test faster"
+        )
+        return _validation_fail(revision=revision, reason=reason, retry=False, outcome="timed out")
     except Exception as exc:
         log.exception("validation of revision %s could not run", revision_id)
-        try:
-            proposal_validation_fail(revision=revision, reason=f"{type(exc).__name__}: {exc}")
-        except ProposalError:
-            return "stale"
-        return "error"
+        return _validation_fail(revision=revision, reason=f"{type(exc).__name__}: {exc}", outcome="error")
     report = dataclasses.replace(report, environment=environment)
     try:
         proposal_validation_finish(revision=revision, report=report)

@@ -13,16 +13,27 @@ import logging
 import socket
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
-from evaluation.models import Completion, TestResult
+from evaluation.models import Completion, EvaluationRun, ResultsPerMinute, TestResult
+from evaluation.queues import QUEUE_EVAL_CPU, QUEUE_EVAL_GPU
+from evaluation.selectors import STATUS_THROUGHPUT_WINDOW_S
+from evaluation.services.memorisation import overlap_fields
 from evaluation.services.run_state import Stage, run_lock, run_refresh
 from researchcodebench import errors
 from researchcodebench.runner import Runner, Verdict
 
 log = logging.getLogger(__name__)
+
+#: rows per minute and queue of ``ResultsPerMinute``: concurrent verdicts of runs in different shards never
+#: wait on each other's counter
+THROUGHPUT_SHARDS = 8
+#: how long a minute's counter is kept (the status page reads the last ``STATUS_THROUGHPUT_WINDOW_S``)
+THROUGHPUT_KEEP_S = 2 * STATUS_THROUGHPUT_WINDOW_S
 
 
 def result_fields(verdict: Verdict) -> dict:
@@ -54,8 +65,11 @@ def test_result_record(
 
     Idempotent: a completion has at most one ``TestResult`` (one-to-one); a second delivery returns the
     first result and changes nothing. The item becomes ``done`` (its ``error`` is the verdict's reason
-    unless it passed), the run's counts are refreshed and the run finishes when no item is left.
-    Returns None, recording nothing, for a cancelled item or an unknown id.
+    unless it passed) with its memorisation figures (``memorisation.overlap_fields``, in this transaction:
+    they reach the cached pages with the verdict), the run's counts are refreshed and the run finishes
+    when no item is left. The verdict is counted in its minute's ``ResultsPerMinute`` row of its test queue (not for an imported run,
+    whose verdicts never went through a queue). Returns None, recording nothing, for a cancelled item or an
+    unknown id.
     """
     run_id = Completion.objects.filter(pk=completion_id).values_list("run_id", flat=True).first()
     if run_id is None:
@@ -64,7 +78,9 @@ def test_result_record(
     existing = TestResult.objects.filter(completion_id=completion_id).first()
     if existing is not None:
         return existing
-    item = Completion.objects.get(pk=completion_id)
+    item = Completion.objects.annotate(
+        needs_gpu=F("snippet__task_version__needs_gpu"), reference=F("snippet__code")
+    ).get(pk=completion_id)
     if item.stage == Stage.CANCELLED:
         return None
     try:
@@ -83,9 +99,33 @@ def test_result_record(
         lease_expires_at=None,
         error="" if verdict.passed else verdict.reason,
         updated_at=timezone.now(),
+        **overlap_fields(reference=item.reference, code=item.code, code_extracted=item.code_extracted),
     )
     run_refresh(run)
+    if run.source != EvaluationRun.Source.IMPORTED:
+        _throughput_count(
+            queue=QUEUE_EVAL_GPU if item.needs_gpu else QUEUE_EVAL_CPU, shard=run.pk, at=result.created_at
+        )
     return result
+
+
+def _throughput_count(*, queue: str, shard: int, at: datetime) -> None:
+    """One more verdict in ``queue`` in the minute of ``at`` (last in the verdict's transaction: the counter's
+    row is locked only until the commit). The first verdict of a minute in its row also deletes that
+    queue's and shard's rows older than ``THROUGHPUT_KEEP_S``."""
+    minute = at.replace(second=0, microsecond=0)
+    key = {"minute": minute, "queue": queue, "shard": shard % THROUGHPUT_SHARDS}
+    if ResultsPerMinute.objects.filter(**key).update(results=F("results") + 1):
+        return
+    try:
+        with transaction.atomic():
+            ResultsPerMinute.objects.create(**key, results=1)
+    except IntegrityError:  # a concurrent verdict created the row first (and waited for by the insert)
+        ResultsPerMinute.objects.filter(**key).update(results=F("results") + 1)
+        return
+    ResultsPerMinute.objects.filter(
+        queue=key["queue"], shard=key["shard"], minute__lt=minute - timedelta(seconds=THROUGHPUT_KEEP_S)
+    ).delete()
 
 
 # The name starts with "test_": keep pytest from collecting it where a test module imports it.

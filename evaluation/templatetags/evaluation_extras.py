@@ -4,7 +4,31 @@ from __future__ import annotations
 
 from django import template
 
+from evaluation.models import TestResult
+from researchcodebench import errors
+
 register = template.Library()
+
+#: the one mapping of a test outcome to its words (the model's choices)
+OUTCOME_LABELS = dict(TestResult.Outcome.choices)
+
+
+def _fallback(value: object) -> str:
+    return str(value).replace("_", " ")
+
+
+@register.filter
+def outcome_label(value: object) -> str:
+    """A test outcome in words (``no_code`` -> "No code extracted"); an unknown value with its underscores
+    as spaces."""
+    return OUTCOME_LABELS.get(str(value), _fallback(value))
+
+
+@register.filter
+def category_label(value: object) -> str:
+    """An error category in words, as the charts name it (``value_runtime`` -> "Value/Runtime Errors",
+    ``researchcodebench.errors.LABELS``); an unknown value with its underscores as spaces."""
+    return errors.LABELS.get(str(value), _fallback(value))
 
 
 @register.filter

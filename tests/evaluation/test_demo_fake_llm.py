@@ -1,7 +1,8 @@
 """The demo's fake LLM (`manage.py serve_fake_llm`) and the web evaluation it makes possible (issue 12):
 the demo maintainer starts an evaluation of the demo model from the web, a real worker generates through
 the fake server and tests in the sandbox, and the score appears on the board of the release, template and
-paper setting it ran with, neither 0 nor 100."""
+paper setting it ran with, neither 0 nor 100; its passes are near verbatim (it answers the reference code),
+as the model and snippet pages show."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ from evaluation.management.commands.serve_fake_llm import (
     FakeAnswers,
     plan_answers,
 )
-from evaluation.models import EvaluationRun, LanguageModel
+from evaluation.models import Completion, EvaluationRun, LanguageModel
 from leaderboard.management.commands.load_demo import DEMO_MODEL_KEY, DEMO_MODEL_KEY_ENV
+from leaderboard.views import snippet_url
 from researchcodebench.annotations import split_lines, strip_tags
 from researchcodebench.predictions import extract_answer
 from researchcodebench.problems import TEMPLATES, build_prompt, fill_in
@@ -248,3 +250,34 @@ def test_the_demo_maintainer_evaluates_the_demo_model_from_the_web_and_its_score
     assert DEMO_MODEL_KEY not in [
         r["model"]["key"] for r in board(client, release="demo", template="rcb-2025")
     ]
+
+    # Memorisation (issue 22, item 8): the fake model answers with the reference code, so every pass whose
+    # reference is long enough to tell is near verbatim, and the snippet page marks it; the demo model has no
+    # knowledge cutoff, so the model page says its passes cannot be split by the papers' dates.
+    passes = Completion.objects.filter(run=run, result__passed=True)
+    told = passes.exclude(near_verbatim=None)
+    assert 0 < told.count() < passes.count() and not told.filter(near_verbatim=False).exists()
+    assert not Completion.objects.filter(run=run, result__passed=False, near_verbatim=True).exists()
+    cache.clear()
+    shown = _text(client.get(f"/models/{DEMO_MODEL_KEY}/").content.decode())
+    figures = re.search(r"Of run \d+'s \d+ passes, .*? near verbatim, [\d.]+% \.", shown)
+    assert figures and figures.group(0) == (
+        f"Of run {run.pk}'s {passes.count()} passes, {told.count()} could be compared with the reference: "
+        f"{told.count()} near verbatim, 100.0% ."
+    )
+    assert "The model's knowledge cutoff is unknown, so its passes cannot be split" in shown
+    example = told.select_related("snippet__task_version__task__paper").order_by("snippet_id").first()
+    snippet = example.snippet
+    page = client.get(
+        snippet_url(snippet.task_version.task.paper.key, snippet.name, snippet.pk)
+    ).content.decode()
+    mark = re.search(r"Overlap with the reference .*? one unbroken run\)\.", _text(page))
+    assert ">near verbatim</span>" in page and mark
+    with capsys.disabled():
+        print(
+            f"\nmodel page: {figures.group(0)}\nsnippet page ({snippet.task_version.task.paper.key} / {snippet.name}): {mark.group(0)}"
+        )
+
+
+def _text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))

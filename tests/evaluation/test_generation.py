@@ -17,6 +17,7 @@ from evaluation.services import (
     model_test_connection,
     run_create,
 )
+from researchcodebench import chat
 from researchcodebench.problems import build_prompt
 from tests.evaluation.engine_helpers import example_tasks, import_release
 from tests.evaluation.fake_llm import Failure
@@ -126,16 +127,16 @@ def test_retry_after_on_429_is_honoured_instead_of_the_backoff(db, fake_llm, mon
 
 
 def test_backoff_is_capped_exponential():
-    assert [llm.backoff_s(n, 1.0) for n in range(1, 8)] == [1, 2, 4, 8, 16, 30, 30]
+    assert [chat.backoff_s(n, 1.0) for n in range(1, 8)] == [1, 2, 4, 8, 16, 30, 30]
 
 
 def test_retry_after_reads_seconds_and_http_dates():
-    assert llm.retry_after_s({"retry-after": "7"}) == 7.0
+    assert chat.retry_after_s({"retry-after": "7"}) == 7.0
     future = time.time() + 20
     from email.utils import formatdate
 
-    assert 15 < llm.retry_after_s({"retry-after": formatdate(future, usegmt=True)}) <= 20
-    assert llm.retry_after_s({"retry-after": "soon"}) is None
+    assert 15 < chat.retry_after_s({"retry-after": formatdate(future, usegmt=True)}) <= 20
+    assert chat.retry_after_s({"retry-after": "soon"}) is None
 
 
 def test_provider_defaults_give_every_listed_provider_an_endpoint():

@@ -19,7 +19,7 @@ from django.urls import reverse
 from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services.published import published_import
 from leaderboard.services import leaderboard_refresh_run
-from tests.evaluation.test_published import small_fixture
+from tests.evaluation.published_helpers import small_fixture
 from tests.factories import (
     EvaluationRunFactory,
     LanguageModelFactory,

@@ -1,11 +1,10 @@
-"""Importing the paper's published results: both formats, idempotency, exact scores, names, links, errors."""
+"""Importing the paper's published results (evaluation/services/published.py): both formats, idempotency, exact
+scores, names, links. Reading and re-encoding the sources: test_published_source.py."""
 
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -15,17 +14,12 @@ from django.db.models import Count
 from contributions.models import Paper, Release, ReleaseEntry, TaskVersion
 from contributions.task_meta import meta_from_json, meta_to_json
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
-from evaluation.published_source import (
-    FIXTURE_FORMAT,
-    RELEASE_NAME,
-    PublishedSourceError,
-    published_fixture_write,
-    published_source_read,
-)
+from evaluation.published_source import RELEASE_NAME
 from evaluation.selectors import run_snippet_results
 from evaluation.services.published import published_import, published_verify
 from researchcodebench.arxiv import arxiv_id
 from researchcodebench.scoring import line_rates, load_published, per_paper, task_rates
+from tests.evaluation.published_helpers import FIXTURE, ORIGINAL, REGISTRY, needs_original, small_fixture
 from tests.factories import (
     LanguageModelFactory,
     ReleaseFactory,
@@ -35,17 +29,6 @@ from tests.factories import (
 )
 from tests.factories.builders import row_counts
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURE = REPO / "demo" / "rcb-2025-published.json.gz"
-SHARED = REPO.parent / "shared" / "data"
-ORIGINAL = SHARED / "overall_stats.json"
-REGISTRY = SHARED / "papers.yaml"
-
-needs_original = pytest.mark.skipif(
-    not ORIGINAL.exists() or not REGISTRY.exists(),
-    reason=f"the original published results ({ORIGINAL}, {REGISTRY}) are not available on this machine",
-)
-
 pytestmark = pytest.mark.django_db
 
 
@@ -53,49 +36,6 @@ def scores_of(model_key: str) -> tuple[float, float]:
     run = EvaluationRun.objects.get(model__key=model_key, release__name=RELEASE_NAME)
     results = run_snippet_results(run=run)
     return line_rates(results).mean, task_rates(results).mean
-
-
-def small_fixture(tmp_path: Path, **overrides) -> Path:
-    """A two-paper, three-model fixture in our format; ``overrides`` replace top-level fields."""
-    model = {
-        "provider_model_id": "",
-        "developer": "Acme",
-        "company": "OPENROUTER",
-        "open_weights": True,
-        "knowledge_cutoff": "2024-7",
-        "input_cost_per_mtok": 0.5,
-        "output_cost_per_mtok": 1.5,
-    }
-    document = {
-        "format": FIXTURE_FORMAT,
-        "source": "test data",
-        "models": [
-            {**model, "key": "ACME_HIGH", "name": "Acme-1", "provider_model_id": "acme/one",
-             "request_options": {"reasoning_effort": "high"}},
-            {**model, "key": "ACME_LOW", "name": "Acme-1", "provider_model_id": "acme/one",
-             "request_options": {"reasoning": {"effort": "low"}}},
-            {**model, "key": "OTHER", "name": "Other", "company": "XAI", "knowledge_cutoff": "2024-11-17",
-             "request_options": {}},
-        ],
-        "papers": [
-            {"key": "alpha", "title": "Alpha", "arxiv_abs": "https://arxiv.org/abs/2401.00001v2",
-             "first_commit_date": "2024-03-01", "annotated_file_paths": ["model.py"]},
-            {"key": "beta", "title": "Beta", "first_commit_date": None},
-        ],
-        "snippets": [["alpha", "a1", 4], ["alpha", "a2", 1], ["beta", "b1", 10]],
-        "outcomes": {"P": {"passed": True, "exit_code": 0}, "F": {"passed": False, "exit_code": 1},
-                     "T": {"passed": False, "exit_code": 124}},
-        "verdicts": {"ACME_HIGH": ["PFT", "PPF"], "ACME_LOW": ["FF."], "OTHER": ["PPP"]},
-        "published_scores": {
-            "ACME_HIGH": {"line": (100 * 4 / 15 + 100 * 5 / 15) / 2, "task": (100 / 3 + 200 / 3) / 2,
-                          "papers": {"alpha": 90.0, "beta": 0.0}},
-            "OTHER": {"line": 100.0, "task": 100.0, "papers": {"alpha": 100.0, "beta": 100.0}},
-        },
-    }  # fmt: skip
-    document.update(overrides)
-    path = tmp_path / "small.json"
-    path.write_text(json.dumps(document), encoding="utf-8")
-    return path
 
 
 # ------------------------------------------------------------------------------------------ shipped fixture
@@ -114,14 +54,6 @@ def test_shipped_fixture_reproduces_the_papers_headline_scores_quickly():
     best = max(EvaluationRun.objects.all(), key=lambda run: line_rates(run_snippet_results(run=run)).mean)
     assert best.model.key == "GEMINI_2_5_PRO_PREVIEW_05_06"
     assert published_verify(source=FIXTURE) == []
-
-
-def test_shipped_fixture_is_small_and_in_our_format():
-    assert FIXTURE.stat().st_size < 300_000
-    document = json.loads(gzip.decompress(FIXTURE.read_bytes()))
-    assert document["format"] == FIXTURE_FORMAT
-    assert "arXiv:2506.02314" in document["source"]
-    assert {"results", "overall_scores"}.isdisjoint(document)
 
 
 def test_second_import_changes_no_rows():
@@ -209,41 +141,10 @@ def test_original_file_import_reproduces_every_published_score():
 
 
 @needs_original
-def test_shipped_fixture_is_what_the_exporter_makes_from_the_original(tmp_path):
-    out = published_fixture_write(source=ORIGINAL, out=tmp_path / "fixture.json.gz", papers=REGISTRY)
-
-    assert out.read_bytes() == FIXTURE.read_bytes()
-
-
-@needs_original
-def test_fixture_and_original_describe_the_same_results():
-    original = published_source_read(ORIGINAL, papers=REGISTRY)
-    fixture = published_source_read(FIXTURE)
-
-    assert fixture.models == original.models
-    assert fixture.papers == original.papers
-    assert fixture.snippets == original.snippets
-    assert fixture.records == original.records
-    assert fixture.scores == original.scores
-
-
-@needs_original
 def test_fixture_import_gives_the_original_files_scores():
     published_import(source=FIXTURE)
 
     assert published_verify(source=ORIGINAL) == []
-
-
-@needs_original
-def test_registry_dates_override_the_result_files_paper_metadata():
-    published_import(source=ORIGINAL, papers=REGISTRY)
-
-    minp = Paper.objects.get(key="minp")
-    raw = json.loads(ORIGINAL.read_text())["results"]["minp"]["paper_metadata"]
-    registry = {e["id"]: e for e in yaml.safe_load(REGISTRY.read_text())}["minp"]
-    assert str(registry["first_commit_date"]) != raw["first_commit_date"]
-    assert minp.first_commit_date.isoformat() == str(registry["first_commit_date"])
-    assert minp.arxiv_id == "2407.01082"
 
 
 @needs_original
@@ -373,41 +274,6 @@ def test_an_existing_default_release_stays_the_default(tmp_path):
 
     assert not report.made_default
     assert Release.objects.get(is_default=True).name == "main"
-
-
-def test_rejects_a_verdict_string_of_the_wrong_length_naming_the_field(tmp_path):
-    bad = small_fixture(tmp_path, verdicts={"OTHER": ["PP"]})
-
-    with pytest.raises(PublishedSourceError, match=r"verdicts\['OTHER'\]\[0\]: 2 verdicts for 3 snippets"):
-        published_import(source=bad)
-    assert LanguageModel.objects.count() == 0
-
-
-def test_rejects_an_unknown_format_and_a_non_results_file(tmp_path):
-    with pytest.raises(PublishedSourceError, match="this version reads"):
-        published_import(source=small_fixture(tmp_path, format="rcb-hub-published/9"))
-    other = tmp_path / "other.json"
-    other.write_text("[1, 2]")
-    with pytest.raises(PublishedSourceError, match="neither the original's overall_stats.json"):
-        published_import(source=other)
-
-
-def test_rejects_a_bad_registry_date_naming_file_paper_and_field(tmp_path):
-    registry = tmp_path / "papers.yaml"
-    registry.write_text("- id: alpha\n  first_commit_date: 2024-13-45\n")
-
-    with pytest.raises(PublishedSourceError, match=r"papers.yaml: paper 'alpha': field 'first_commit_date'"):
-        published_import(source=small_fixture(tmp_path), papers=registry)
-
-
-def test_registry_values_override_and_null_strings_are_none(tmp_path):
-    registry = tmp_path / "papers.yaml"
-    registry.write_text("- id: beta\n  first_commit_date: 2025-01-02\n  venue: 'null'\n  title: Beta paper\n")
-
-    published_import(source=small_fixture(tmp_path), papers=registry)
-
-    beta = Paper.objects.get(key="beta")
-    assert (beta.first_commit_date, beta.venue, beta.title) == (dt.date(2025, 1, 2), "", "Beta paper")
 
 
 def test_command_imports_verifies_and_reports_bad_input(tmp_path, capsys):

@@ -9,6 +9,7 @@ import io
 
 import pytest
 
+from evaluation.models import TestResult
 from tests.factories import LanguageModelFactory, make_benchmark, make_run
 
 pytestmark = pytest.mark.django_db
@@ -55,3 +56,21 @@ def test_run_results_filter_by_outcome_and_paper_and_export_csv(client, runs):
     assert len(records) == 3 and records[0]["completion_id"] and "outcome" in records[0]
     detail = client.get(f"/api/v1/runs/{runs[0].pk}/").json()
     assert detail["model"]["key"] == "GPT" and detail["release"] == "r1"
+
+
+def test_a_page_of_run_results_reads_its_verdicts_in_one_more_query_whatever_its_size(
+    client, runs, django_assert_num_queries
+):
+    """The verdicts of a page's completions come in one query after the page (joined to every verdict,
+    PostgreSQL hashed the whole table to find a page's hundred); an untested completion has none."""
+    url = f"/api/v1/runs/{runs[0].pk}/results/"
+    expected = client.get(url).json()["results"]
+    TestResult.objects.filter(
+        completion__run=runs[0], completion__snippet__task_version__task__key="new"
+    ).delete()
+    with django_assert_num_queries(4):  # the run, the count, the page, its verdicts
+        again = client.get(url).json()["results"]
+    untested = [r for r in again if r["task_key"] == "new"]
+    assert untested and all(r["outcome"] is None and r["passed"] is None for r in untested)
+    tested = [r for r in again if r["task_key"] != "new"]
+    assert tested == [r for r in expected if r["task_key"] != "new"] and tested[0]["outcome"]

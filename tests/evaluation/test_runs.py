@@ -1,10 +1,14 @@
-"""Run services without workers: creation, leases, the one verdict record, the reaper, cancel and re-run."""
+"""Run services without workers: creation, leases, the reaper, cancel and re-run (the verdict of record:
+test_verdicts.py)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from evaluation.models import Completion, EvaluationRun, RunEvent, TestResult
@@ -20,23 +24,17 @@ from evaluation.services import (
     run_rerun,
     test_result_record,
 )
-from researchcodebench.runner import Verdict
-from tests.evaluation.engine_helpers import import_release
+from tests.evaluation.run_helpers import FAILED, INFRA, PASSED, rms_release, take, uploaded_run
 from tests.factories import fake_llm_model
 
 pytestmark = pytest.mark.django_db
 
 Stage = Completion.Stage
-PASSED = Verdict(outcome="passed", category="passed", tier="none", reason="passed")
-FAILED = Verdict(
-    outcome="failed", category="name", tier="model", reason="NameError: x", exception_type="NameError"
-)
-INFRA = Verdict(outcome="infra_error", category="sandbox_failure", tier="infrastructure", reason="bwrap died")
 
 
 @pytest.fixture
 def release(tmp_path):
-    return import_release(tmp_path, name="rms", task_ids=("rmsnorm",))
+    return rms_release(tmp_path)
 
 
 @pytest.fixture
@@ -46,27 +44,6 @@ def model():
 
 def generated_run(model, release, **kwargs) -> EvaluationRun:
     return run_create(model=model, release=release, source="generated", verification="generated", **kwargs)
-
-
-def take(completion: Completion, owner: str = "w1", seconds: int = 60) -> LeaseResult:
-    return lease_acquire(
-        completion_id=completion.pk,
-        owner=owner,
-        stage_from=Stage.PENDING_TEST,
-        stage_to=Stage.TESTING,
-        seconds=seconds,
-    )
-
-
-def uploaded_run(model, release) -> EvaluationRun:
-    names = list(release.task_versions.get().snippets.values_list("name", flat=True))
-    return run_create(
-        model=model,
-        release=release,
-        source="uploaded",
-        verification="uploaded",
-        predictions=[Prediction(task="rmsnorm", snippet=name, code="pass") for name in names],
-    )
 
 
 def test_generated_run_has_one_completion_per_snippet_and_index(model, release):
@@ -163,27 +140,6 @@ def test_generation_lease_respects_the_models_concurrency_across_items(model, re
         for c in items
     ]
     assert results == [LeaseResult.ACQUIRED, LeaseResult.ACQUIRED, LeaseResult.BUSY]
-
-
-def test_a_duplicate_verdict_is_harmless_and_the_last_one_finishes_the_run(model, release):
-    run = uploaded_run(model, release)
-    items = list(run.completions.all())
-    for n, item in enumerate(items):
-        take(item)
-        verdict = PASSED if n % 2 == 0 else FAILED
-        first = test_result_record(completion_id=item.pk, verdict=verdict, worker_host="h", attempt=1)
-        again = test_result_record(completion_id=item.pk, verdict=INFRA, worker_host="other", attempt=2)
-        assert again.pk == first.pk and again.outcome == verdict.outcome
-    run.refresh_from_db()
-    assert TestResult.objects.filter(completion__run=run).count() == len(items)
-    assert run.status == EvaluationRun.Status.FINISHED and run.finished_at is not None
-    passed = (len(items) + 1) // 2
-    assert (run.counts["passed"], run.counts["failed"], run.counts["tested"]) == (
-        passed,
-        len(items) - passed,
-        len(items),
-    )
-    assert Completion.objects.get(pk=items[1].pk).error == "NameError: x"
 
 
 def test_reaper_requeues_a_lost_item_then_fails_it_as_worker_lost_after_max_attempts(model, release):
@@ -296,3 +252,56 @@ def test_rerun_requeues_only_infrastructure_errors(model, release):
     assert Completion.objects.get(pk=items[0].pk).stage == Stage.PENDING_TEST
     assert TestResult.objects.filter(completion=items[1]).exists()
     assert run.status == EvaluationRun.Status.TESTING and run.finished_at is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_generation_lease_waiting_on_a_row_never_deadlocks_a_commit_that_checks_the_models_key(
+    model, release
+):
+    """The CI deadlock: a transaction holding a completion's row (a cancel, a verdict) commits a row that
+    references the model, whose deferred foreign-key check takes FOR KEY SHARE on the model row, while a
+    lease taker holds the model row and waits for that completion. The lease's lock must not block the
+    check, so the commit succeeds and the lease then proceeds."""
+    item = generated_run(model, release).completions.first()
+    lease: dict[str, object] = {}
+
+    def take_generation() -> None:
+        try:
+            lease["result"] = lease_acquire(
+                completion_id=item.pk,
+                owner="w1",
+                stage_from=Stage.PENDING_GENERATION,
+                stage_to=Stage.GENERATING,
+                seconds=60,
+            )
+        except Exception as exc:  # the thread's outcome is asserted below
+            lease["error"] = exc
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        Completion.objects.filter(pk=item.pk).update(stage=Stage.CANCELLED)
+        taker = threading.Thread(target=take_generation)
+        taker.start()
+        _wait_until_waiting_on_a_lock(timeout=10)
+        generated_run(model, release)
+    taker.join(timeout=10)
+    assert not taker.is_alive() and "error" not in lease, lease
+    assert lease["result"] is LeaseResult.UNAVAILABLE
+
+
+def _wait_until_waiting_on_a_lock(timeout: float) -> None:
+    """Until another session of this database waits on a lock. Inside a transaction pg_stat_activity is
+    a snapshot taken at its first read, so each poll clears it first."""
+    deadline = time.monotonic() + timeout
+    with connections["default"].cursor() as cur:
+        while time.monotonic() < deadline:
+            cur.execute("SELECT pg_stat_clear_snapshot()")
+            cur.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            if cur.fetchone()[0]:
+                return
+            time.sleep(0.05)
+    raise AssertionError("the lease taker never waited on the completion's row")

@@ -25,14 +25,14 @@ from contributions.services import (
 from evaluation.services.validation import revision_validate
 from evaluation.tasks import validation_watchdog
 from tests.conftest import wait_for
-from tests.factories import EXAMPLE_MANIFEST, Upload, UserFactory, example_upload
+from tests.factories import EXAMPLE_MANIFEST, UserFactory, example_upload
 from tests.factories.contributions import EXAMPLE_TASK
 
 State = Proposal.State
 FIXTURES = Path(__file__).resolve().parents[1] / "researchcodebench" / "fixtures" / "validation"
 
 
-def submit(task_key: str, upload: Upload | IntakeResult, manifest: dict) -> Proposal:
+def submit(task_key: str, upload: IntakeResult, manifest: dict) -> Proposal:
     author = UserFactory()
     proposal = proposal_create(author=author, task_key=task_key, meta={"title": f"Paper of {task_key}"})
     revision_create(proposal=proposal, by=author, intake_result=upload, manifest=manifest)

@@ -1,0 +1,152 @@
+"""``rcb download`` and ``rcb submit`` (researchcodebench/portal_cli.py) against a live portal: the release
+archive is checked and unpacked safely, a retried submit starts one run, ``--wait`` reports the final run."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from evaluation.models import EvaluationRun
+from leaderboard.services import leaderboard_refresh_run
+from researchcodebench.cli import main
+from researchcodebench.errors import CliError
+from researchcodebench.portal_cli import safe_members
+from researchcodebench.pset import read_pset
+from tests.evaluation.engine_helpers import import_release
+from tests.factories import TestResultFactory, UserFactory, api_token_for
+
+PSET = Path(__file__).resolve().parents[2] / "examples" / "pset"
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_download_checks_the_hash_and_unpacks_the_release(transactional_db, live_server, tmp_path, capsys):
+    import_release(tmp_path / "import", name="rms", task_ids=("rmsnorm",))
+    out = tmp_path / "dl"
+    assert main(["download", "rms", "--portal", live_server.url, "--output", str(out)]) == 0
+    assert _files(out / "rmsnorm") == _files(PSET / "rmsnorm")
+    assert [t.id for t in read_pset(out).tasks] == ["rmsnorm"]
+    assert "sha256" in capsys.readouterr().err
+
+    again = tmp_path / "again"
+    argv = ["download", "rms", "--portal", live_server.url, "--output", str(again), "--sha256", "0" * 64]
+    assert main(argv) == 2
+    assert "refused" in capsys.readouterr().err and not again.exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".rcb-download-")] == []
+
+
+def _tar(*members: tuple[str, bytes | str]) -> tarfile.TarFile:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, body in members:
+            info = tarfile.TarInfo(name)
+            if isinstance(body, str):  # a symbolic link to ``body``
+                info.type, info.linkname = tarfile.SYMTYPE, body
+                tar.addfile(info)
+            else:
+                info.size = len(body)
+                tar.addfile(info, io.BytesIO(body))
+    buffer.seek(0)
+    return tarfile.open(fileobj=buffer)
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        ("r1/../../evil.py", b"x"),
+        ("/etc/evil", b"x"),
+        ("other/papers.yaml", b"x"),
+        ("r1/link", "/etc/passwd"),
+    ],
+    ids=["dotdot", "absolute", "outside-top", "symlink"],
+)
+def test_download_refuses_an_archive_reaching_outside_its_folder(member):
+    with pytest.raises(CliError, match="refused"):
+        safe_members(_tar(("r1/papers.yaml", b"[]"), member), "r1")
+
+
+def _predictions(path: Path) -> Path:
+    task = read_pset(PSET).task("rmsnorm")
+    lines = [
+        {"task": "rmsnorm", "snippet": s.name, "completion_idx": 0, "code": s.code, "template": "rcb-v2"}
+        for s in task.snippets
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_a_retried_submit_starts_one_run_and_wait_reports_the_final_run(
+    transactional_db, live_server, tmp_path, monkeypatch, capsys
+):
+    import_release(tmp_path / "import", name="rms", task_ids=("rmsnorm",))
+    monkeypatch.setenv("RCB_TOKEN", api_token_for(UserFactory(username="dev")))
+    predictions = _predictions(tmp_path / "p.jsonl")
+    argv = [
+        "submit",
+        str(predictions),
+        "--portal",
+        live_server.url,
+        "--release",
+        "rms",
+        "--model",
+        "my-model",
+    ]
+    argv += ["--model-name", "My Model"]
+
+    assert main(argv) == 0
+    first = capsys.readouterr()
+    assert main(argv) == 0
+    second = capsys.readouterr()
+    run = EvaluationRun.objects.get()
+    assert first.out.strip() == second.out.strip() == f"{live_server.url}/runs/{run.pk}/"
+    assert "submitted before" in second.err and run.model.key == "my-model"
+    assert run.template == "rcb-v2" and run.with_paper is True
+
+    EvaluationRun.objects.filter(pk=run.pk).update(status="cancelled", status_reason="stopped by the test")
+    assert main([*argv, "--wait", "--poll", "0.1"]) == 1
+    waited = capsys.readouterr()
+    assert f"run {run.pk}: cancelled" in waited.err
+    assert "status: cancelled: stopped by the test" in waited.out
+    assert EvaluationRun.objects.count() == 1
+
+
+def test_wait_prints_the_score_the_board_shows_for_the_finished_run(
+    transactional_db, live_server, tmp_path, monkeypatch, capsys
+):
+    import_release(tmp_path / "import", name="rms", task_ids=("rmsnorm",))
+    monkeypatch.setenv("RCB_TOKEN", api_token_for(UserFactory(username="dev")))
+    argv = [
+        "submit",
+        str(_predictions(tmp_path / "p.jsonl")),
+        "--portal",
+        live_server.url,
+        "--release",
+        "rms",
+    ]
+    argv += ["--model", "my-model", "--model-name", "My Model"]
+    assert main(argv) == 0
+    run = EvaluationRun.objects.get()
+    # What the workers would record: every completion passed, the run finished and on the board.
+    for completion in run.completions.all():
+        TestResultFactory(completion=completion)
+    EvaluationRun.objects.filter(pk=run.pk).update(status="finished", finished_at=timezone.now())
+    leaderboard_refresh_run(run=run)
+    capsys.readouterr()
+
+    assert main([*argv, "--wait", "--poll", "0.1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"{live_server.url}/runs/{run.pk}/", "Scaled Pass@1: 100.00  Pass@1: 100.00"]
+
+
+def test_submit_without_a_token_says_which_variable(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("RCB_TOKEN", raising=False)
+    argv = ["submit", str(_predictions(tmp_path / "p.jsonl")), "--portal", "http://127.0.0.1:9"]
+    assert main([*argv, "--release", "r", "--model", "m"]) == 2
+    assert "RCB_TOKEN" in capsys.readouterr().err
