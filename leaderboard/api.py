@@ -4,7 +4,7 @@ their results are the evaluation app's, ``evaluation/api.py``).
 Every view parses its query parameters with a serializer (a bad value -> 400 whose body names the
 parameter), calls one selector and renders JSON, the browsable API, or CSV (``?format=csv``; the tables
 also take ``?format=json``). The board tables and the model and paper details go through the one cache
-layer (``leaderboard.caching.serve_api``: keyed by the board version, ETag, 304). Lists of catalogue rows
+layer (``leaderboard.caching.serve_api``: keyed by the versions of the scopes each declares, ETag, 304). Lists of catalogue rows
 are paginated with ``limit``/``offset``; the board tables are not (one row per run on the board).
 """
 
@@ -16,20 +16,26 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
-from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
+from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from contributions.models import Paper, Snippet
-from evaluation.exports import CSVRenderer
+from evaluation.exports import CSVRenderer, FastJSONRenderer
 from evaluation.models import EvaluationRun, LanguageModel
-from leaderboard import caching, selectors
+from leaderboard import caching
 from leaderboard import serializers as s
+from leaderboard.scopes import Scope
+from leaderboard.selectors.analyses import error_breakdown, paper_scores_table, snippet_stats_table
+from leaderboard.selectors.board import leaderboard_rows
+from leaderboard.selectors.models import model_detail, model_list
+from leaderboard.selectors.papers import paper_detail, paper_list
+from leaderboard.selectors.snippets import snippet_detail, snippet_list
 
-RENDERERS = [JSONRenderer, BrowsableAPIRenderer, CSVRenderer]
+RENDERERS = [FastJSONRenderer, BrowsableAPIRenderer, CSVRenderer]
 FORMAT_PARAM = OpenApiParameter(
     "format", str, enum=["json", "csv"], description="json (default) or csv (a file with a header row)"
 )
@@ -46,8 +52,9 @@ def _parse(serializer_class: type[s.serializers.Serializer], request: Request) -
 
 
 class _Cached(APIView):
-    """A read whose answer depends only on the board version, the URL's arguments and ``keys``: served
-    through the cache layer. ``data(request, **kwargs)`` parses the query and calls the selector."""
+    """A read whose answer depends only on the versions of its ``scope``, the URL's arguments and
+    ``keys``: served through the cache layer. ``data(request, **kwargs)`` parses the query and calls the
+    selector."""
 
     keys: tuple[str, ...] = BOARD_KEYS
     data: Callable[..., Any]
@@ -55,8 +62,12 @@ class _Cached(APIView):
     def get(self, request: Request, **kwargs: Any) -> HttpResponse:
         return caching.serve_api(
             self, request, endpoint=type(self).__name__, args=tuple(sorted(kwargs.items())), keys=self.keys,
-            build=lambda: self.data(request, **kwargs),
+            scope=self.scope(request, **kwargs), build=lambda: self.data(request, **kwargs),
         )  # fmt: skip
+
+    def scope(self, request: Request, **kwargs: Any) -> Scope:
+        """What the answer shows; a board table's: the release its ``release`` parameter names."""
+        return Scope.board(request.query_params.get("release"))
 
 
 class _Table(_Cached):
@@ -81,8 +92,10 @@ class LeaderboardApi(_Table):
             "One row per run on the board, sorted by Scaled Pass@1 (descending) unless `sort` says "
             "otherwise; `rank` is by Scaled Pass@1 either way. `contamination=global` applies the original "
             "rule (papers after the latest cutoff of the models shown, compared as text); "
-            "`contamination=per-model` scores each model on the papers after its own cutoff. `ci95` is "
-            "null where the bootstrap interval was not computed for the selection."
+            "`contamination=per-model` scores each model on the papers after its own cutoff. `paper_from` "
+            "and `paper_to` (YYYY-MM-DD, both included) restrict every run to the papers of its release "
+            "first committed within that window, on top of the rule; a paper with no known date is outside "
+            "every window. `ci95` is null where the bootstrap interval was not computed for the selection."
         ),
         parameters=[s.BoardQuerySerializer, FORMAT_PARAM],
         responses=s.LeaderboardSerializer,
@@ -92,7 +105,7 @@ class LeaderboardApi(_Table):
 
     def data(self, request: Request) -> dict[str, Any]:
         filters = _parse(s.BoardQuerySerializer, request).to_filters()
-        rows = selectors.leaderboard_rows(filters=filters)
+        rows = leaderboard_rows(filters=filters)
         return {
             "results": s.LeaderboardRowSerializer(rows, many=True).data,
             "count": len(rows),
@@ -114,8 +127,8 @@ class LeaderboardPapersApi(_Table):
 
     def data(self, request: Request) -> dict[str, Any]:
         filters = _parse(s.BoardQuerySerializer, request).to_filters()
-        rows = selectors.paper_scores_table(filters=filters)
-        return {"results": s.PaperTableRowSerializer(rows, many=True).data, "count": len(rows)}
+        rows = paper_scores_table(filters=filters)
+        return {"results": s.rows_data(s.PaperTableRowSerializer, rows), "count": len(rows)}
 
 
 class LeaderboardErrorsApi(_Table):
@@ -137,7 +150,7 @@ class LeaderboardErrorsApi(_Table):
 
     def data(self, request: Request) -> dict[str, Any]:
         filters = _parse(s.BoardQuerySerializer, request).to_filters()
-        b = selectors.error_breakdown(filters=filters)
+        b = error_breakdown(filters=filters)
         rows = [
             {
                 "run_id": m.run_id,
@@ -173,10 +186,13 @@ class LeaderboardSnippetsApi(_Table):
     def get(self, request: Request) -> HttpResponse:
         return super().get(request)
 
+    def scope(self, request: Request, **kwargs: Any) -> Scope:
+        return Scope(all_releases=True)  # solve rates over every run
+
     def data(self, request: Request) -> dict[str, Any]:
         paper = _parse(s.SnippetQuerySerializer, request).validated_data.get("paper")
-        rows = selectors.snippet_stats_table(paper=paper)
-        return {"results": s.SnippetStatRowSerializer(rows, many=True).data, "count": len(rows)}
+        rows = snippet_stats_table(paper=paper)
+        return {"results": s.rows_data(s.SnippetStatRowSerializer, rows), "count": len(rows)}
 
 
 class ModelListApi(ListAPIView):
@@ -189,27 +205,28 @@ class ModelListApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[LanguageModel]:
-        return selectors.model_list()
+        return model_list()
 
 
 class ModelDetailApi(_Cached):
-    renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
+    renderer_classes = [FastJSONRenderer, BrowsableAPIRenderer]
     keys = ("run",)
 
     @extend_schema(
         summary="One model: runs, per-paper scores, errors, verdict grid, before/after its cutoff",
-        parameters=[OpenApiParameter("run", int, description="one of the model's runs (default: latest)")],
+        parameters=[s.ModelDetailQuerySerializer],
         responses=s.ModelDetailSerializer,
     )
     def get(self, request: Request, key: str) -> HttpResponse:
         return super().get(request, key=key)
 
+    def scope(self, request: Request, key: str) -> Scope:
+        return Scope(models=(key,))
+
     def data(self, request: Request, key: str) -> dict[str, Any]:
-        run = request.query_params.get("run")
-        if run is not None and not run.isdigit():
-            raise ValidationError({"run": [f'"{run}" is not a run id.']})
+        run = _parse(s.ModelDetailQuerySerializer, request).validated_data.get("run")
         try:
-            detail = selectors.model_detail(key=key, run_id=int(run) if run else None)
+            detail = model_detail(key=key, run_id=run)
         except LanguageModel.DoesNotExist:
             raise NotFound(f'no model "{key}".') from None
         except EvaluationRun.DoesNotExist:
@@ -227,11 +244,11 @@ class PaperListApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[Paper]:
-        return selectors.paper_list()
+        return paper_list()
 
 
 class PaperDetailApi(_Cached):
-    renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
+    renderer_classes = [FastJSONRenderer, BrowsableAPIRenderer]
 
     @extend_schema(
         summary="One paper: metadata, snippet tree with difficulty, model x snippet matrix",
@@ -241,10 +258,13 @@ class PaperDetailApi(_Cached):
     def get(self, request: Request, key: str) -> HttpResponse:
         return super().get(request, key=key)
 
+    def scope(self, request: Request, key: str) -> Scope:
+        return Scope(paper=key)  # the runs of every release holding it, and its snippets' difficulty
+
     def data(self, request: Request, key: str) -> dict[str, Any]:
         filters = _parse(s.BoardQuerySerializer, request).to_filters()
         try:
-            detail = selectors.paper_detail(key=key, filters=filters)
+            detail = paper_detail(key=key, filters=filters)
         except Paper.DoesNotExist:
             raise NotFound(f'no paper "{key}".') from None
         return s.PaperDetailSerializer(detail).data
@@ -263,23 +283,27 @@ class SnippetListApi(ListAPIView):
 
     def get_queryset(self) -> QuerySet[Snippet]:
         paper = _parse(s.SnippetQuerySerializer, self.request).validated_data.get("paper")
-        return selectors.snippet_list(paper=paper)
+        return snippet_list(paper=paper)
 
 
-class SnippetDetailApi(APIView):
-    """Not cached: a snippet's completions and verdicts are raw results, which change before the board
-    version does (at the next aggregation)."""
-
-    renderer_classes = [JSONRenderer, BrowsableAPIRenderer]
+class SnippetDetailApi(_Cached):
+    renderer_classes = [FastJSONRenderer, BrowsableAPIRenderer]
+    keys = ()
 
     @extend_schema(summary="One snippet: reference code, difficulty, every completion with its verdict",
                    responses=s.SnippetDetailSerializer)  # fmt: skip
-    def get(self, request: Request, snippet_id: int) -> Response:
+    def get(self, request: Request, snippet_id: int) -> HttpResponse:
+        return super().get(request, snippet_id=snippet_id)
+
+    def scope(self, request: Request, snippet_id: int) -> Scope:
+        return Scope(snippet=snippet_id)  # completions of runs of the releases that hold its paper
+
+    def data(self, request: Request, snippet_id: int) -> dict[str, Any]:
         try:
-            detail = selectors.snippet_detail(snippet_id=snippet_id)
+            detail = snippet_detail(snippet_id=snippet_id)
         except Snippet.DoesNotExist:
             raise NotFound(f"no snippet {snippet_id}.") from None
-        return Response(s.SnippetDetailSerializer(detail).data)
+        return s.SnippetDetailSerializer(detail).data
 
 
 def bench_trivial(request: HttpRequest) -> HttpResponse:

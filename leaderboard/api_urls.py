@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.urls import path
 
+from contributions import url_converters  # noqa: F401 (registers <id:...>)
 from leaderboard import api
 
 urlpatterns = [
@@ -15,7 +16,7 @@ urlpatterns = [
     path("papers/", api.PaperListApi.as_view(), name="api-papers"),
     path("papers/<str:key>/", api.PaperDetailApi.as_view(), name="api-paper"),
     path("snippets/", api.SnippetListApi.as_view(), name="api-snippets"),
-    path("snippets/<int:snippet_id>/", api.SnippetDetailApi.as_view(), name="api-snippet"),
+    path("snippets/<id:snippet_id>/", api.SnippetDetailApi.as_view(), name="api-snippet"),
 ]
 
 if settings.RCB_BENCH:

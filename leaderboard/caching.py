@@ -1,19 +1,28 @@
 """The leaderboard's one cache layer: the HTML pages and the read API's board tables.
 
-A response body is a pure function of the board version (``selectors.board_version``), the endpoint (a
-page or API table name) and its arguments, the request's known query parameters (``normalised_query``:
-those only, sorted) and the variant (htmx fragment or whole page; json or csv). ``entry_digest`` digests
-exactly that; it is both the cache key of the stored ``Body`` and the ETag, so:
+A response body is a pure function of the versions of the scopes its endpoint declares
+(``scopes.Scope``: the catalogue, and the releases or models it shows), the endpoint (a page or API
+table name) and its arguments, the request's known query parameters (``normalised_query``: those only,
+sorted) and the variant (htmx fragment or whole page; json or csv). ``entry_digest`` digests exactly that;
+it is both the cache key of the stored ``Body`` and the ETag, so:
 
-- a repeat request costs one query (the version) and no rendering;
+- a repeat request costs one query (the versions) and no rendering;
 - a conditional GET whose ETag matches gets a 304 before anything is read;
-- a new result changes the version, hence every key: nothing needs invalidating;
+- a write moves the versions of the scopes it changes (``scopes.scopes_bump``, in its transaction), hence
+  the keys of the pages that show it, and only those: nothing needs invalidating, and a run of one
+  release leaves every other release's and model's pages stored;
 - a bad query fails while the body is built (400, or a page that says why), and a failure is never stored.
 
-Pages (``serve_page``) are private to a visitor: a plain visitor (no session or messages cookie) gets the
-body inside a cached frame of the shell with its own CSRF token filled in, anyone else gets the shell
-rendered for them (``leaderboard/_shell.html``: CSRF token, messages, nav). API tables (``serve_api``) are
-public (no per-visitor part); the browsable API is a page with the visitor's token and is not stored.
+The store is Django's default cache: per process in the embedded default, shared by every web process
+in production (``RCB_CACHE_URL``, Redis); keys and ETags are stable digests, so processes share entries.
+
+Pages (``serve_page``): a plain visitor (no session or messages cookie: anonymous, nothing to tell) gets
+the body inside a stored frame of the shell that holds nothing of the visitor's, no CSRF token (these pages
+have no POST form; the page a form is on renders its own token) and no cookie is set, so the response is
+public (``Cache-Control: public`` with ``s-maxage``: a CDN or the reverse proxy may serve it to anyone).
+Anyone else gets the shell rendered for them (``leaderboard/_shell.html``: CSRF token, messages, nav),
+privately. API tables (``serve_api``) are public; the browsable API is a page with the visitor's token and
+is not stored. A 304 carries the same caching headers as the 200 it stands for.
 """
 
 from __future__ import annotations
@@ -27,7 +36,6 @@ from django.conf import settings
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.middleware.csrf import get_token
 from django.shortcuts import render
 from django.template import RequestContext, engines
 from django.template.loader import render_to_string
@@ -37,17 +45,17 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from leaderboard import selectors
+from leaderboard.scopes import Scope
 
-#: seconds a body stays stored; keys carry the board version, so this bounds memory and how long a change
-#: the version does not see (a run cancelled without re-aggregation) can lag
+#: seconds a body stays stored; keys carry the scopes' versions, so this only bounds memory
 TTL_S = 600
-#: browsers and clients may reuse a response this long without asking (then they revalidate: ETag, 304)
-BROWSER_MAX_AGE_S = 10
+#: browsers and clients may reuse a response this long without asking (then they revalidate: ETag, 304);
+#: with ``SHARED_MAX_AGE_S``, how long a new result can take to show (issue 21: within 10 s)
+BROWSER_MAX_AGE_S = 5
+#: a shared cache (CDN, reverse proxy) may serve a public response this long without asking
+SHARED_MAX_AGE_S = 5
 #: the API formats that are stored; any other (the browsable API) is rendered per visitor
 STORED_FORMATS = ("json", "csv")
-#: stands for the visitor's CSRF token in a cached frame (NUL: never part of rendered template text)
-TOKEN_MARK = "\x00csrf-token\x00"
 _BODY_MARK = "\x00page-body\x00"
 _SHELL = "leaderboard/_shell.html"
 
@@ -57,8 +65,7 @@ class Body:
     """A stored response body, as bytes so that a hit neither decodes nor encodes it.
 
     Pages: ``title`` for the shell, ``fragment`` (an htmx partial, sent as is) and ``frame``, the shell for
-    a plain visitor split where the body goes, with ``TOKEN_MARK`` where the CSRF token goes (added on the
-    first plain visit). API tables: ``content_type`` and the ``headers`` the renderer set (the CSV's
+    a plain visitor split where the body goes (added on the first plain visit). API tables: ``content_type`` and the ``headers`` the renderer set (the CSV's
     Content-Disposition)."""
 
     content: bytes
@@ -84,10 +91,10 @@ def normalised_query(params: QueryDict, keys: Iterable[str]) -> QueryDict:
     return query
 
 
-def entry_digest(*, endpoint: str, args: tuple, query: QueryDict, variant: str) -> str:
+def entry_digest(*, scope: Scope, endpoint: str, args: tuple, query: QueryDict, variant: str) -> str:
     """The cache key and ETag of one body: a stable digest (not ``hash()``, which differs between
     processes, so a shared cache shares entries) of everything the body depends on. One query."""
-    raw = repr((selectors.board_version(), endpoint, args, query.urlencode(), variant))
+    raw = repr((scope.version(), endpoint, args, query.urlencode(), variant))
     return hashlib.sha256(raw.encode()).hexdigest()[:40]
 
 
@@ -120,40 +127,45 @@ def serve_page(
     args: tuple,
     keys: Iterable[str],
     fragment: bool,
+    scope: Scope,
     build: Callable[[QueryDict], Body],
 ) -> HttpResponse:
     """Answer a page GET: 304 when the client's ETag matches, else the stored body (built by ``build``
-    from the normalised query on a miss) in the shell or, for a fragment, alone. ``build`` may raise
-    ``Http404`` (nothing is stored then)."""
+    from the normalised query on a miss) in the shell or, for a fragment, alone; public for a plain
+    visitor, private otherwise. ``scope``: what the body shows. ``build`` may raise ``Http404`` (nothing
+    is stored then)."""
     query = normalised_query(request.GET, keys)
-    digest = entry_digest(endpoint=page, args=args, query=query, variant="fragment" if fragment else "page")
+    variant = "fragment" if fragment else "page"
+    digest = entry_digest(scope=scope, endpoint=page, args=args, query=query, variant=variant)
     etag = f'W/"{digest}"'
+    plain = _plain_visitor(request)
     not_modified = get_conditional_response(request, etag=etag)
     if not_modified is not None:
-        return _page_headers(not_modified, etag)
+        return _page_headers(not_modified, etag, public=plain)
     body = _stored(digest, lambda: build(query))
     if body.fragment:
         response = HttpResponse(body.content)
-    elif _plain_visitor(request):
+    elif plain:
         if body.frame is None:
             body = replace(body, frame=_frame(request, body.title))
             cache.set(_key(digest), body, TTL_S)
-        token = get_token(request).encode()
-        head, tail = (part.replace(TOKEN_MARK.encode(), token) for part in body.frame)
+        head, tail = body.frame
         response = HttpResponse(b"".join((head, body.content, tail)))
     else:
         context = {"body": mark_safe(body.content.decode()), "page_title": body.title}
         response = render(request, _SHELL, context)
-    patch_vary_headers(response, ("Cookie",))
-    return _page_headers(response, etag)
+    return _page_headers(response, etag, public=plain)
 
 
-def _page_headers(response: HttpResponse, etag: str) -> HttpResponse:
-    # Weak: the shell around a stored body carries a per-visitor CSRF token. Private: for the same reason a
-    # shared cache must not store the page (another visitor would get this one's token).
+def _page_headers(response: HttpResponse, etag: str, *, public: bool) -> HttpResponse:
+    # Weak: a signed-in visitor's shell around the stored body is rendered for them. Vary: the cookies
+    # decide between the public frame and a private shell, HX-Request between a fragment and a page.
     response["ETag"] = etag
-    patch_cache_control(response, private=True, max_age=BROWSER_MAX_AGE_S)
-    patch_vary_headers(response, ("HX-Request",))
+    if public:
+        patch_cache_control(response, public=True, max_age=BROWSER_MAX_AGE_S, s_maxage=SHARED_MAX_AGE_S)
+    else:
+        patch_cache_control(response, private=True, max_age=BROWSER_MAX_AGE_S)
+    patch_vary_headers(response, ("Cookie", "HX-Request"))
     return response
 
 
@@ -167,11 +179,13 @@ def _plain_visitor(request: HttpRequest) -> bool:
 
 
 def _frame(request: HttpRequest, title: str) -> tuple[bytes, bytes]:
-    """The shell for a plain visitor, split around its body, with ``TOKEN_MARK`` for the CSRF token."""
+    """The shell for a plain visitor, split around its body: no CSRF token (the pages served here have
+    no POST form), so nothing of the visitor's and no cookie."""
     template = engines["django"].get_template(_SHELL).template
     context = RequestContext(request, {"body": _BODY_MARK, "page_title": title})
-    # The top layer of a RequestContext overrides the context processors' (the csrf one included).
-    context["csrf_token"] = TOKEN_MARK
+    # The top layer of a RequestContext overrides the context processors' (the csrf one included): an
+    # empty token leaves the token out of the shell and never creates one (no Set-Cookie).
+    context["csrf_token"] = ""
     head, tail = template.render(context).split(_BODY_MARK)
     return head.encode(), tail.encode()
 
@@ -186,19 +200,20 @@ def serve_api(
     endpoint: str,
     args: tuple = (),
     keys: Iterable[str],
+    scope: Scope,
     build: Callable[[], Any],
 ) -> HttpResponse:
     """Answer an API GET whose data ``build()`` returns (parsing the query there, so a bad one raises
-    DRF's ``ValidationError`` -> 400, never stored). JSON and CSV are stored as rendered, with a strong
-    ETag (the bytes are the same for every client) and public caching; the browsable API is rendered
-    per visitor and private."""
+    DRF's ``ValidationError`` -> 400, never stored). ``scope``: what the data shows. JSON and CSV are
+    stored as rendered, with a strong ETag (the bytes are the same for every client) and public caching,
+    a shared cache included; the browsable API is rendered per visitor and private."""
     fmt = request.accepted_renderer.format
     if fmt not in STORED_FORMATS:
         response = Response(build())
         patch_cache_control(response, private=True, max_age=BROWSER_MAX_AGE_S)
         return response
     query = normalised_query(request.query_params, keys)
-    digest = entry_digest(endpoint=endpoint, args=args, query=query, variant=fmt)
+    digest = entry_digest(scope=scope, endpoint=endpoint, args=args, query=query, variant=fmt)
     etag = f'"{digest}"'
     response = get_conditional_response(request._request, etag=etag)
     if response is None:
@@ -207,7 +222,7 @@ def serve_api(
         for name, value in body.headers:
             response[name] = value
     response["ETag"] = etag
-    patch_cache_control(response, public=True, max_age=BROWSER_MAX_AGE_S)
+    patch_cache_control(response, public=True, max_age=BROWSER_MAX_AGE_S, s_maxage=SHARED_MAX_AGE_S)
     patch_vary_headers(response, ("Accept",))
     return response
 

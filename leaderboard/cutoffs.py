@@ -3,12 +3,13 @@ every board page (selectors) share (docs/scoring.md#contamination).
 
 ``model_cutoff`` is a model's cutoff as a date, ``cutoff_text`` as the original compared it; the global rule
 is one per release (``release_global_selections``) and never follows a board's other filters; the per-model
-rule keeps the papers after the model's own cutoff (``per_model_selection``).
+rule keeps the papers after the model's own cutoff (``per_model_selection``). Both go through
+``scoring.papers_after``, so a paper with no known date is left out by either. ``release_paper_dates`` gives
+the papers of each release with their dates: what the contamination page lists and the selections read.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import date
 
@@ -56,6 +57,28 @@ def per_model_selection(model: LanguageModel, dates: Mapping[str, date | None]) 
     return sorted(scoring.per_model_papers(dict(dates), model_cutoff(model)) or [])
 
 
+def release_paper_dates(release_ids: Iterable[int | None]) -> dict[int | None, dict[str, date | None]]:
+    """The first-commit date of each paper of each release (``None``: every paper, for the runs of no
+    release), by release id then paper key. One query, two with ``None``."""
+    ids = set(release_ids)
+    named = [i for i in ids if i is not None]
+    dates: dict[int | None, dict[str, date | None]] = {i: {} for i in ids}
+    if named:
+        for release_id, key, first in ReleaseEntry.objects.filter(release_id__in=named).values_list(
+            "release_id", "task_version__task__paper__key", "task_version__task__paper__first_commit_date"
+        ):
+            dates[release_id][key] = first
+    if None in ids:
+        dates[None] = paper_dates()
+    return dates
+
+
+def window_selection(dates: Mapping[str, date | None], start: date | None, end: date | None) -> list[str]:
+    """The papers of ``dates`` first committed within ``start``..``end`` (both included), sorted keys;
+    never a paper with no known date (``scoring.papers_between``)."""
+    return sorted(scoring.papers_between(dict(dates), start, end))
+
+
 def release_cutoffs(release_ids: Iterable[int | None]) -> dict[int | None, list[str | None]]:
     """Cutoff texts of every model with a scored run of each release (``None``: of no release), whatever
     its template, paper setting or status, by release id. One query."""
@@ -86,14 +109,7 @@ def release_global_selections(
     ids = set(release_ids)
     if not ids:
         return {}
-    named = [i for i in ids if i is not None]
-    dates: dict[int | None, dict[str, date | None]] = defaultdict(dict)
-    for release_id, key, first in ReleaseEntry.objects.filter(release_id__in=named).values_list(
-        "release_id", "task_version__task__paper__key", "task_version__task__paper__first_commit_date"
-    ):
-        dates[release_id][key] = first
-    if None in ids:
-        dates[None] = paper_dates()
+    dates = release_paper_dates(ids)
     cutoffs = release_cutoffs(ids)
     extra = list(extra_cutoffs)
     return {

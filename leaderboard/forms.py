@@ -10,6 +10,7 @@ filters still apply), so a stale link still shows a board.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import date
 from typing import Any
 
 from django import forms
@@ -17,8 +18,13 @@ from django.core.exceptions import ValidationError
 from django.http import QueryDict
 
 from evaluation.models import EvaluationRun
-from leaderboard import selectors
-from leaderboard.selectors import SORT_KEYS, LeaderboardFilters
+from leaderboard.selectors.board import (
+    ANY_RELEASE,
+    CONTAMINATION_MODES,
+    SORT_KEYS,
+    LeaderboardFilters,
+    filter_choices,
+)
 from researchcodebench import problems
 
 CONTAMINATION_LABELS = {
@@ -39,26 +45,31 @@ DEFAULTS = {
     "template": "",
     "paper": "with",
     "contamination": "none",
+    "paper_from": "",
+    "paper_to": "",
     "sort": "-scaled_pass_at_1",
 }
 FILTER_PARAMS = tuple(DEFAULTS)
+#: the paper-date window (``LeaderboardFilters.paper_from``/``paper_to``): ISO dates, not choices
+DATE_PARAMS = ("paper_from", "paper_to")
+DATE_LABELS = {"paper_from": "Paper date from", "paper_to": "Paper date to"}
 #: the parameters whose allowed values are read from the board (``board_choices``)
 DYNAMIC_PARAMS = ("developer", "release", "template")
 #: matched ignoring case (and answered in the board's spelling)
 CASE_INSENSITIVE = frozenset({"developer"})
-assert set(CONTAMINATION_LABELS) == set(selectors.CONTAMINATION_MODES), "a contamination mode lacks a label"
+assert set(CONTAMINATION_LABELS) == set(CONTAMINATION_MODES), "a contamination mode lacks a label"
 
 
 def board_choices() -> dict[str, list[str]]:
     """The allowed values of every parameter: developers and templates of scored runs (any known prompt
     template too), every release or all of them (``ANY_RELEASE``), and the fixed lists;
     ``release_default`` names the release an empty ``release`` stands for. Three queries."""
-    found = selectors.filter_choices()
+    found = filter_choices()
     return {
         "developer": found["developer"],
         "weights": list(WEIGHTS_CHOICES),
         "verification": list(VERIFICATION_CHOICES),
-        "release": [*found["release"], selectors.ANY_RELEASE],
+        "release": [*found["release"], ANY_RELEASE],
         "release_default": found["release_default"],
         "template": list(dict.fromkeys([*problems.TEMPLATES, *found["template"]])),
         "paper": list(PAPER_CHOICES),
@@ -81,9 +92,30 @@ def board_choice(name: str, value: str, allowed: Iterable[str]) -> str:
     return match
 
 
+def board_date(name: str, value: str | date) -> date:
+    """A paper-date parameter as a date (``YYYY-MM-DD``); raises ``ValidationError`` naming the parameter."""
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise ValidationError(
+            f"{name}: {value!r} is not a date; write it as YYYY-MM-DD, e.g. 2024-07-01.", code="invalid_date"
+        ) from None
+
+
+def board_window_check(start: date | None, end: date | None) -> None:
+    """Raises ``ValidationError`` naming ``paper_to`` when the window ends before it starts."""
+    if start and end and start > end:
+        raise ValidationError(
+            f"paper_to: {end.isoformat()} is before paper_from ({start.isoformat()}).", code="empty_window"
+        )
+
+
 def board_filters(values: Mapping[str, Any], *, include_unfinished: bool = False) -> LeaderboardFilters:
     """Cleaned parameter values (absent or empty = the default) -> ``LeaderboardFilters``."""
     v = {name: values.get(name) or default for name, default in DEFAULTS.items()}
+    window = {name: board_date(name, v[name]) if v[name] else None for name in DATE_PARAMS}
     return LeaderboardFilters(
         developer=v["developer"] or None,
         open_weights={"open": True, "closed": False}.get(v["weights"]),
@@ -94,6 +126,7 @@ def board_filters(values: Mapping[str, Any], *, include_unfinished: bool = False
         contamination=v["contamination"],
         sort=v["sort"],
         include_unfinished=include_unfinished,
+        **window,
     )
 
 
@@ -134,6 +167,34 @@ class BoardParamField(forms.ChoiceField):
             return DEFAULTS[self.param]
 
 
+class PaperDateField(forms.CharField):
+    """One end of the paper-date window as a date input. Empty or absent = no bound; another value must be
+    a date (``board_date``); a bad one is reported naming the parameter and the bound is dropped."""
+
+    widget = forms.DateInput(attrs={"type": "date"})
+
+    def __init__(self, *, name: str, **kwargs: Any) -> None:
+        super().__init__(label=DATE_LABELS[name], required=False, max_length=32, **kwargs)
+        self.param = name
+
+    def clean(self, value: Any) -> str:
+        value = (self.to_python(value) or "").strip()
+        if not value:
+            return ""
+        try:
+            return board_date(self.param, value).isoformat()
+        except ValidationError as exc:
+            raise ValidationError(
+                f"{exc.messages[0]} Showing no bound instead.", code="invalid_date"
+            ) from None
+
+    def bound_data(self, data: Any, initial: Any) -> str:
+        try:
+            return self.clean(data)
+        except ValidationError:
+            return ""
+
+
 def _options(
     values: Iterable[str], labels: Mapping[str, str] | None = None, *, blank: bool, blank_label: str = "Any"
 ) -> list:
@@ -159,6 +220,8 @@ class BoardFilterForm(forms.Form):
     template = BoardParamField(name="template", label="Prompt template")
     paper = BoardParamField(name="paper", label="Paper in prompt")
     contamination = BoardParamField(name="contamination", label="Contamination rule")
+    paper_from = PaperDateField(name="paper_from")
+    paper_to = PaperDateField(name="paper_to")
     sort = BoardParamField(name="sort", label="Sort", widget=forms.HiddenInput)
 
     def __init__(self, data: QueryDict, *, choices: Mapping[str, list[str]] | None = None) -> None:
@@ -175,14 +238,31 @@ class BoardFilterForm(forms.Form):
             "release": f"Default ({default_release})" if default_release else "Any",
             "template": TEMPLATE_ANY_LABEL,
         }
-        labels["release"] = {selectors.ANY_RELEASE: RELEASE_ANY_LABEL}
+        labels["release"] = {ANY_RELEASE: RELEASE_ANY_LABEL}
         for name, field in self.fields.items():
+            if name in DATE_PARAMS:
+                continue
             field.choices = _options(
                 allowed[name],
                 labels.get(name),
                 blank=not DEFAULTS[name],
                 blank_label=blank_labels.get(name, "Any"),
             )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        start, end = data.get("paper_from"), data.get("paper_to")
+        try:
+            board_window_check(
+                board_date("paper_from", start) if start else None,
+                board_date("paper_to", end) if end else None,
+            )
+        except ValidationError as exc:
+            self.add_error("paper_to", f"{exc.messages[0]} Showing no upper bound instead.")
+            # The control shows what applies, as for any rejected parameter: no upper bound.
+            self.data = self.data.copy()
+            self.data["paper_to"] = ""
+        return data
 
     @property
     def values(self) -> dict[str, str]:

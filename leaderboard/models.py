@@ -16,14 +16,24 @@ Granularity and what stays exact:
   the model's own cutoff), computed by ``scoring.score_model`` itself, bootstrap interval included.
 - ``RunErrorCount`` (run, category, tier): failures by category, model tier apart from infrastructure.
 - ``SnippetStat`` (snippet): solve rate across runs, with and without the paper in the prompt.
-- ``RunAggregation`` (run): the debounce marker of the aggregation task and when it last ran.
+- ``RunAggregation`` (run): the debounce marker of the whole-run aggregation task, when it last ran, and
+  whether the run's rows take per-verdict deltas (``incremental``) and whether its intervals wait for the
+  per-release step (``intervals_changes`` behind ``changes``).
+- ``ReleaseAggregation`` (release): the debounce marker of the per-release background step (bootstrap
+  intervals, contamination selections) and when it last ran.
+
+How the rows stay current (docs/scoring.md#how-aggregation-runs): a recorded verdict updates the rows it
+touches in place (``leaderboard.increments``); what cannot be updated by a delta is recomputed per release
+in the background (``leaderboard.services.leaderboard_refresh_release``); a whole-run rebuild
+(``leaderboard_refresh_run``) gives the same rows and stays the repair path.
 """
 
 from __future__ import annotations
 
 from django.db import models
+from django.db.models.functions import Coalesce
 
-from contributions.models import Paper, Snippet
+from contributions.models import Paper, Release, Snippet
 from evaluation.models import EvaluationRun
 
 
@@ -87,6 +97,10 @@ class RunPaperScore(models.Model):
     lines = models.PositiveIntegerField(default=0, help_text="lines of the tested snippets")
     passed = models.PositiveIntegerField(default=0, help_text="passed results, all indices")
     results = models.PositiveIntegerField(default=0, help_text="results of record, all indices")
+    #: tested snippets among the expected ones and their lines: what a run's coverage and ``lines`` sum
+    #: (``snippets``/``lines`` above also count a tested snippet the run was not expected to answer)
+    expected_tested = models.PositiveIntegerField(default=0)
+    expected_lines = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["run", "paper__key"]
@@ -108,6 +122,9 @@ class RunSnippetScore(models.Model):
     tested = models.PositiveIntegerField(default=0)
     #: the category of the first failed index (empty when none failed)
     category = models.CharField(max_length=64, blank=True)
+    #: per index, ``[category, tier]`` of a failed result (either tier) or null: what a verdict's delta
+    #: subtracts from ``RunErrorCount`` when it replaces this row
+    failures = models.JSONField(default=list)
 
     class Meta:
         ordering = ["run", "snippet"]
@@ -157,7 +174,12 @@ class SnippetStat(models.Model):
 
 
 class RunAggregation(models.Model):
-    """Debounce state of one run's aggregation: ``scheduled`` while a refresh task is queued."""
+    """Debounce state of one run's aggregation: ``scheduled`` while a whole-run refresh task is queued.
+
+    ``incremental``: the run's rows were built by a whole-run refresh of this schema, so a verdict may be
+    applied as a delta (false: the next verdict rebuilds the run first). ``changes`` counts the deltas
+    that moved the run's scores; ``intervals_changes`` is the value of ``changes`` the stored bootstrap
+    intervals reflect: while it is behind, the per-release step has intervals to recompute."""
 
     run = models.OneToOneField(EvaluationRun, on_delete=models.CASCADE, related_name="aggregation")
     scheduled = models.BooleanField(default=False)
@@ -166,6 +188,45 @@ class RunAggregation(models.Model):
     #: results of record seen by the last refresh (a sweep re-aggregates a run whose count moved)
     results_seen = models.PositiveIntegerField(default=0)
     refreshes = models.PositiveIntegerField(default=0)
+    incremental = models.BooleanField(default=False)
+    changes = models.PositiveBigIntegerField(default=0)
+    intervals_changes = models.PositiveBigIntegerField(default=0)
 
     def __str__(self) -> str:
         return f"aggregation of run {self.run_id}"
+
+
+class ReleaseAggregation(models.Model):
+    """The per-release background step (``leaderboard_refresh_release``): ``scheduled`` while its task is
+    queued, ``computed_at`` when it last ran (the board says so). ``release`` null: the runs of no release."""
+
+    release = models.ForeignKey(Release, null=True, on_delete=models.CASCADE, related_name="+")
+    scheduled = models.BooleanField(default=False)
+    requested_at = models.DateTimeField(null=True, blank=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+    #: runs whose intervals the last step recomputed
+    runs_recomputed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # One row per release, and one for the runs of no release (NULL is not equal to NULL).
+            models.UniqueConstraint(
+                Coalesce("release", models.Value(0)), name="releaseaggregation_one_per_release"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"aggregation of release {self.release_id}"
+
+
+class CacheScope(models.Model):
+    """One shard of the version counter of a cache scope (``leaderboard.scopes``): what a set of pages
+    shows, e.g. ``release:<id>`` (the scores of one release's runs), ``model:<id>`` (one model's runs) or
+    ``meta``. A scope's version is the sum of its shards' ``n``; a write that changes what the scope shows
+    adds one to a shard no other transaction holds, so bumps never wait on each other."""
+
+    key = models.CharField(max_length=64, db_index=True)
+    n = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.key} +{self.n}"

@@ -5,16 +5,30 @@ keyed by the parameter's name (a bad value -> 400 naming it)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import operator
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 from rest_framework_dataclasses.field_utils import get_type_info
 from rest_framework_dataclasses.serializers import DataclassSerializer
 
+from contributions.api_fields import KnownNameField
 from contributions.models import Snippet
-from leaderboard import forms, selectors
-from leaderboard.selectors import LeaderboardFilters
+from leaderboard import forms
+from leaderboard.selectors.analyses import PaperTableRow, SnippetTableRow
+from leaderboard.selectors.board import LeaderboardFilters, Row
+from leaderboard.selectors.common import ErrorCountRow, ModelRef, Score
+from leaderboard.selectors.models import (
+    Memorisation,
+    ModelDetail,
+    PaperScoreRow,
+    SnippetVerdict,
+    VerbatimShare,
+)
+from leaderboard.selectors.papers import MatrixRow, PaperDetail, paper_list
+from leaderboard.selectors.snippets import Attempt, SnippetDetail
 
 
 def _choice(choices: list[str], **kwargs: Any) -> serializers.ChoiceField:
@@ -24,23 +38,47 @@ def _choice(choices: list[str], **kwargs: Any) -> serializers.ChoiceField:
     )
 
 
+def _board_known(name: str) -> Callable[[], list[str]]:
+    return lambda: forms.board_choices()[name]
+
+
 class BoardQuerySerializer(serializers.Serializer):
     """Query parameters shared by the leaderboard endpoints (all optional): the parameters, choices,
     defaults and matching of ``leaderboard.forms`` (the pages' filter form reads the same), plus
     ``include_unfinished``."""
 
     contamination = _choice(list(forms.CONTAMINATION_LABELS), default=forms.DEFAULTS["contamination"])
-    developer = serializers.CharField(
-        required=False, max_length=100, help_text="a developer of a scored model (any case)"
+    developer = KnownNameField(
+        known=_board_known("developer"),
+        required=False,
+        max_length=100,
+        help_text="a developer of a scored model (any case)",
     )
     weights = _choice(list(forms.WEIGHTS_CHOICES), required=False, help_text="open or closed weights only")
     verification = _choice(list(forms.VERIFICATION_CHOICES), required=False)
-    release = serializers.CharField(required=False, max_length=100, help_text="a release name")
-    template = serializers.CharField(required=False, max_length=16, help_text="a prompt template")
+    release = KnownNameField(
+        known=_board_known("release"), required=False, max_length=100, help_text="a release name (* for all)"
+    )
+    template = KnownNameField(
+        known=_board_known("template"), required=False, max_length=16, help_text="a prompt template"
+    )
     paper = _choice(
         list(forms.PAPER_CHOICES),
         default=forms.DEFAULTS["paper"],
         help_text="runs with the paper in the prompt, without, or both",
+    )
+    paper_from = serializers.DateField(
+        required=False,
+        input_formats=["iso-8601"],
+        help_text="paper-date window start (YYYY-MM-DD, included): score each run only on the papers of its "
+        "release first committed on or after this date; a paper with no known date is outside every window",
+        error_messages={"invalid": "paper_from: not a date; write it as YYYY-MM-DD, e.g. 2024-07-01."},
+    )
+    paper_to = serializers.DateField(
+        required=False,
+        input_formats=["iso-8601"],
+        help_text="paper-date window end (YYYY-MM-DD, included): only papers first committed on or before it",
+        error_messages={"invalid": "paper_to: not a date; write it as YYYY-MM-DD, e.g. 2024-07-01."},
     )
     sort = _choice(forms.SORT_CHOICES, default=forms.DEFAULTS["sort"])
     include_unfinished = serializers.BooleanField(default=False)
@@ -58,17 +96,45 @@ class BoardQuerySerializer(serializers.Serializer):
     def validate_template(self, value: str) -> str:
         return forms.board_choice("template", value, self._allowed["template"])
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            forms.board_window_check(attrs.get("paper_from"), attrs.get("paper_to"))
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError({"paper_to": exc.messages}) from None
+        return attrs
+
     def to_filters(self) -> LeaderboardFilters:
         return forms.board_filters(
             self.validated_data, include_unfinished=self.validated_data["include_unfinished"]
         )
 
 
+class _RunIdField(serializers.IntegerField):
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, str) and not (data.isascii() and data.isdigit()):
+            raise serializers.ValidationError(f'"{data[:40]}" is not a run id.')
+        return super().to_internal_value(data)
+
+
+class ModelDetailQuerySerializer(serializers.Serializer):
+    run = _RunIdField(
+        required=False,
+        min_value=0,
+        max_value=2**63 - 1,
+        help_text="one of the model's runs (default: latest)",
+    )
+
+
 class SnippetQuerySerializer(serializers.Serializer):
-    paper = serializers.CharField(required=False, max_length=100, help_text="a paper key")
+    paper = KnownNameField(
+        known=lambda: list(paper_list().values_list("key", flat=True)),
+        required=False,
+        max_length=100,
+        help_text="a paper key",
+    )
 
     def validate_paper(self, value: str) -> str:
-        if not selectors.paper_list().filter(key=value).exists():
+        if not paper_list().filter(key=value).exists():
             raise serializers.ValidationError(f'unknown paper "{value}".')
         return value
 
@@ -83,6 +149,45 @@ class _Output(DataclassSerializer):
         # The library puts declared fields first; the dataclass's order is the output's.
         names = list(self.dataclass_definition.fields)
         return names + [name for name in declared_fields if name not in names]
+
+
+#: field classes whose ``to_representation`` gives back a value of exactly this type as it is
+_AS_IS = {
+    serializers.CharField: str,
+    serializers.IntegerField: int,
+    serializers.FloatField: float,
+    serializers.BooleanField: bool,
+}
+
+
+def rows_data(serializer_class: type[serializers.Serializer], rows: Iterable[Any]) -> list[dict[str, Any]]:
+    """``serializer_class(rows, many=True).data`` of a flat row serializer (every field read from the
+    attribute of its name): each field's own ``to_representation``, None for None, but not the machinery
+    DRF runs around every field of every row, most of a table's time at 10,000 rows; a value the field
+    would give back unchanged (a ``str`` for a ``CharField``, an ``int`` for an ``IntegerField``, ...) is
+    taken as it is. A serializer with a nested or renamed field is run as is."""
+    fields = serializer_class().fields
+    if any(f.source != name or isinstance(f, serializers.BaseSerializer) for name, f in fields.items()):
+        return serializer_class(rows, many=True).data
+    shown = [
+        (name, f.to_representation, _AS_IS.get(type(f))) for name, f in fields.items() if not f.write_only
+    ]
+    names = [name for name, _, _ in shown]
+    shows = [(show, kind) for _, show, kind in shown]
+    values = operator.attrgetter(*names) if len(names) > 1 else lambda row: (getattr(row, names[0]),)
+    return [
+        dict(
+            zip(
+                names,
+                [
+                    v if v is None or type(v) is kind else show(v)
+                    for v, (show, kind) in zip(values(row), shows, strict=True)
+                ],
+                strict=True,
+            )
+        )
+        for row in rows
+    ]
 
 
 def _fields_of(
@@ -103,7 +208,7 @@ def _fields_of(
 
 class ModelRefSerializer(_Output):
     class Meta:
-        dataclass = selectors.ModelRef
+        dataclass = ModelRef
         fields = ("key", "name", "developer", "open_weights", "knowledge_cutoff")
 
 
@@ -111,7 +216,7 @@ class ModelRefSerializer(_Output):
 # attributes (the stored ``knowledge_cutoff`` there, the normalised one in a model's detail).
 class ModelSerializer(_Output):
     class Meta:
-        dataclass = selectors.ModelRef
+        dataclass = ModelRef
         ref_name = "Model"
         fields = (*ModelRefSerializer.Meta.fields, "company", "provider_model_id", "knowledge_cutoff_raw")
 
@@ -120,7 +225,7 @@ class ScoreSerializer(_Output):
     coverage_complete = serializers.BooleanField()  # a property of ``Score``
 
     class Meta:
-        dataclass = selectors.Score
+        dataclass = Score
         fields = (
             "scaled_pass_at_1", "scaled_pass_at_1_std", "pass_at_1", "pass_at_1_std", "ci95", "coverage",
             "coverage_complete", "snippets", "expected_snippets", "lines", "papers",
@@ -138,7 +243,7 @@ ROW_SCORE_FIELDS = (
 class LeaderboardRowSerializer(
     _Output,
     _fields_of(
-        selectors.Score,
+        Score,
         ROW_SCORE_FIELDS,
         source="score",
         extra_kwargs={"ci95": {"help_text": "null: not computed"}},
@@ -154,7 +259,7 @@ class LeaderboardRowSerializer(
     incomplete = serializers.BooleanField(help_text="below full coverage: listed apart, never ranked")
 
     class Meta:
-        dataclass = selectors.Row
+        dataclass = Row
         ref_name = "LeaderboardRow"
         extra_kwargs = {
             "rank_low": {"help_text": "best rank the bootstrap intervals allow (null: not ranked)"},
@@ -178,23 +283,43 @@ class LeaderboardSerializer(serializers.Serializer):
 
 class PaperScoreSerializer(_Output):
     class Meta:
-        dataclass = selectors.PaperScoreRow
+        dataclass = PaperScoreRow
         ref_name = "PaperScore"
 
 
 class ErrorCountSerializer(_Output):
     class Meta:
-        dataclass = selectors.ErrorCountRow
+        dataclass = ErrorCountRow
         ref_name = "ErrorCount"
 
 
 class SnippetVerdictSerializer(_Output):
     class Meta:
-        dataclass = selectors.SnippetVerdict
+        dataclass = SnippetVerdict
         exclude = ("ordinal", "depth")
         extra_kwargs = {
             "verdicts": {"help_text": "one character per completion index: P, F or - (no result)"}
         }
+
+
+class VerbatimShareSerializer(_Output):
+    class Meta:
+        dataclass = VerbatimShare
+        extra_kwargs = {
+            "passes": {"help_text": "passed completions of the run (of these papers)"},
+            "measured": {"help_text": "passes that could be compared with the reference (code, 20+ tokens)"},
+            "near_verbatim": {"help_text": "measured passes that reproduce the reference nearly verbatim"},
+            "share": {"help_text": "near_verbatim / measured, in percent (null: none measured)"},
+        }
+
+
+class MemorisationSerializer(_Output):
+    all = VerbatimShareSerializer()
+    before_cutoff = VerbatimShareSerializer(allow_null=True)
+    after_cutoff = VerbatimShareSerializer(allow_null=True)
+
+    class Meta:
+        dataclass = Memorisation
 
 
 class ModelDetailSerializer(_Output):
@@ -206,15 +331,18 @@ class ModelDetailSerializer(_Output):
     verdict_grid = SnippetVerdictSerializer(many=True)
     before_cutoff = ScoreSerializer(allow_null=True)
     after_cutoff = ScoreSerializer(allow_null=True)
+    memorisation = MemorisationSerializer(
+        allow_null=True, help_text="the run's passes that are near verbatim (docs/scoring.md#memorisation)"
+    )
 
     class Meta:
-        dataclass = selectors.ModelDetail
+        dataclass = ModelDetail
 
 
 # A paper in the catalogue list: ``Paper`` rows, which have the same attributes as ``PaperDetail``.
 class PaperListSerializer(_Output):
     class Meta:
-        dataclass = selectors.PaperDetail
+        dataclass = PaperDetail
         ref_name = "PaperList"
         fields = (
             "key", "title", "venue", "arxiv_id", "arxiv_abs", "github_url", "first_commit_date",
@@ -226,7 +354,9 @@ class MatrixRowSerializer(_Output):
     model = ModelRefSerializer()
 
     class Meta:
-        dataclass = selectors.MatrixRow
+        dataclass = MatrixRow
+        # The run's overall score feeds the page's snippet statistics; the API's board carries it already.
+        exclude = ("overall",)
         extra_kwargs = {"verdicts": {"help_text": "snippet id -> verdicts"}}
 
 
@@ -234,7 +364,7 @@ class PaperDetailSerializer(_Output):
     matrix = MatrixRowSerializer(many=True)
 
     class Meta:
-        dataclass = selectors.PaperDetail
+        dataclass = PaperDetail
         fields = (
             *PaperListSerializer.Meta.fields,
             "arxiv_date",
@@ -247,7 +377,7 @@ class PaperDetailSerializer(_Output):
 
 class SnippetStatRowSerializer(_Output):
     class Meta:
-        dataclass = selectors.SnippetTableRow
+        dataclass = SnippetTableRow
         ref_name = "SnippetStatRow"
 
 
@@ -255,14 +385,16 @@ class AttemptSerializer(_Output):
     model = ModelRefSerializer()
 
     class Meta:
-        dataclass = selectors.Attempt
+        dataclass = Attempt
+        # The snippet page shows a chosen model's raw response; the API's contract stays as recorded.
+        exclude = ("raw_response", "run_source")
 
 
 class SnippetDetailSerializer(_Output):
     attempts = AttemptSerializer(many=True)
 
     class Meta:
-        dataclass = selectors.SnippetDetail
+        dataclass = SnippetDetail
 
 
 class SnippetRowSerializer(serializers.ModelSerializer):
@@ -289,7 +421,7 @@ class SnippetRowSerializer(serializers.ModelSerializer):
 
 class PaperTableRowSerializer(_Output):
     class Meta:
-        dataclass = selectors.PaperTableRow
+        dataclass = PaperTableRow
 
 
 class ModelErrorsRowSerializer(serializers.Serializer):

@@ -24,8 +24,16 @@ def refresh_run(run_id: int) -> bool:
     return True
 
 
+@shared_task(name="leaderboard.tasks.refresh_release", acks_late=True)
+def refresh_release(release_id: int | None) -> dict[str, int]:
+    """The per-release background step (``leaderboard_refresh_release``: bootstrap intervals and
+    contamination selections), debounced by ``leaderboard_request_release_refresh``. Idempotent."""
+    done = services.leaderboard_refresh_release(release_id=release_id)
+    return {"reselected": done.reselected, "recomputed": done.recomputed}
+
+
 @shared_task(name="leaderboard.tasks.refresh_stale")
 def refresh_stale() -> list[int]:
-    """Safety net for results written without a signal (bulk inserts): re-aggregate runs whose result
-    count moved since their last aggregation. Cheap when nothing changed (one grouped query)."""
-    return services.leaderboard_refresh_stale()
+    """Safety net (beat): re-aggregate runs whose result count moved since their last aggregation (bulk
+    inserts), and run the step of releases left with stale intervals. Cheap when nothing changed."""
+    return services.leaderboard_sweep()

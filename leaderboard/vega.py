@@ -25,7 +25,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from leaderboard import charts, selectors
+from leaderboard import charts
+from leaderboard.selectors.board import Row
+from leaderboard.selectors.compare import ModelComparison
+from leaderboard.selectors.papers import PaperDetail
 
 #: the schema of the vendored Vega-Lite (static/vendor/vega/README.md); vega-embed checks it against the
 #: library's version
@@ -54,7 +57,7 @@ def cell_pass_rate(verdicts: str) -> float | None:
     return 100 * tested.count("P") / len(tested) if tested else None
 
 
-def paper_row_labels(detail: selectors.PaperDetail) -> list[str]:
+def paper_row_labels(detail: PaperDetail) -> list[str]:
     """One label per matrix row (run): the model name, with the paper setting and then the run id added
     only where names would repeat (a model's runs with and without the paper), so rows stay distinct."""
     names = Counter(m.model.name for m in detail.matrix)
@@ -71,7 +74,7 @@ def paper_row_labels(detail: selectors.PaperDetail) -> list[str]:
     ]
 
 
-def paper_col_labels(detail: selectors.PaperDetail) -> list[str]:
+def paper_col_labels(detail: PaperDetail) -> list[str]:
     """One label per snippet column: its name, prefixed by its task when the paper has several tasks."""
     multi_task = len(detail.tasks) > 1
     return [f"{n.task_key}/{n.name}" if multi_task else n.name for n in detail.snippets]
@@ -85,8 +88,45 @@ def _select(name: str, label: str, options: Sequence[str], labels: Sequence[str]
     }
 
 
+def _spec(*, title: str, interactive: str, params: list[Spec], values: list[dict[str, Any]]) -> Spec:
+    """The keys every spec starts with: the schema, the charts' type, a description saying what the
+    controls do (``interactive``), the title, the controls and the inline data."""
+    return {
+        "$schema": SCHEMA,
+        "config": CONFIG,
+        "description": f"{title}. Interactive: {interactive}",
+        "title": title,
+        "params": params,
+        "data": {"values": values},
+    }
+
+
+def _highlight_opacity(field: str, dimmed: float) -> Spec:
+    """Full opacity for the marks whose ``field`` equals the ``highlight`` parameter (every mark while it
+    is empty), ``dimmed`` for the others. ``field`` is a fixed identifier, never database text."""
+    return {
+        "condition": {"test": f"highlight === '' || datum.{field} === highlight", "value": 1},
+        "value": dimmed,
+    }
+
+
+# --- the paper's heatmap -------------------------------------------------------------------------------
+
+# One number per snippet for the chosen order, the document order breaking ties; an unknown solve rate
+# sorts after every known one. ``sort_by`` is a bound parameter, so the expression is fixed text.
+_SNIPPET_RANK = (
+    "sort_by === 'lines' ? -datum.lines * 100000 + datum.col"
+    " : sort_by === 'difficulty' ? (datum.solve_rate === null ? 101 : datum.solve_rate) * 100000 + datum.col"
+    " : datum.col"
+)
+_HIGHLIGHTED_CELL = (
+    "(highlight_model === '' || datum.model === highlight_model)"
+    " && (highlight_snippet === '' || datum.snippet === highlight_snippet)"
+)
+
+
 def paper_heatmap_spec(
-    detail: selectors.PaperDetail,
+    detail: PaperDetail,
     *,
     snippet_hrefs: Sequence[str],
     title: str,
@@ -96,6 +136,48 @@ def paper_heatmap_spec(
     lowest first) or line count (longest first), and one model or snippet highlighted. Rows keep the
     selector's order (best paper score first). ``snippet_hrefs``: each column's link, in column order."""
     rows, cols = paper_row_labels(detail), paper_col_labels(detail)
+    cells, models, snippets = _heatmap_data(detail, rows, cols, snippet_hrefs)
+    params = [
+        _select(
+            "sort_by",
+            "Sort snippets by ",
+            ["document", "difficulty", "lines"],
+            ["document order", "difficulty (hardest first)", "line count (longest first)"],
+        ),
+        _select("highlight_model", "Highlight model ", ["", *rows], ["(none)", *rows]),
+        _select("highlight_snippet", "Highlight snippet ", ["", *cols], ["(none)", *cols]),
+    ]
+    return {
+        **_spec(
+            title=title,
+            interactive="sort the snippets, highlight a model or a snippet.",
+            params=params,
+            values=cells,
+        ),
+        "transform": [
+            {"lookup": "row", "from": {"data": {"values": models}, "key": "row", "fields": ["model"]}},
+            {
+                "lookup": "col",
+                "from": {
+                    "data": {"values": snippets},
+                    "key": "col",
+                    "fields": ["snippet", "lines", "solve_rate", "href"],
+                },
+            },
+            {"calculate": _SNIPPET_RANK, "as": "snippet_rank"},
+        ],
+        "width": {"step": 24},
+        "height": {"step": 20},
+        "encoding": _heatmap_encoding(),
+        "layer": _heatmap_layers(),
+    }
+
+
+def _heatmap_data(
+    detail: PaperDetail, rows: Sequence[str], cols: Sequence[str], snippet_hrefs: Sequence[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The heatmap's cells (row and column indexes, pass rate) and the tables its lookups join in: each
+    row's model label and each column's snippet label, lines, solve rate and link."""
     # The cells carry indexes and rates only; model and snippet fields join in by lookup, so the page
     # carries each URL and name once rather than once per cell (a paper has up to thousands of cells).
     cells = [
@@ -108,96 +190,73 @@ def paper_heatmap_spec(
         {"col": j, "snippet": col, "lines": n.lines, "solve_rate": n.solve_rate, "href": snippet_hrefs[j]}
         for j, (n, col) in enumerate(zip(detail.snippets, cols, strict=True))
     ]
-    # One number per snippet for the chosen order, the document order breaking ties; an unknown solve
-    # rate sorts after every known one. ``sort_by`` is a bound parameter, so the expression is fixed text.
-    rank = (
-        "sort_by === 'lines' ? -datum.lines * 100000 + datum.col"
-        " : sort_by === 'difficulty' ? (datum.solve_rate === null ? 101 : datum.solve_rate) * 100000 + datum.col"
-        " : datum.col"
-    )
-    highlighted = (
-        "(highlight_model === '' || datum.model === highlight_model)"
-        " && (highlight_snippet === '' || datum.snippet === highlight_snippet)"
-    )
-    tooltip = [
-        {"field": "model", "title": "Model"},
-        {"field": "snippet", "title": "Snippet"},
-        {"field": "rate", "title": "Pass rate (%)", "format": ".0f"},
-        {"field": "lines", "title": "Lines"},
-        {"field": "solve_rate", "title": "Solve rate, every run (%)", "format": ".1f"},
-    ]
+    return cells, models, snippets
+
+
+def _heatmap_encoding() -> Spec:
+    """Snippets across in the chosen order, models down in the selector's, the highlight as opacity, a
+    tooltip with the cell's numbers and each cell linking to its snippet."""
     return {
-        "$schema": SCHEMA,
-        "config": CONFIG,
-        "description": f"{title}. Interactive: sort the snippets, highlight a model or a snippet.",
-        "title": title,
-        "params": [
-            _select(
-                "sort_by",
-                "Sort snippets by ",
-                ["document", "difficulty", "lines"],
-                ["document order", "difficulty (hardest first)", "line count (longest first)"],
-            ),
-            _select("highlight_model", "Highlight model ", ["", *rows], ["(none)", *rows]),
-            _select("highlight_snippet", "Highlight snippet ", ["", *cols], ["(none)", *cols]),
-        ],
-        "data": {"values": cells},
-        "transform": [
-            {"lookup": "row", "from": {"data": {"values": models}, "key": "row", "fields": ["model"]}},
-            {
-                "lookup": "col",
-                "from": {
-                    "data": {"values": snippets},
-                    "key": "col",
-                    "fields": ["snippet", "lines", "solve_rate", "href"],
-                },
-            },
-            {"calculate": rank, "as": "snippet_rank"},
-        ],
-        "width": {"step": 24},
-        "height": {"step": 20},
-        "encoding": {
-            "x": {
-                "field": "snippet",
-                "type": "nominal",
-                "sort": {"field": "snippet_rank", "op": "min"},
-                "axis": {"title": None, "labelAngle": -45, "labelLimit": 220},
-            },
-            "y": {
-                "field": "model",
-                "type": "nominal",
-                "sort": {"field": "row", "op": "min"},
-                "axis": {"title": None, "labelLimit": 260},
-            },
-            "opacity": {"condition": {"test": highlighted, "value": 1}, "value": 0.2},
-            "tooltip": tooltip,
-            "href": {"field": "href"},
+        "x": {
+            "field": "snippet",
+            "type": "nominal",
+            "sort": {"field": "snippet_rank", "op": "min"},
+            "axis": {"title": None, "labelAngle": -45, "labelLimit": 220},
         },
-        "layer": [
-            # Every cell first in the "no data" grey, then the tested ones in colour over it: a null rate
-            # would otherwise be dropped from the colour scale and leave a hole.
-            {"mark": {"type": "rect", "stroke": "#ffffff", "fill": charts.MISSING}},
-            {
-                "transform": [{"filter": "datum.rate !== null"}],
-                "mark": {"type": "rect", "stroke": "#ffffff"},
-                "encoding": {
-                    "color": {
-                        "field": "rate",
-                        "type": "quantitative",
-                        "title": "Pass rate (%)",
-                        "scale": {
-                            "domain": list(RATE_STOPS),
-                            "range": [charts.scale_colour(s / 100) for s in RATE_STOPS],
-                            "interpolate": "rgb",
-                        },
-                    }
-                },
-            },
+        "y": {
+            "field": "model",
+            "type": "nominal",
+            "sort": {"field": "row", "op": "min"},
+            "axis": {"title": None, "labelLimit": 260},
+        },
+        "opacity": {"condition": {"test": _HIGHLIGHTED_CELL, "value": 1}, "value": 0.2},
+        "tooltip": [
+            {"field": "model", "title": "Model"},
+            {"field": "snippet", "title": "Snippet"},
+            {"field": "rate", "title": "Pass rate (%)", "format": ".0f"},
+            {"field": "lines", "title": "Lines"},
+            {"field": "solve_rate", "title": "Solve rate, every run (%)", "format": ".1f"},
         ],
+        "href": {"field": "href"},
     }
 
 
-def compare_papers_spec(data: selectors.ModelComparison, *, title: str) -> Spec:
+def _heatmap_layers() -> list[Spec]:
+    """Every cell first in the "no data" grey, then the tested ones in colour over it: a null rate would
+    otherwise be dropped from the colour scale and leave a hole."""
+    return [
+        {"mark": {"type": "rect", "stroke": "#ffffff", "fill": charts.MISSING}},
+        {
+            "transform": [{"filter": "datum.rate !== null"}],
+            "mark": {"type": "rect", "stroke": "#ffffff"},
+            "encoding": {
+                "color": {
+                    "field": "rate",
+                    "type": "quantitative",
+                    "title": "Pass rate (%)",
+                    "scale": {
+                        "domain": list(RATE_STOPS),
+                        "range": [charts.scale_colour(s / 100) for s in RATE_STOPS],
+                        "interpolate": "rgb",
+                    },
+                }
+            },
+        },
+    ]
+
+
+# --- the comparison's papers ---------------------------------------------------------------------------
+
+# The papers' order: by spread (largest first), by key, or by the chosen model's score (highest first);
+# a paper without the number sorts last.
+_PAPER_RANK = (
+    "sort_papers === 'spread' ? (datum.spread === null ? 1 : -datum.spread)"
+    " : sort_papers === 'paper' ? 0"
+    " : (datum.paper_sort_score === null ? 1 : -datum.paper_sort_score)"
+)
+
+
+def compare_papers_spec(data: ModelComparison, *, title: str) -> Spec:
     """Per-paper Scaled Pass@1 of the compared models as grouped bars (one colour per model, in the
     comparison's order, as the SVG draws them), papers re-sortable by key, by spread (largest first) or by
     one model's score (highest first), and one model highlighted."""
@@ -215,27 +274,17 @@ def compare_papers_spec(data: selectors.ModelComparison, *, title: str) -> Spec:
         for p in data.papers
         for i, score in enumerate(p.scores)
     ]
-    model_options = [f"model-{i}" for i in range(len(names))]
-    rank = (
-        "sort_papers === 'spread' ? (datum.spread === null ? 1 : -datum.spread)"
-        " : sort_papers === 'paper' ? 0"
-        " : (datum.paper_sort_score === null ? 1 : -datum.paper_sort_score)"
-    )
+    params = [
+        _select(
+            "sort_papers",
+            "Sort papers by ",
+            ["paper", "spread", *(f"model-{i}" for i in range(len(names)))],
+            ["paper key", "spread (largest first)", *(f"score of {n}" for n in names)],
+        ),
+        _select("highlight", "Highlight model ", ["", *names], ["(none)", *names]),
+    ]
     return {
-        "$schema": SCHEMA,
-        "config": CONFIG,
-        "description": f"{title}. Interactive: sort the papers, highlight a model.",
-        "title": title,
-        "params": [
-            _select(
-                "sort_papers",
-                "Sort papers by ",
-                ["paper", "spread", *model_options],
-                ["paper key", "spread (largest first)", *(f"score of {n}" for n in names)],
-            ),
-            _select("highlight", "Highlight model ", ["", *names], ["(none)", *names]),
-        ],
-        "data": {"values": values},
+        **_spec(title=title, interactive="sort the papers, highlight a model.", params=params, values=values),
         "transform": [
             # The chosen model's score on each paper, copied to every bar of the paper, orders the papers.
             {
@@ -246,47 +295,53 @@ def compare_papers_spec(data: selectors.ModelComparison, *, title: str) -> Spec:
                 "joinaggregate": [{"op": "max", "field": "sort_score", "as": "paper_sort_score"}],
                 "groupby": ["paper"],
             },
-            {"calculate": rank, "as": "paper_rank"},
+            {"calculate": _PAPER_RANK, "as": "paper_rank"},
         ],
         "mark": {"type": "bar"},
         "width": 560,
         "height": {"step": 14},
-        "encoding": {
-            "y": {
-                "field": "paper",
-                "type": "nominal",
-                "sort": {"field": "paper_rank", "op": "min"},
-                "axis": {"title": None, "labelLimit": 260},
-            },
-            "yOffset": {"field": "model", "type": "nominal", "sort": names},
-            "x": {
-                "field": "score",
-                "type": "quantitative",
-                "title": "Scaled Pass@1 (%)",
-                "scale": {"domain": [0, 100]},
-            },
-            "color": {
-                "field": "model",
-                "type": "nominal",
-                "title": "Model",
-                "scale": {"domain": names, "range": colours},
-            },
-            "opacity": {
-                "condition": {"test": "highlight === '' || datum.model === highlight", "value": 1},
-                "value": 0.25,
-            },
-            "tooltip": [
-                {"field": "paper", "title": "Paper"},
-                {"field": "model", "title": "Model"},
-                {"field": "score", "title": "Scaled Pass@1 (%)", "format": ".2f"},
-                {"field": "spread", "title": "Spread (points)", "format": ".2f"},
-            ],
-        },
+        "encoding": _compare_encoding(names, colours),
     }
 
 
+def _compare_encoding(names: list[str], colours: list[str]) -> Spec:
+    """Papers down in the chosen order, one bar per model in the comparison's order and colours, scores
+    across from 0 to 100, the highlighted model at full opacity and a tooltip with the spread."""
+    return {
+        "y": {
+            "field": "paper",
+            "type": "nominal",
+            "sort": {"field": "paper_rank", "op": "min"},
+            "axis": {"title": None, "labelLimit": 260},
+        },
+        "yOffset": {"field": "model", "type": "nominal", "sort": names},
+        "x": {
+            "field": "score",
+            "type": "quantitative",
+            "title": "Scaled Pass@1 (%)",
+            "scale": {"domain": [0, 100]},
+        },
+        "color": {
+            "field": "model",
+            "type": "nominal",
+            "title": "Model",
+            "scale": {"domain": names, "range": colours},
+        },
+        "opacity": _highlight_opacity("model", 0.25),
+        "tooltip": [
+            {"field": "paper", "title": "Paper"},
+            {"field": "model", "title": "Model"},
+            {"field": "score", "title": "Scaled Pass@1 (%)", "format": ".2f"},
+            {"field": "spread", "title": "Spread (points)", "format": ".2f"},
+        ],
+    }
+
+
+# --- the board's scatters ------------------------------------------------------------------------------
+
+
 def board_scatter_spec(
-    rows: Sequence[selectors.Row],
+    rows: Sequence[Row],
     *,
     x: str,
     swatches: Mapping[str, charts.Swatch],
@@ -300,6 +355,33 @@ def board_scatter_spec(
     None when none is left. ``model_hrefs``: model key -> its page."""
     if x not in ("date", "cost"):
         raise ValueError(f"x must be 'date' or 'cost', got {x!r}")
+    values = _scatter_values(rows, x=x, model_hrefs=model_hrefs)
+    if not values:
+        return None
+    developers = sorted({v["developer"] for v in values}, key=str.casefold)
+    colours = [
+        (swatches[d] if d in swatches else charts.group_swatches(developers)[d]).colour for d in developers
+    ]
+    params = [_select("highlight", "Highlight developer ", ["", *developers], ["(none)", *developers])]
+    return {
+        **_spec(
+            title=title,
+            interactive="highlight a developer; points link to model pages.",
+            params=params,
+            values=values,
+        ),
+        "mark": {"type": "point", "filled": True, "size": 80, "stroke": charts.TEXT, "strokeWidth": 0.6},
+        "width": 560,
+        "height": 360,
+        "encoding": _scatter_encoding(
+            x, developers, colours, several_groups=len({v["group"] for v in values}) > 1
+        ),
+    }
+
+
+def _scatter_values(rows: Sequence[Row], *, x: str, model_hrefs: Mapping[str, str]) -> list[dict[str, Any]]:
+    """One point per ranked, scored row with a value for ``x``: its model, developer, group, score, date,
+    cost and model page."""
     values = []
     for r in rows:
         if r.incomplete or r.scaled_pass_at_1 is None:
@@ -318,25 +400,23 @@ def board_scatter_spec(
                 "href": model_hrefs.get(r.model.key, ""),
             }
         )
-    if not values:
-        return None
-    developers = sorted({v["developer"] for v in values}, key=str.casefold)
-    colours = [
-        (swatches[d] if d in swatches else charts.group_swatches(developers)[d]).colour for d in developers
-    ]
-    x_encoding = (
-        {
+    return values
+
+
+def _scatter_encoding(x: str, developers: list[str], colours: list[str], *, several_groups: bool) -> Spec:
+    """The date or the cost across, the score up, a colour per developer (the highlighted one at full
+    opacity), a tooltip, each point linking to its model and, for ``several_groups``, a shape per group."""
+    date = x == "date"
+    encoding: Spec = {
+        "x": {
             "field": "date",
             "type": "temporal",
             "title": "Date of the result",
             "scale": {"nice": "day"},
             "axis": {"format": "%Y-%m-%d", "labelOverlap": True},
         }
-        if x == "date"
-        else {"field": "cost", "type": "quantitative", "title": "Cost (USD)"}
-    )
-    encoding: Spec = {
-        "x": x_encoding,
+        if date
+        else {"field": "cost", "type": "quantitative", "title": "Cost (USD)"},
         "y": {"field": "score", "type": "quantitative", "title": "Scaled Pass@1 (%)"},
         "color": {
             "field": "developer",
@@ -344,35 +424,21 @@ def board_scatter_spec(
             "title": "Developer",
             "scale": {"domain": developers, "range": colours},
         },
-        "opacity": {
-            "condition": {"test": "highlight === '' || datum.developer === highlight", "value": 1},
-            "value": 0.2,
-        },
+        "opacity": _highlight_opacity("developer", 0.2),
         "tooltip": [
             {"field": "model", "title": "Model"},
             {"field": "developer", "title": "Developer"},
             {"field": "score", "title": "Scaled Pass@1 (%)", "format": ".2f"},
             {"field": "date", "type": "temporal", "title": "Date", "format": "%Y-%m-%d"}
-            if x == "date"
+            if date
             else {"field": "cost", "title": "Cost (USD)", "format": ".4f"},
             {"field": "group", "title": "Release, template, paper"},
         ],
         "href": {"field": "href"},
     }
-    if len({v["group"] for v in values}) > 1:
+    if several_groups:
         encoding["shape"] = {"field": "group", "type": "nominal", "title": "Release, template, paper"}
-    return {
-        "$schema": SCHEMA,
-        "config": CONFIG,
-        "description": f"{title}. Interactive: highlight a developer; points link to model pages.",
-        "title": title,
-        "params": [_select("highlight", "Highlight developer ", ["", *developers], ["(none)", *developers])],
-        "data": {"values": values},
-        "mark": {"type": "point", "filled": True, "size": 80, "stroke": charts.TEXT, "strokeWidth": 0.6},
-        "width": 560,
-        "height": 360,
-        "encoding": encoding,
-    }
+    return encoding
 
 
 def _iso(value: _dt.datetime | _dt.date) -> str:

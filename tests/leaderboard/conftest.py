@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.core.cache import cache
 from django.db import transaction
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,3 +41,12 @@ def published_board(django_db_setup, django_db_blocker) -> Iterator[None]:
             leaderboard_refresh_stale()
             yield
             transaction.set_rollback(True)
+
+
+@pytest.fixture
+def empty_cache() -> Iterator[None]:
+    """Each test starts cold: the local-memory cache outlives a test's rolled-back database (a module that
+    needs it lists it in ``pytestmark`` with ``pytest.mark.usefixtures``)."""
+    cache.clear()
+    yield
+    cache.clear()

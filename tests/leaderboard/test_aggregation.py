@@ -1,10 +1,10 @@
-"""Aggregation: read models equal the core library's scoring for the same results, exactly; subsets of
-papers recombine exactly; infrastructure failures never count; results trigger one debounced refresh."""
+"""Aggregation: read models equal the core library's scoring for the same results, exactly (their exact
+recombination over subsets of papers: ``selectors/test_common.py``); infrastructure failures never count;
+results trigger one debounced refresh."""
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import random
 
 import pytest
@@ -13,7 +13,7 @@ from django.db import transaction
 from evaluation.models import TestResult
 from evaluation.signals import results_recorded
 from leaderboard.models import RunAggregation, RunErrorCount, RunPaperScore, RunScore, SnippetStat
-from leaderboard.selectors import LeaderboardFilters, leaderboard_rows, score_from_papers
+from leaderboard.selectors.board import LeaderboardFilters, leaderboard_rows
 from leaderboard.services import leaderboard_refresh_run, leaderboard_refresh_stale
 from researchcodebench import scoring
 from tests.factories import (
@@ -69,24 +69,6 @@ def test_stored_scores_equal_core_scoring_exactly_for_every_mode():
     core_papers = scoring.per_paper(results)
     for p in RunPaperScore.objects.filter(run=run).select_related("paper"):
         assert (p.line_mean, p.line_std) == (core_papers[p.paper.key].mean, core_papers[p.paper.key].std)
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_any_subset_of_papers_recombines_exactly_from_per_paper_sums(seed):
-    rel, snippets = make_benchmark(PAPERS)
-    verdicts = random_verdicts(seed, n=1 + seed % 4)
-    run = make_run(snippets, verdicts, release=rel)
-    leaderboard_refresh_run(run=run)
-    results = snippet_results(snippets, verdicts)
-    expected = {(p, s.name): s.lines for p, ss in snippets.items() for s in ss}
-    rows = {p.paper.key: p for p in RunPaperScore.objects.filter(run=run).select_related("paper")}
-    for subset in (["a"], ["a", "c"], ["b", "c"], ["a", "b", "c"]):
-        core = scoring.score_model("k", "n", results, expected=expected, papers=subset)
-        mine = score_from_papers(rows[p] for p in subset)
-        same_nan = lambda x, y: (x is None and math.isnan(y)) or x == y  # noqa: E731
-        assert same_nan(mine.scaled_pass_at_1, core.line.mean) and same_nan(mine.pass_at_1, core.task.mean)
-        assert same_nan(mine.scaled_pass_at_1_std, core.line.std)
-        assert (mine.snippets, mine.lines, mine.coverage) == (core.snippets, core.lines, core.coverage)
 
 
 def test_infrastructure_failures_never_count_and_are_counted_apart():

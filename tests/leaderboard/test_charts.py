@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -216,6 +219,38 @@ def test_scale_colour_runs_from_dark_to_light() -> None:
     ) == charts.scale_colour(1)
 
 
+def test_dated_scores_puts_papers_either_side_of_the_cutoff_and_names_those_it_cannot_place() -> None:
+    points = [
+        charts.DatedScore("early", dt.date(2023, 5, 1), 80.0, "/papers/early/"),
+        charts.DatedScore("late", dt.date(2025, 2, 1), 20.0),
+        charts.DatedScore("undated", None, 50.0),
+    ]
+    svg = charts.dated_scores(
+        points, chart_id="dated", title="Per paper", cutoff=dt.date(2024, 6, 1), before=80.0, after=20.0
+    )
+    root = parse(svg)
+    assert_accessible(root, "dated", "Per paper")
+    desc = root.find(f"{SVG}desc").text
+    assert "not placed (no date or no score): undated" in desc and "score before it 80.00" in desc
+    assert "Knowledge cutoff (2024-06-01)" in texts(root)
+    assert {"On or before the cutoff", "After the cutoff"} <= set(texts(root))
+    circles = {
+        g.find(f"{SVG}title").text.split(":")[0]: g.find(f"{SVG}circle")
+        for g in root.iter(f"{SVG}g")
+        if g.get("class") == "point"
+    }
+    assert set(circles) == {"early", "late"}
+    assert float(circles["late"].get("cx")) > float(circles["early"].get("cx"))
+    assert float(circles["late"].get("cy")) > float(circles["early"].get("cy"))  # lower score, lower down
+    assert circles["early"].get("fill") != circles["late"].get("fill")
+    assert "Score before the cutoff: 80.00" in titles(root)
+    assert 'href="/papers/early/"' in svg
+    empty = charts.dated_scores(
+        [points[2]], chart_id="e", title="None", cutoff=dt.date(2024, 1, 1), before=None, after=None
+    )
+    assert "No dated paper with a score to chart." in texts(parse(empty))
+
+
 def test_timeline_places_models_and_papers_by_date_and_lists_unknown_dates() -> None:
     items = [
         charts.TimelineItem("GPT-4.1", dt.date(2023, 12, 1), "model", "/models/G/"),
@@ -318,3 +353,189 @@ def test_negative_values_extend_left_of_zero() -> None:
 def test_rejects_unsafe_chart_ids() -> None:
     with pytest.raises(ValueError, match="chart_id"):
         charts.bar_chart([charts.Bar("a", 1.0)], chart_id='x" onload="alert(1)', title="t", x_label="")
+
+
+# ------------------------------------------------------------------ recorded output: byte-identical SVG
+
+RECORDED_CHARTS = Path(__file__).parent / "recorded" / "charts"
+RECORD_CHARTS = os.environ.get("RCB_CHARTS_RECORD") == "1"
+HOSTILE = "<b>&'\"</b>"
+DEVELOPERS = [f"Dev {chr(65 + i)}" for i in range(11)]  # more than the palette: hatched swatches too
+
+RECORDED_CASES: dict[str, Callable[[], str]] = {
+    "bar_chart": lambda: charts.bar_chart(
+        [
+            charts.Bar("Gemini-2.5-Pro", 37.345, "Dev A", err=(35.0, 39.5), href="/models/g/?a=1&b=2"),
+            charts.Bar("A model with a name far longer than any axis label can hold", 21.0, "Dev B", True),
+            charts.Bar(HOSTILE, 5.31, "Dev J", True, err=(4.0, 99.0), note="partial"),
+            charts.Bar("Untested", None, "Dev K"),
+            charts.Bar("Ungrouped", 0.0),
+        ],
+        chart_id="bars",
+        title="Scaled Pass@1",
+        x_label="Scaled Pass@1 (%)",
+        desc="Every model.",
+        error_label="95% interval",
+        unit="%",
+        swatches=charts.group_swatches(DEVELOPERS[:9]),
+    ),
+    "bar_chart_deltas": lambda: charts.bar_chart(
+        [
+            charts.Bar("up", 12.5, "Dev A", href="/m/up/"),
+            charts.Bar("down", -7.25, "Dev B", err=(-30.0, -2.0)),
+            charts.Bar("flat", None, "Dev A"),
+            charts.Bar("dip", -1.0, "Dev B", note="(one run)"),
+        ],
+        chart_id="deltas",
+        title="Gain",
+        x_label="",
+        legend=False,
+        max_value=20,
+        digits=1,
+        width=600,
+    ),
+    "bar_chart_many_groups": lambda: charts.bar_chart(
+        [charts.Bar(name, float(i), name) for i, name in enumerate(DEVELOPERS)],
+        chart_id="many",
+        title="Hatched",
+        x_label="x",
+    ),
+    "grouped_bar_chart": lambda: charts.grouped_bar_chart(
+        ["GPT-4.1", HOSTILE, "O3 (High)"],
+        [charts.Series("Full", [27.54, -3.0, 32.16]), charts.Series("Contamination-free", [20.0, None, 1.5])],
+        chart_id="grouped",
+        title="Full vs contamination-free",
+        x_label="Scaled Pass@1 (%)",
+        unit="%",
+        hrefs=["/models/a/", None, "/models/c/?x=1&y=2"],
+    ),
+    "grouped_bar_chart_many_series": lambda: charts.grouped_bar_chart(
+        ["a", "b"],
+        [charts.Series(f"s{i}", [float(i), float(10 - i)]) for i in range(10)],
+        chart_id="grouped-many",
+        title="Ten series",
+        x_label="",
+        desc="Ten series of two.",
+        max_value=100,
+        digits=0,
+        width=700,
+    ),
+    "heatmap": lambda: charts.heatmap(
+        ["m1", HOSTILE, "a row label longer than the forty-two characters an axis shows"],
+        ["DyT", "minp", "col & <3>"],
+        [[0.0, 100.0, 55.5], [50.0, None, 12.25], [None, 99.0, 1.0]],
+        chart_id="heat",
+        title="Per-paper scores",
+        value_label="Scaled Pass@1 (%)",
+        row_hrefs=["/models/m1/", None, "/models/long/"],
+        col_hrefs=[None, "/papers/minp/", "/papers/x/?a=1&b=2"],
+    ),
+    "heatmap_wide": lambda: charts.heatmap(
+        ["r1", "r2"],
+        [f"snippet {j}" for j in range(45)],
+        [[(i * 45 + j) % 7 / 6 if (i + j) % 5 else None for j in range(45)] for i in range(2)],
+        chart_id="heat-wide",
+        title="Wide",
+        value_label="Pass rate",
+        desc="Forty-five columns.",
+        vmin=0.0,
+        vmax=1.0,
+        digits=2,
+    ),
+    "heatmap_values_forced": lambda: charts.heatmap(
+        ["r"],
+        [f"c{j}" for j in range(31)],
+        [[float(j) for j in range(31)]],
+        chart_id="heat-forced",
+        title="Forced values",
+        value_label="v",
+        vmin=-10.0,
+        vmax=40.0,
+        show_values=True,
+    ),
+    "timeline": lambda: charts.timeline(
+        [
+            charts.TimelineItem("GPT-4.1", dt.date(2023, 12, 1), "model", "/models/G/"),
+            charts.TimelineItem("Mystery", None, "model"),
+            charts.TimelineItem(HOSTILE, dt.date(2025, 3, 1), "paper", "/papers/x/?a=1&b=2"),
+            charts.TimelineItem("minp", dt.date(2024, 7, 20), "paper"),
+            charts.TimelineItem("undated paper", None, "paper"),
+        ],
+        chart_id="timeline",
+        title="Cutoffs and papers",
+        markers=[("Global cutoff", dt.date(2024, 7, 1)), ("Fixed <cutoff>", dt.date(2024, 10, 1))],
+    ),
+    "timeline_one_kind": lambda: charts.timeline(
+        [charts.TimelineItem("only", dt.date(2022, 2, 2), "paper")],
+        chart_id="timeline-one",
+        title="One",
+        desc="A paper.",
+        kinds=(("model", "Models"), ("paper", "Papers")),
+        width=500,
+    ),
+    "scatter": lambda: charts.scatter(
+        [
+            charts.Point("A", 10.0, 20.0, "Dev A", "/models/a/"),
+            charts.Point(HOSTILE, 30.0, 25.5, "Dev J"),
+            charts.Point("a point label longer than the forty-two characters", 0.0, 3.0),
+        ],
+        chart_id="scatter",
+        title="With vs without paper",
+        x_label="Without paper",
+        y_label="With paper",
+        desc="Every pair.",
+        unit="%",
+        swatches=charts.group_swatches(DEVELOPERS[:9]),
+    ),
+    "scatter_no_diagonal": lambda: charts.scatter(
+        [charts.Point("p", 0.5, 0.25), charts.Point("q", 0.75, 1.0)],
+        chart_id="scatter-plain",
+        title="Plain",
+        x_label="x",
+        y_label="y",
+        max_value=1.0,
+        diagonal=False,
+        digits=3,
+        size=300,
+    ),
+    "stacked_bar_chart": lambda: charts.stacked_bar_chart(
+        ["GPT-4.1", HOSTILE, "O3", "nothing"],
+        [
+            charts.Series("Syntax Errors", [1, 0, None, 0]),
+            charts.Series("Logic Errors", [3, 2, 7, 0]),
+            charts.Series("Something new", [0.5, 1, 2, None]),
+        ],
+        chart_id="stacked",
+        title="Errors per model",
+        x_label="Failures",
+        row_hrefs=["/models/a/", None, "/models/o3/?x=1&y=2", None],
+        swatches=charts.category_swatches(),
+    ),
+    "stacked_bar_chart_normalised": lambda: charts.stacked_bar_chart(
+        ["a", "b"],
+        [charts.Series(f"s{i}", [i, 10 - i]) for i in range(10)],
+        chart_id="stacked-share",
+        title="Shares",
+        x_label="share",
+        desc="Ten segments.",
+        normalise=True,
+        width=640,
+    ),
+    "no_data_svg": lambda: charts.no_data_svg(chart_id="empty", title=HOSTILE, message="Nothing & <none>"),
+    "skippable": lambda: charts.skippable(
+        charts.no_data_svg(chart_id="skip-me", title="t"), label="Skip <it>"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RECORDED_CASES))
+def test_every_chart_draws_the_recorded_svg_byte_for_byte(case: str) -> None:
+    """The SVG of each chart type on fixed data equals the recorded bytes (``recorded/charts/``), so a
+    refactoring of the drawing code cannot change a page. After a deliberate change of a chart, record the
+    new drawings with ``RCB_CHARTS_RECORD=1`` and review the diff."""
+    svg = RECORDED_CASES[case]()
+    path = RECORDED_CHARTS / f"{case}.svg"
+    if RECORD_CHARTS:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(svg, encoding="utf-8")
+    assert svg == path.read_text(encoding="utf-8")

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 def papers_page(client, **params) -> tuple[str, dict[str, tuple[int, int]]]:
     """The papers page and its main table: paper key -> (snippets, lines)."""
-    html = get(client, reverse("contributions:paper_list"), **params)
+    html = get(client, reverse("leaderboard:papers"), **params)
     table = html[html.index('id="papers-table"') :].split("</table>")[0]
     rows = {}
     for row in _rows(table):
@@ -64,7 +64,7 @@ def test_papers_page_counts_the_chosen_release_and_lists_other_papers_apart(clie
     assert rows2 == {"p3": (3, 7)} and totals(html2) == (1, 3, 7)
     html_all, rows_all = papers_page(client, release="*")
     assert set(rows_all) == {"p1", "p2", "p3"} and totals(html_all) == (3, 6, 16)
-    missing = client.get(reverse("contributions:paper_list"), {"release": "nope"})
+    missing = client.get(reverse("leaderboard:papers"), {"release": "nope"})
     assert missing.status_code == 404
 
 

@@ -8,22 +8,14 @@ import datetime as dt
 import re
 
 import pytest
-from django.core.cache import cache
 
 from leaderboard import api, forms
 from leaderboard.services import leaderboard_refresh_run
 from tests.factories import LanguageModelFactory, make_benchmark, make_run
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_cache")]
 ROW = re.compile(r'<tr[^>]* data-model="([^"]+)"')
 ERROR = re.compile(r'<p class="field-error" role="alert" id="f-(\w+)_error">([^<]*)</p>')
-
-
-@pytest.fixture(autouse=True)
-def empty_cache():
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ def hrefs(html: str) -> list[str]:
 
 def test_paper_list_links_each_paper_to_its_portal_page(client):
     PaperFactory(key="nerf-x", title="A paper")
-    html = get(client, reverse("contributions:paper_list"))
+    html = get(client, reverse("leaderboard:papers"))
     assert reverse("leaderboard:paper", args=["nerf-x"]) in hrefs(html)
 
 

@@ -13,8 +13,10 @@ from django.template.defaultfilters import floatformat
 from django.urls import reverse
 
 from contributions.models import Snippet
-from leaderboard import selectors
-from leaderboard.selectors import LeaderboardFilters
+from leaderboard.selectors.analyses import contamination_overview, error_breakdown
+from leaderboard.selectors.board import LeaderboardFilters, leaderboard_rows
+from leaderboard.selectors.models import model_detail
+from leaderboard.selectors.papers import paper_detail
 
 pytestmark = pytest.mark.django_db
 REPO = Path(__file__).resolve().parents[2]
@@ -112,7 +114,7 @@ def test_board_shows_the_published_numbers_in_selector_order(client, published_b
     html = get(client, "/")
     page = assert_accessible(html)
     rows = page.rows
-    expected = selectors.leaderboard_rows(filters=LeaderboardFilters())
+    expected = leaderboard_rows(filters=LeaderboardFilters())
     assert len(rows) == len(expected) == 32
     assert [r["key"] for r in rows] == [r.model.key for r in expected]
     top = rows[0]
@@ -136,7 +138,7 @@ def test_board_chart_has_every_model_and_value(client, published_board):
     svg = re.search(r'<svg[^>]*id="board-chart".*?</svg>', html, flags=re.S).group(0)
     root = ET.fromstring(svg)
     texts = {"".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")}
-    for row in selectors.leaderboard_rows(filters=LeaderboardFilters()):
+    for row in leaderboard_rows(filters=LeaderboardFilters()):
         assert row.model.name in texts
         assert f"{row.scaled_pass_at_1:.2f}" in texts
     links = [a.get("href") for a in root.iter("{http://www.w3.org/2000/svg}a")]
@@ -161,7 +163,7 @@ def test_each_filter_and_sort_changes_the_rows(client, published_board, params, 
     assert [r["key"] for r in rows] != [r["key"] for r in everything]
     developer = params.get("developer")
     weights = {"open": True, "closed": False}.get(params.get("weights", ""))
-    expected = selectors.leaderboard_rows(
+    expected = leaderboard_rows(
         filters=LeaderboardFilters(developer=developer, open_weights=weights, sort=params.get("sort", "-scaled_pass_at_1"))
     )  # fmt: skip
     assert [r["key"] for r in rows] == [r.model.key for r in expected]
@@ -180,8 +182,7 @@ def test_global_contamination_rule_reproduces_the_papers_numbers(client, publish
 def test_per_model_contamination_scores_each_model_on_its_own_papers(client, published_board):
     rows = board_rows(client, contamination="per-model")
     expected = {
-        r.model.key: r
-        for r in selectors.leaderboard_rows(filters=LeaderboardFilters(contamination="per-model"))
+        r.model.key: r for r in leaderboard_rows(filters=LeaderboardFilters(contamination="per-model"))
     }
     assert len(rows) == 32
     for shown in rows:
@@ -242,7 +243,7 @@ def test_every_page_is_accessible(client, published_board):
 
 def test_model_page_shows_its_per_paper_scores_and_verdict_grid(client, published_board):
     html = get(client, reverse("leaderboard:model", args=["O3_HIGH"]))
-    detail = selectors.model_detail(key="O3_HIGH")
+    detail = model_detail(key="O3_HIGH")
     assert "<h1>O3 (High)</h1>" in html
     assert len(detail.per_paper) == 20
     for p in detail.per_paper:
@@ -256,7 +257,7 @@ def test_model_page_shows_its_per_paper_scores_and_verdict_grid(client, publishe
 
 def test_paper_page_shows_metadata_tree_difficulty_and_heatmap(client, published_board):
     html = get(client, reverse("leaderboard:paper", args=["DyT"]))
-    detail = selectors.paper_detail(key="DyT")
+    detail = paper_detail(key="DyT")
     assert "Transformers without Normalization" in html and "https://github.com/jiachenzhu/DyT" in html
     assert "2025-03-09" in html  # first commit
     for node in detail.snippets:
@@ -284,7 +285,7 @@ def test_snippet_page_of_a_metadata_only_version_explains_what_is_missing(client
 
 def test_errors_page_shares_and_per_model_counts_match_the_breakdown(client, published_board):
     html = get(client, reverse("leaderboard:errors"))
-    data = selectors.error_breakdown()
+    data = error_breakdown()
     for c in data.categories:
         assert f'<td class="num">{c.count}</td><td class="num">{c.share:.1f}%</td>' in html
     assert 'id="error-shares"' in html and 'id="error-per-model"' in html
@@ -293,7 +294,7 @@ def test_errors_page_shares_and_per_model_counts_match_the_breakdown(client, pub
 
 def test_contamination_page_shows_the_global_cutoff_and_timeline(client, published_board):
     html = get(client, reverse("leaderboard:contamination"))
-    data = selectors.contamination_overview()
+    data = contamination_overview()
     assert f"keeps 13 of {len(data.papers)} papers" in html
     svg = re.search(r'<svg[^>]*id="contamination-timeline".*?</svg>', html, flags=re.S).group(0)
     root = ET.fromstring(svg)

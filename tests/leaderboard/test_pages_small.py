@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from contributions.services import task_version_import
 from evaluation.models import EvaluationRun
-from leaderboard import selectors
+from leaderboard.selectors.analyses import ablation_pairs, error_breakdown
 from leaderboard.services import leaderboard_refresh_run
 from researchcodebench.pset import read_pset
 from tests.factories import (
@@ -42,7 +42,7 @@ def test_ablation_page_shows_pairs_and_per_snippet_rates(client):
     model_b = LanguageModelFactory(key="M_B")
     scored(make_run(snippets, {"p1": "F P"}, release=rel, with_paper=False, model=model_b))
     scored(make_run(snippets, {"p1": "P F"}, release=rel, with_paper=True, model=model_b))
-    data = selectors.ablation_pairs()
+    data = ablation_pairs()
     assert len(data.pairs) == 1
     html = get(client, reverse("leaderboard:ablation"))
     pair = data.pairs[0]
@@ -71,7 +71,7 @@ def test_errors_page_keeps_infrastructure_failures_apart(client):
     rel, snippets = make_benchmark({"p1": (None, [1, 1, 1, 1])})
     scored(make_run(snippets, {"p1": "F I I P"}, release=rel, model__name="Flaky Host"))
     html = get(client, reverse("leaderboard:errors"))
-    data = selectors.error_breakdown()
+    data = error_breakdown()
     assert [(c.category, c.count) for c in data.categories] == [("logic", 1)]
     assert [(c.category, c.count) for c in data.infrastructure] == [("sandbox_failure", 2)]
     infra = html[html.index('id="infra-h"') :]
@@ -107,7 +107,7 @@ def test_snippet_page_shows_problem_reference_and_highlighted_escaped_diff(clien
     assert "TODO: Implement block" in html  # the masked file, built by researchcodebench.problems
     assert 'class="added"' in html and "&lt;b&gt;changed&lt;/b&gt;" in html
     assert '<span class="k">' in html or '<span class="n">' in html  # Pygments token classes
-    assert ".hl .k" in html  # the inline Pygments stylesheet; no external stylesheet for it
+    assert "css/code.css" in html  # the Pygments stylesheet (static/css/code.css): no inline style, no nonce
     assert "AssertionError: &lt;mismatch&gt;" in html and "ran 3 tests" in html
     assert "1 line added, 0 removed" in html
     prompt = client.get(reverse("leaderboard:snippet_prompt", args=[version.task.paper.key, snippet.name]))

@@ -92,7 +92,7 @@ def test_board_caption_names_error_bars_only_when_the_chart_draws_them(client, b
 
     # A stored score without its interval (as a recombined selection has): no bars, and no promise.
     RunScore.objects.update(ci_low=None, ci_high=None)
-    client.get("/")  # any cached body is keyed by the board version, which the update does not move
+    client.get("/")  # cached bodies are keyed by scope versions, which a raw update does not move
     html = get(client, "/", paper="with", weights="")
     assert "Error bars" not in svgs(html)[0]
     assert "Error bars" not in html

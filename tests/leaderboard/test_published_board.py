@@ -85,7 +85,7 @@ def test_model_paper_snippet_and_run_endpoints_answer_for_published_rows(client,
 def test_every_published_row_equals_core_scoring_exactly(published_board, mode):
     import yaml
 
-    from leaderboard.selectors import LeaderboardFilters, leaderboard_rows
+    from leaderboard.selectors.board import LeaderboardFilters, leaderboard_rows
     from researchcodebench.pset import normalise_date
     from researchcodebench.scoring import load_published, score_published
     from tests.leaderboard.conftest import ORIGINAL, REGISTRY

@@ -7,8 +7,11 @@ by line count, logs no error, sends no request off this machine and needs no 'un
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
 import re
+from collections.abc import Callable
 from html import unescape
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,7 +21,12 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.urls import reverse
 
-from leaderboard import charts, selectors, vega
+from leaderboard import charts, vega
+from leaderboard.selectors.board import LeaderboardFilters, Row, leaderboard_rows
+from leaderboard.selectors.common import ModelRef, Score
+from leaderboard.selectors.compare import ComparedPaper, ModelComparison, model_compare
+from leaderboard.selectors.models import ModelDetail
+from leaderboard.selectors.papers import MatrixRow, PaperDetail, SnippetNode, paper_detail
 from leaderboard.services import leaderboard_refresh_run
 from tests.factories import LanguageModelFactory, make_benchmark, make_run
 
@@ -113,7 +121,7 @@ def test_paper_heatmap_spec_cells_equal_the_selector_output_and_the_svg(client, 
     spec = embedded_spec(html, "paper-heatmap-spec")
     assert spec["$schema"] == vega.SCHEMA
 
-    detail = selectors.paper_detail(key="heat", filters=selectors.LeaderboardFilters())
+    detail = paper_detail(key="heat", filters=LeaderboardFilters())
     expected = {
         (m.model.name, n.name): (
             vega.cell_pass_rate(m.verdicts.get(n.id, "")),
@@ -152,7 +160,7 @@ def test_paper_heatmap_spec_cells_equal_the_selector_output_and_the_svg(client, 
 def test_paper_heatmap_spec_follows_the_filters_like_the_svg(client, paper_board):
     html = page(client, reverse("leaderboard:paper", args=["heat"]), weights="closed")
     spec = embedded_spec(html, "paper-heatmap-spec")
-    filtered = selectors.paper_detail(key="heat", filters=selectors.LeaderboardFilters(open_weights=False))
+    filtered = paper_detail(key="heat", filters=LeaderboardFilters(open_weights=False))
     assert [m.model.name for m in filtered.matrix] == ["Beta Two"]
     assert {v["model"] for v in heatmap_cells(spec)} == {"Beta Two"}
     assert "Alpha One" not in svg(html, "paper-heatmap")
@@ -185,7 +193,7 @@ def test_compare_spec_scores_equal_the_selector_and_colours_equal_the_svg(client
     html = page(client, reverse("leaderboard:compare"), models=["alpha-1", "beta-2"])
     spec = embedded_spec(html, "compare-papers-spec")
     assert spec["$schema"] == vega.SCHEMA
-    data = selectors.model_compare(keys=["alpha-1", "beta-2"])
+    data = model_compare(keys=["alpha-1", "beta-2"])
     names = [d.model.name for d in data.models]
     expected = {(p.paper_key, names[i]): (s, p.spread) for p in data.papers for i, s in enumerate(p.scores)}
     got = {(v["paper"], v["model"]): (v["score"], v["spread"]) for v in spec["data"]["values"]}
@@ -203,7 +211,7 @@ def test_compare_spec_scores_equal_the_selector_and_colours_equal_the_svg(client
 
 def test_board_scatters_plot_the_board_rows_with_the_board_charts_developer_colours(client, paper_board):
     html = page(client, "/")
-    rows = [r for r in selectors.leaderboard_rows(filters=selectors.LeaderboardFilters()) if not r.incomplete]
+    rows = [r for r in leaderboard_rows(filters=LeaderboardFilters()) if not r.incomplete]
 
     by_date = embedded_spec(html, "board-scatter-date-spec")
     assert by_date["$schema"] == vega.SCHEMA
@@ -255,6 +263,144 @@ def test_names_with_markup_stay_data_in_the_embedded_spec(client):
     assert "<script>alert(1)" not in html
     spec = embedded_spec(html, "paper-heatmap-spec")
     assert heatmap_cells(spec)[0]["model"] == "</script><script>alert(1)</script>"
+
+
+# --- recorded output: identical specs ------------------------------------------------------------------
+
+RECORDED_SPECS = Path(__file__).parent / "recorded" / "vega"
+RECORD_SPECS = os.environ.get("RCB_VEGA_RECORD") == "1"
+
+
+def ref(key: str, name: str, developer: str = "") -> ModelRef:
+    return ModelRef(
+        key=key, name=name, developer=developer, company="", open_weights=None, knowledge_cutoff=None,
+        knowledge_cutoff_raw="", provider_model_id="",
+    )  # fmt: skip
+
+
+def fixed_paper() -> PaperDetail:
+    """Two tasks; a model with runs with and without the paper, and twice without (the run id tells)."""
+    snippets = tuple(
+        SnippetNode(
+            id=10 + j, task_key=task, task_version=1, name=name, ordinal=j, depth=0, parent_id=None,
+            lines=lines, runs=2, results=4, passed=1, solve_rate=rate,
+        )
+        for j, (task, name, lines, rate) in enumerate(
+            [("t1", "s0", 3, 50.0), ("t1", "s<1>", 1, None), ("t2", "s2", 9, 12.5)]
+        )
+    )  # fmt: skip
+    rows = [
+        (1, "Gamma", True, 40.0, {10: "PF", 12: "FF"}),
+        (2, "Gamma", False, None, {11: "--"}),
+        (3, "Gamma", False, 10.0, {10: "P"}),
+        (4, "Delta & co", True, 5.0, {}),
+    ]
+    matrix = tuple(
+        MatrixRow(run_id, ref(f"m{run_id}", name), with_paper, score, None, verdicts)
+        for run_id, name, with_paper, score, verdicts in rows
+    )
+    return PaperDetail(
+        key="heat", title="Heat", venue="", arxiv_id="", arxiv_abs="", arxiv_date=None, arxiv_v1_date=None,
+        github_url="", first_commit_date=None, last_commit_date=None, tasks=("t1", "t2"), snippets=snippets,
+        matrix=matrix,
+    )  # fmt: skip
+
+
+def fixed_comparison(names: list[str]) -> ModelComparison:
+    models = tuple(
+        ModelDetail(
+            model=ref(f"k{i}", name), runs=(), run=None, scores={}, per_paper=(), errors=(),
+            infrastructure_errors=(), verdict_grid=(), before_cutoff=None, after_cutoff=None,
+            undated_papers=(),
+        )
+        for i, name in enumerate(names)
+    )  # fmt: skip
+    scores = [tuple(float(10 * i + p) for i in range(len(names))) for p in range(2)]
+    papers = (
+        ComparedPaper("a", "Paper A", scores[0], 10.0 * (len(names) - 1)),
+        ComparedPaper("b", "Paper <B>", (None, *scores[1][1:]), None),
+    )
+    return ModelComparison(models=models, papers=papers, snippets=(), differing=0)
+
+
+def fixed_rows() -> list[Row]:
+    """Runs of two groups: scored, unscored, below full coverage, without a date or a cost."""
+    when = dt.datetime(2025, 3, 4, 5, 6, 7, tzinfo=dt.UTC)
+
+    def row(
+        run_id: int,
+        name: str,
+        developer: str,
+        score: float | None,
+        *,
+        finished_at: dt.datetime | None = when,
+        cost: float | None = None,
+        snippets: int = 4,
+        release: str | None = "r1",
+    ) -> Row:
+        return Row(
+            rank=None, run_id=run_id, model=ref(f"m{run_id}", name, developer), release=release,
+            template="rcb-2025", with_paper=run_id != 5, verification="generated", source="generated",
+            status="finished", n_completions=1, finished_at=finished_at, cost_usd=cost, contamination="none",
+            selection=None,
+            score=Score(
+                scaled_pass_at_1=score, scaled_pass_at_1_std=None, line_rates=(), pass_at_1=score,
+                pass_at_1_std=None, task_rates=(), ci95=None, snippets=snippets, expected_snippets=4,
+                lines=10, coverage=snippets / 4, papers=1,
+            ),
+        )  # fmt: skip
+
+    return [
+        row(1, "Alpha", "Acme", 40.5, cost=1.25),
+        row(2, "Beta", "", 20.0, finished_at=None, cost=0.5),
+        row(3, "Gamma", "Zed", None),
+        row(4, "Delta", "Bolt", 30.0, snippets=2),
+        row(5, "Eps", "Bolt", 12.0, cost=3.0, release=None),
+    ]
+
+
+RECORDED_SPEC_CASES: dict[str, Callable[[], vega.Spec | None]] = {
+    "paper_heatmap_spec": lambda: vega.paper_heatmap_spec(
+        fixed_paper(), snippet_hrefs=["/s/0/", "/s/1/?a=1&b=2", "/s/2/"], title="Heat: pass rate"
+    ),
+    "compare_papers_spec": lambda: vega.compare_papers_spec(fixed_comparison(["One", "Two"]), title="Two"),
+    "compare_papers_spec_three": lambda: vega.compare_papers_spec(
+        fixed_comparison(["One", "Two", "Three & co"]), title="Three"
+    ),
+    "board_scatter_spec_date": lambda: vega.board_scatter_spec(
+        fixed_rows(),
+        x="date",
+        swatches=charts.group_swatches(["Acme", "Unknown"]),
+        model_hrefs={"m1": "/models/m1/"},
+        title="By date",
+    ),
+    "board_scatter_spec_cost": lambda: vega.board_scatter_spec(
+        fixed_rows(),
+        x="cost",
+        swatches=charts.group_swatches(["Acme", "Bolt", "Unknown", "Zed"]),
+        model_hrefs={"m1": "/models/m1/", "m5": "/models/m5/"},
+        title="By cost",
+    ),
+    "board_scatter_spec_one_group": lambda: vega.board_scatter_spec(
+        fixed_rows()[:1], x="cost", swatches={}, model_hrefs={}, title="One"
+    ),
+    "board_scatter_spec_none_left": lambda: vega.board_scatter_spec(
+        fixed_rows()[2:4], x="date", swatches={}, model_hrefs={}, title="None"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RECORDED_SPEC_CASES))
+def test_every_spec_equals_the_recorded_one_key_for_key(case: str) -> None:
+    """Each spec on fixed selector output, as JSON in key order, equals the recorded one
+    (``recorded/vega/``), so a refactoring of the spec builders cannot change a page. After a deliberate
+    change of a spec, record the new ones with ``RCB_VEGA_RECORD=1`` and review the diff."""
+    text = json.dumps(RECORDED_SPEC_CASES[case](), indent=1, ensure_ascii=False) + "\n"
+    path = RECORDED_SPECS / f"{case}.json"
+    if RECORD_SPECS:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8")
 
 
 # --- the pages -----------------------------------------------------------------------------------------

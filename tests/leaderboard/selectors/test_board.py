@@ -1,4 +1,4 @@
-"""The ranking rule (issue 12, item 1): runs are ranked only against runs of the same release, template
+"""The board (``leaderboard/selectors/board.py``) and its ranking rule (issue 12, item 1): runs are ranked only against runs of the same release, template
 and paper setting; runs below full coverage are listed apart, never ranked; the global contamination rule
 is the release's whatever the other filters; ranks come with the range the bootstrap intervals allow and
 the neighbours they are tied with."""
@@ -10,7 +10,7 @@ import datetime as dt
 import pytest
 
 from contributions.models import Release
-from leaderboard.selectors import ANY_RELEASE, LeaderboardFilters, leaderboard_rows
+from leaderboard.selectors.board import ANY_RELEASE, LeaderboardFilters, leaderboard_rows
 from leaderboard.services import leaderboard_refresh_run
 from tests.factories import LanguageModelFactory, make_benchmark, make_run
 from tests.leaderboard.test_pages import Page, get
