@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is a helper for them.
-.PHONY: demo test lint crash-tests docker-batteries bench-eval bench-docker bench-screen bench-slow-clients bench-leaderboard bench-mixed clean
+.PHONY: demo test lint crash-tests docker-batteries bench-eval bench-docker bench-screen bench-slow-clients bench-leaderboard bench-mixed bench-aggregation bench-cold clean
 
 demo:  ## set up, migrate, load demo data, serve http://127.0.0.1:8000/ with one worker and a fake LLM (Ctrl-C stops)
 	scripts/demo.sh
@@ -41,9 +41,17 @@ bench-leaderboard:  ## installs wrk (apt-get) when missing, then measures the pa
 	scripts/bootstrap.sh --dev --bench
 	.venv/bin/python bench/leaderboard_load.py
 
-bench-mixed:  ## 60 s of mixed load (pages, API, uploads, a run in progress) on gunicorn, PostgreSQL and RabbitMQ
+bench-mixed:  ## 60 s of mixed load (pages, API, uploads, a run in progress) on gunicorn, PostgreSQL, RabbitMQ and Redis: per URL against /healthz, issue 21's acceptance (BENCH_ARGS: more options)
+	scripts/bootstrap.sh --redis
+	.venv/bin/python bench/mixed_load.py $(BENCH_ARGS)
+
+bench-aggregation:  ## database time per recorded verdict: a whole-run refresh vs one verdict as a delta (issue 21's size)
 	scripts/bootstrap.sh
-	.venv/bin/python bench/mixed_load.py
+	.venv/bin/python bench/aggregation.py --models 100 --papers 100 --snippets-per-paper 20
+
+bench-cold:  ## the first request after a change of every board page, htmx part and read API table (issue 21's size; target 150 ms)
+	scripts/bootstrap.sh
+	.venv/bin/python bench/cold_pages.py
 
 clean:
 	rm -rf var staticfiles .pytest_cache

@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -82,18 +83,28 @@ def compare(
 ) -> tuple[int, list[str]]:
     """The number of items compared and a line per disagreement."""
     cases = items(tasks, mutants_per_snippet, references=references)
-    disagreements = []
+
+    def lane(runner: Runner) -> list[Verdict]:
+        return [judge(runner, task, snippet, code) for task, snippet, _label, code in cases]
+
+    # The two lanes judge the same items in the same order, each in a thread of its own: one run of each lane
+    # at a time, as before, but the lanes overlap instead of taking turns (each run is a separate process or
+    # container, so the verdicts do not depend on it; the timeouts are the tasks' caps, not calibrated).
     with (
         Runner(sandbox=local, environment=python, warm=False, calibrate=False, workers=1) as here,
         Runner(sandbox=docker, environment=python, warm=False, calibrate=False, workers=1) as there,
+        ThreadPoolExecutor(max_workers=2, thread_name_prefix="rcb-lane") as lanes,
     ):
-        for task, snippet, label, code in cases:
-            a, b = judge(here, task, snippet, code), judge(there, task, snippet, code)
-            if key(a) != key(b):
-                where = f"{task.id} / {snippet.name if snippet else '-'} / {label}"
-                disagreements.append(
-                    f"{where}: local {key(a)} ({a.reason[:120]}) vs docker {key(b)} ({b.reason[:120]})"
-                )
+        local_verdicts, docker_verdicts = (
+            f.result() for f in [lanes.submit(lane, here), lanes.submit(lane, there)]
+        )
+    disagreements = []
+    for (task, snippet, label, _code), a, b in zip(cases, local_verdicts, docker_verdicts, strict=True):
+        if key(a) != key(b):
+            where = f"{task.id} / {snippet.name if snippet else '-'} / {label}"
+            disagreements.append(
+                f"{where}: local {key(a)} ({a.reason[:120]}) vs docker {key(b)} ({b.reason[:120]})"
+            )
     return len(cases), disagreements
 
 

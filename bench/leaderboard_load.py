@@ -131,8 +131,15 @@ def _copy(cursor, table: str, given: list[str], rows) -> int:
     return n
 
 
-def seed() -> list[int]:
-    """Create the synthetic benchmark; return the run ids (not yet aggregated)."""
+def seed(
+    *,
+    n_papers: int = N_PAPERS,
+    snippets_per_paper: int = SNIPPETS_PER_PAPER,
+    n_models: int = N_MODELS,
+    n_completions: int = N_COMPLETIONS,
+) -> list[int]:
+    """Create the synthetic benchmark (by default the size above; ``bench/aggregation.py`` asks for others);
+    return the run ids (not yet aggregated)."""
     from django.db import connection, transaction
     from django.utils import timezone
 
@@ -149,7 +156,7 @@ def seed() -> list[int]:
                 title=f"Synthetic paper {i}",
                 first_commit_date=dt.date(2023, 1, 1) + dt.timedelta(days=9 * i),
             )
-            for i in range(N_PAPERS)
+            for i in range(n_papers)
         )
         tasks = Task.objects.bulk_create(Task(key=p.key, paper=p) for p in papers)
         versions = TaskVersion.objects.bulk_create(
@@ -163,7 +170,7 @@ def seed() -> list[int]:
         snippets = Snippet.objects.bulk_create(
             Snippet(task_version=v, name=f"snippet {j}", ordinal=j, lines=rng.randint(1, 30), depth=0)
             for v in versions
-            for j in range(SNIPPETS_PER_PAPER)
+            for j in range(snippets_per_paper)
         )
         # Model 0 holds the latest cutoff as text, so the global rule's paper set is fixed from the first run.
         models = LanguageModel.objects.bulk_create(
@@ -176,7 +183,7 @@ def seed() -> list[int]:
                 knowledge_cutoff_raw="2025-01" if i == 0 else f"{2023 + i % 2}-{1 + i % 12:02d}",
                 active=False,
             )
-            for i in range(N_MODELS)
+            for i in range(n_models)
         )
         now = timezone.now()
         runs = EvaluationRun.objects.bulk_create(
@@ -185,7 +192,7 @@ def seed() -> list[int]:
                 release=release,
                 template="rcb-v2",
                 with_paper=True,
-                n_completions=N_COMPLETIONS,
+                n_completions=n_completions,
                 source=EvaluationRun.Source.GENERATED,
                 verification=EvaluationRun.Verification.GENERATED,
                 status=EvaluationRun.Status.FINISHED,
@@ -195,7 +202,7 @@ def seed() -> list[int]:
             for m in models
         )
         difficulty = {s.pk: rng.random() for s in snippets}
-        skill = {r.pk: 0.1 + 0.8 * i / N_MODELS for i, r in enumerate(runs)}
+        skill = {r.pk: 0.1 + 0.8 * i / n_models for i, r in enumerate(runs)}
         categories = [
             "syntax",
             "name",
@@ -210,7 +217,7 @@ def seed() -> list[int]:
         with connection.cursor() as cur:
             cur.execute("SELECT COALESCE(MAX(id), 0) FROM evaluation_completion")
             first_id = cur.fetchone()[0] + 1
-            items = [(r.pk, s.pk, c) for r in runs for s in snippets for c in range(N_COMPLETIONS)]
+            items = [(r.pk, s.pk, c) for r in runs for s in snippets for c in range(n_completions)]
             n = _copy(
                 cur,
                 "evaluation_completion",
@@ -309,6 +316,10 @@ def prepare_database(db: str, reseed: bool) -> None:
     connection.close()
     ensure_database(db, reseed=True)
     aggregate(db, seed())
+    # The bulk COPY leaves the planner without statistics; autovacuum (off on this project's machines)
+    # would gather them on a production server.
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE")
 
 
 def bench_model_key() -> str:

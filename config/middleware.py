@@ -18,6 +18,8 @@ from collections.abc import Callable
 from django.conf import settings
 from django.contrib.auth import get_user
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import Resolver404, resolve
 
 
 class BodySizeLimitMiddleware:
@@ -48,3 +50,43 @@ class BodySizeLimitMiddleware:
                     content_type="text/plain; charset=utf-8",
                 )
         return self.get_response(request)
+
+
+def _form_page(path: str) -> str:
+    """The nearest address above ``path`` that is a route of the site ("" for none): the page a form-only
+    address belongs to (``/contribute/5/review/`` -> ``/contribute/5/``)."""
+    parts = path.rstrip("/").split("/")
+    while len(parts) > 1:
+        parts.pop()
+        candidate = "/".join(parts) + "/"
+        try:
+            resolve(candidate)
+        except Resolver404:
+            continue
+        return candidate
+    return ""
+
+
+class MethodNotAllowedPageMiddleware:
+    """A page for 405: a view limited to some methods (``require_POST``) answers an empty 405, which a
+    browser shows blank when a form's address is reloaded. Outside the API (``/api/``, whose clients read
+    the status and the ``Allow`` header), an empty 405 becomes ``405.html``: what the address is for and a
+    link to the page with the form. Status and ``Allow`` are kept."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code != 405 or request.path.startswith("/api/") or response.content:
+            return response
+        allowed = [m.strip() for m in response.get("Allow", "").split(",") if m.strip()]
+        page = render(
+            request,
+            "405.html",
+            {"allowed": allowed or ["POST"], "page_url": _form_page(request.path)},
+            status=405,
+        )
+        if "Allow" in response:
+            page["Allow"] = response["Allow"]
+        return page

@@ -16,6 +16,8 @@ urlpatterns = [
     path("status/", views.status_page, name="status"),
     path("admin/", admin.site.urls),
     path("accounts/", include("allauth.urls")),
+    path("api/", views.api_home, name="api-home"),
+    path("api/v1/", views.api_home, name="api-root"),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The split view serves Swagger UI's start-up script as a file, so the CSP needs no inline script.
     path("api/v1/docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -176,20 +177,33 @@ def wait_for(
     raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
 
 
-@pytest.fixture
-def browser(monkeypatch) -> Iterator[Any]:
+@contextmanager
+def chromium() -> Iterator[Any]:
     """The system Chromium launched through Playwright's sync API (a ``playwright.sync_api.Browser``);
-    skips when Playwright or Chromium is missing. Closed after the test."""
+    skips when Playwright or Chromium is missing. Closed on exit."""
     playwright_api = pytest.importorskip("playwright.sync_api")
     if not shutil.which(CHROMIUM):
         pytest.skip(f"no system Chromium at {CHROMIUM}")
     # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes between
     # browser steps are ordinary synchronous code, so Django's async-safety check would misfire.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with playwright_api.sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with playwright_api.sync_playwright() as pw:
+            launched = pw.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_ARGS))
+            try:
+                yield launched
+            finally:
+                launched.close()
+                # ORM calls made while Playwright's loop runs get their own connection (asgiref's
+                # context-local connections); close it here, or it would keep the test database from being
+                # dropped.
+                connections.close_all()
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Chromium for one test (``chromium``). A module whose tests are all browser tests may share one per
+    module instead (tests/test_journeys.py): Playwright's event loop then runs for the whole module, which is
+    only safe where every test already runs under it."""
+    with chromium() as launched:
         yield launched
-        launched.close()
-        # ORM calls made while Playwright's loop runs get their own connection (asgiref's context-local
-        # connections); close it here, or it would keep the test database from being dropped.
-        connections.close_all()

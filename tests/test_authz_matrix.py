@@ -89,6 +89,8 @@ MATRIX: dict[str, list[Req]] = {
     # --- API docs and schema
     "api-schema": [get(200, 200, 200, 200)],
     "api-docs": [get(200, 200, 200, 200)],
+    "api-home": [get(200, 200, 200, 200)],
+    "api-root": [get(200, 200, 200, 200)],
     # --- the API (token authentication; writes need an account)
     "api-run-upload": [get(401, 405, 405, 405, api=True), post(401, 400, 400, 400, api=True)],
     "api-runs": [get(200, 200, 200, 200, api=True), post(401, 405, 405, 405, api=True)],
@@ -111,9 +113,12 @@ MATRIX: dict[str, list[Req]] = {
     ],
     "api-snippets": [get(200, 200, 200, 200, api=True)],
     "api-snippet": [get(200, 200, 200, 200, args=("snippet_id",), api=True)],
+    "api-not-found": [get(404, 404, 404, 404, args=("no-such-thing/",), api=True)],
     # --- contributions
-    "contributions:paper_list": [get(200, 200, 200, 200)],
+    "leaderboard:papers": [get(200, 200, 200, 200)],
     "contributions:release_list": [get(200, 200, 200, 200)],
+    "contributions:release_detail": [get(200, 200, 200, 200, args=("release_name",))],
+    "contributions:release_download": [get(200, 200, 200, 200, args=("release_name",))],
     "contributions:release_cut": [get(302, 403, 403, 200), post(302, 403, 403, 200)],
     "contributions:release_default": [
         get(405, 405, 405, 405, args=("release_name",)),
@@ -218,6 +223,8 @@ MATRIX: dict[str, list[Req]] = {
         get(200, 200, 200, 200, args=("paper_key", "snippet_name")),
         get(200, 200, 200, 200, args=("published_key", "published_snippet")),
     ],
+    # The maintainers' curation view of every snippet's statistics: maintainers only, as the review queue.
+    "leaderboard:snippet_curation": [get(302, 403, 403, 200)],
     "leaderboard:errors": [get(200, 200, 200, 200)],
     "leaderboard:contamination": [get(200, 200, 200, 200)],
     "leaderboard:ablation": [get(200, 200, 200, 200)],
@@ -407,14 +414,14 @@ def test_a_contributors_proposal_is_invisible_to_another_until_published(
     assert b.get(reverse("contributions:proposal_detail", args=[proposal.pk])).status_code == 404
     assert b.get(paper_url).status_code == 404
     assert client_for(world, "b", api=True).get(api_url).status_code == 404
-    assert proposal.title not in b.get(reverse("contributions:paper_list")).content.decode()
+    assert proposal.title not in b.get(reverse("leaderboard:papers")).content.decode()
 
     proposal_approved(proposal, reviewer=m, capture=django_capture_on_commit_callbacks)
     cache.clear()
 
     assert b.get(paper_url).status_code == 200
     assert client_for(world, "b", api=True).get(api_url).status_code == 200
-    assert proposal.title in b.get(reverse("contributions:paper_list")).content.decode()
+    assert proposal.title in b.get(reverse("leaderboard:papers")).content.decode()
     # The review conversation stays between the author and the maintainers.
     assert b.get(reverse("contributions:proposal_detail", args=[proposal.pk])).status_code == 404
 

@@ -242,7 +242,7 @@ def test_proposal_text_comments_and_reviews_render_escaped(
     assert published.state == Proposal.State.PUBLISHED
     check_pages(
         Client(),
-        [reverse("contributions:paper_list"), reverse("leaderboard:paper", args=["xss-published"])],
+        [reverse("leaderboard:papers"), reverse("leaderboard:paper", args=["xss-published"])],
         [PAYLOADS[0]],
     )
 

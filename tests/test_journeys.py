@@ -21,19 +21,39 @@ import io
 import os
 import re
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core import mail
+from django.db import connections
 
-from tests.conftest import REPO
+from tests.conftest import REPO, chromium
 from tests.evaluation.test_demo_fake_llm import fake_server
 from tests.test_accessibility import audit, board_readable_at_phone_width
 
 __all__ = ["fake_server"]  # the demo's fake LLM (manage.py serve_fake_llm), used as a fixture below
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """One Chromium for every journey of this module (each journey opens a context of its own and closes it):
+    starting Playwright's driver and the browser costs about 1.5 s a test. Every test here is a browser test
+    on the transactional database, so Playwright's event loop running across them changes nothing they see."""
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture(autouse=True)
+def _close_connections_after_each_journey() -> Iterator[None]:
+    """As a per-test browser does on closing (tests/conftest.py, ``chromium``): the connection the test's ORM
+    calls opened under Playwright's loop ends with the test."""
+    yield
+    connections.close_all()
+
 
 SHOTS = Path(os.environ.get("RCB_VAR_DIR", REPO / "var" / "test")) / "journeys"
 EXAMPLE = REPO / "examples" / "pset" / "rmsnorm"
@@ -390,3 +410,383 @@ def test_an_author_contributes_a_task_that_a_maintainer_publishes_and_the_portal
     reviewer.step("score on the board")
     author.close()
     reviewer.close()
+
+
+# --- issue 22: the author's Back in the form, and a flagged proposal's next step, at two widths -----------
+
+
+def fits_the_viewport(page: Any) -> None:
+    """Nothing on the page is wider than the viewport (no sideways scrolling)."""
+    width = page.evaluate("window.innerWidth")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width, page.url
+
+
+def sign_in(journey: Journey, user: Any, path: str) -> None:
+    from tests.factories import PASSWORD
+
+    journey.goto(f"/accounts/login/?next={path}")
+    journey.page.fill("#id_login", user.email)
+    journey.page.fill("#id_password", PASSWORD)
+    submit_button(journey.page)
+    journey.page.wait_for_url(f"**{path}")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_form_keeps_what_was_typed_and_a_flagged_proposal_shows_its_next_step(
+    live_server, browser, width
+):
+    from contributions.models import Proposal
+    from tests.factories import MaintainerFactory, UserFactory
+    from tests.factories.builders import NOT_CHECKED, proposal_validated, validation_report
+
+    user = UserFactory()
+    author = Journey(browser, f"keeps-{width}", live_server.url, width=width)
+    page = author.page
+    sign_in(author, user, "/contribute/")
+
+    # ---- Back after "Save and continue" shows the answers, and saving again continues the same draft
+    author.goto("/contribute/new/")
+    page.wait_for_url("**/contribute/new/?form=*")
+    page.fill("#id_task_key", "rmsnorm-back")
+    page.fill("#id_title", "Root Mean Square Layer Normalization")
+    page.select_option("#id_license", "MIT")
+    submit_button(page)
+    page.wait_for_url("**/step/2/")
+    fits_the_viewport(page)
+    page.go_back()
+    page.wait_for_function("() => document.querySelector('#id_task_key')?.value === 'rmsnorm-back'")
+    assert page.input_value("#id_title") == "Root Mean Square Layer Normalization"
+    fits_the_viewport(page)
+    author.step("back to the paper step", targets=["#id_task_key"])
+    page.fill("#id_venue", "NeurIPS2019")
+    submit_button(page)
+    page.wait_for_url("**/step/2/")
+    draft = Proposal.objects.get(author=user)
+    assert draft.meta.get("venue") == "NeurIPS2019" and Proposal.objects.filter(author=user).count() == 1
+    page.reload()
+    author.goto(f"/contribute/{draft.pk}/step/1/")
+    assert page.input_value("#id_venue") == "NeurIPS2019"
+    author.step("reload keeps the answers")
+
+    # ---- a proposal with a snippet its test does not check: one status, the next step, a new revision
+    flagged = proposal_validated(validation_report(NOT_CHECKED), author=user)
+    author.goto(f"/contribute/{flagged.pk}/")
+    assert "Needs a fix: 1 snippet not checked by its test" in page.locator("h1").inner_text()
+    step = page.locator("#next-step").inner_text()
+    assert "assert on the value the snippet computes" in step and "compute rms" in step
+    fits_the_viewport(page)
+    author.step("flagged proposal", targets=["#next-step a.button"])
+    page.locator("#next-step").get_by_role("link", name="Upload a new revision").click()
+    page.wait_for_url("**/step/2/")
+    fits_the_viewport(page)
+    author.step("new revision form", targets=["#id_archive"])
+
+    # ---- the maintainer's queue: the same words, the validation outcome, the waiting time
+    reviewer = Journey(browser, f"queue-{width}", live_server.url, width=width)
+    sign_in(reviewer, MaintainerFactory(), "/review/")
+    row = reviewer.page.locator(f"tr[data-proposal='{flagged.pk}']").inner_text()
+    assert "Needs a fix" in row and "not checked by its test" in row
+    fits_the_viewport(reviewer.page)
+    reviewer.step("review queue", targets=["#id_state_0", "#id_q"])
+    author.close()
+    reviewer.close()
+
+
+# --- issue 22: picking models to compare on a compact board, at two widths --------------------------------
+
+#: long display names like the published board's, which once pushed the score off a phone's screen
+LONG_NAMES = [
+    "Claude 3.7 Sonnet (2025-02-19) with extended thinking",
+    "Gemini 2.5 Pro Preview (05-06) experimental",
+    "OpenRouter o4-mini (high reasoning effort)",
+    "DeepSeek R1 Distill Llama 70B instruct",
+    "GPT-4.1 mini (2025-04-14) via the OpenAI API",
+    "Llama 3.3 70B Instruct Turbo (Together)",
+]
+
+
+@pytest.fixture
+def long_board():
+    """Six models with long names on one release, close enough in score that neighbours tie, their
+    intervals and ranks computed by the per-release step."""
+    from leaderboard.services import leaderboard_refresh_release, leaderboard_refresh_run
+    from tests.factories import LanguageModelFactory, make_benchmark, make_run
+
+    rel, snippets = make_benchmark({"alpha": (None, [3, 2, 5, 1]), "beta": (None, [4, 1, 2])})
+    patterns = ["P P P P", "P P F P", "P F P P", "F P P P", "P F F P", "F F P F"]
+    for i, name in enumerate(LONG_NAMES):
+        model = LanguageModelFactory(key=f"LONG_MODEL_{i}", name=name, developer=f"Developer {i % 3}")
+        run = make_run(
+            snippets, {"alpha": patterns[i], "beta": patterns[-1 - i][:5]}, release=rel, model=model
+        )
+        leaderboard_refresh_run(run=run)
+    leaderboard_refresh_release(release_id=rel.pk)
+    return rel
+
+
+def name_and_score_on_screen(page: Any) -> None:
+    """Every board row's model name and Scaled Pass@1 lie inside the viewport."""
+    width = page.evaluate("window.innerWidth")
+    for cell in ("td.model-cell", "td.c-scaled"):
+        for box in (e.bounding_box() for e in page.locator(f"#board-table tbody {cell}").all()):
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= width + 1, (cell, box)
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_visitor_picks_models_to_compare_on_a_compact_board(live_server, browser, long_board, width):
+    journey = Journey(browser, f"pick-{width}", live_server.url, width=width)
+    page = journey.page
+    journey.goto("/")
+    fits_the_viewport(page)
+    name_and_score_on_screen(page)
+    # The navigation takes at most two lines at either width (the main links scroll sideways on a phone).
+    lines = page.evaluate(
+        "[...document.querySelectorAll('nav.nav .brand, nav.nav li')]"
+        ".map(e => { const r = e.getBoundingClientRect(); return Math.round((r.top + r.bottom) / 2); })"
+    )
+    assert len({round(c / 16) for c in lines}) <= 2, f"the navigation's items centre at {lines}"
+    # Compact rows: a tie is a marker, not a list of names; the header stays in view.
+    assert page.locator("#board-table details.tie").count()
+    assert page.locator("#board-table details.tie[open]").count() == 0
+    assert (
+        page.evaluate("getComputedStyle(document.querySelector('#board-table thead th')).position")
+        == "sticky"
+    )
+    if width == 1280:  # every column fits: the table does not scroll in its box
+        assert page.evaluate(
+            "(() => { const w = document.querySelector('#board-table').parentElement;"
+            " return w.scrollWidth <= w.clientWidth; })()"
+        )
+    journey.step(
+        "compact board", targets=["#board-table input.pick", "#board-compare button", "#board-downloads a"]
+    )
+
+    page.locator("#board-table details.tie summary").first.click()
+    assert "≈" in page.locator("#board-table details.tie[open] .tie-names").inner_text()
+    page.locator(".column-chooser summary").click()
+    page.uncheck("#col-date")
+    page.click("#board-columns button[type=submit]")
+    page.wait_for_url("**cols=*")
+    assert page.locator("#board-table thead th.c-date").count() == 0
+    fits_the_viewport(page)
+    journey.step("a column hidden")
+
+    page.get_by_role("checkbox", name=f"Compare {LONG_NAMES[0]}").check()
+    page.get_by_role("checkbox", name=f"Compare {LONG_NAMES[3]}").check()
+    page.click("#board-compare button[type=submit]")
+    page.wait_for_url("**/compare/?models=*")
+    assert page.locator("#compare-runs tbody tr").count() == 2
+    assert "LONG_MODEL_0" in page.url and "LONG_MODEL_3" in page.url
+    fits_the_viewport(page)
+    journey.step("compare the picked models", targets=["#compare-new"])
+
+    # The comparison's URL is shareable, and takes the names the site shows.
+    shared = page.url
+    journey.goto("/compare/")
+    assert page.locator("#compare-errors").count() == 0
+    assert "Pick the models to compare" in page.locator("main").inner_text()
+    fits_the_viewport(page)
+    journey.step("empty comparison")
+    page.fill("#compare-new", LONG_NAMES[1].upper())
+    page.fill("#compare-new-2", LONG_NAMES[2])
+    page.click("main form.compare-pick button[type=submit]")
+    page.wait_for_selector("#compare-runs")
+    assert page.locator("#compare-runs tbody tr").count() == 2
+    fits_the_viewport(page)
+    journey.step("compare by name")
+    journey.goto(shared.removeprefix(live_server.url))
+    assert page.locator("#compare-runs tbody tr").count() == 2
+    journey.close()
+
+
+# --- a release's page and its download (issue 22 item 6), the API's front page and the 404 (item 5) ------
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_visitor_opens_a_release_page_downloads_its_task_folders_and_finds_the_api(
+    live_server, browser, width
+):
+    import tarfile
+
+    from contributions import services
+    from contributions.models import Release
+
+    services.release_create_from_pset(path=REPO / "examples" / "pset", name="demo")
+    Release.objects.filter(name="demo").update(
+        git_tag="release/demo", git_commit="0123456789abcdef" * 2 + "01234567"
+    )
+    visitor = Journey(browser, f"release-{width}", live_server.url, width=width)
+    page = visitor.page
+
+    visitor.goto("/releases/")
+    page.locator("#releases-table").get_by_role("link", name="demo").click()
+    page.wait_for_url("**/releases/demo/")
+    assert "Release demo" in page.locator("h1").inner_text()
+    assert page.locator("#release-tasks tbody tr").count() == 9
+    assert "release/demo" in page.locator("#release-facts").inner_text()
+    assert "@misc{researchcodebench-demo," in page.locator("#release-bibtex").inner_text()
+    fits_the_viewport(page)
+    visitor.step("release page", targets=["#release-links a[download]", "#release-bibtex"])
+
+    with page.expect_download() as download:
+        page.locator("#release-links a[download]").click()
+    assert download.value.suggested_filename == "demo.tar.gz"
+    with tarfile.open(download.value.path(), mode="r:gz") as tar:
+        names = tar.getnames()
+    assert "demo/papers.yaml" in names and "demo/rmsnorm/paper2code_test.py" in names
+    visitor.step("release downloaded", accessible=False)
+
+    page.locator("#release-links").get_by_role("link", name="Leaderboard of this release").click()
+    page.wait_for_url("**/?release=demo")
+    fits_the_viewport(page)
+    visitor.step("the release's board")
+
+    page.locator("nav[aria-label=Main]").get_by_role("link", name="API", exact=True).click()
+    page.wait_for_url("**/api/")
+    fits_the_viewport(page)
+    visitor.step("api front page", targets=["#api-links a"])
+
+    visitor.expected_errors.add(("GET", "/releases/no-such-release/"))
+    visitor.goto("/releases/no-such-release/")
+    assert page.locator("h1").inner_text() == "Page not found"
+    # Chromium logs the expected 404 of the page itself as a console error: that one is this step's point.
+    visitor.problems = [p for p in visitor.problems if "status of 404" not in p]
+    fits_the_viewport(page)
+    visitor.step("not found")
+
+    # Signed in without the maintainers' role: no "Review" link is offered; the review queue, reached by its
+    # address, and a form-only address say what to do.
+    from tests.factories import UserFactory
+
+    sign_in(visitor, UserFactory(), "/releases/")
+    visitor.expected_errors |= {("GET", "/review/"), ("GET", "/releases/demo/default/")}
+    assert page.locator("nav[aria-label=Main]").get_by_role("link", name="Review", exact=True).count() == 0
+    visitor.goto("/review/")
+    assert page.locator("h1").inner_text() == "You cannot open this page"
+    fits_the_viewport(page)
+    visitor.problems = [p for p in visitor.problems if "status of 403" not in p]
+    visitor.step("review queue forbidden", targets=["main a[href='/contribute/']"])
+    visitor.goto("/releases/demo/default/")
+    assert page.locator("h1").inner_text() == "This address receives a form"
+    fits_the_viewport(page)
+    visitor.problems = [p for p in visitor.problems if "status of 405" not in p]
+    visitor.step("form address opened", targets=["main a[href='/releases/demo/']"])
+    visitor.close()
+
+
+# --- snippet statistics and raw answers (issue 22 item 8) ------------------------------------------------
+
+
+def stat_names(page: Any, table: str) -> list[str]:
+    return page.locator(f"#{table} tbody th[scope=row] a").all_inner_texts()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_visitor_sorts_a_papers_snippet_statistics_and_reads_a_raw_answer(
+    live_server, browser, visitor_board, width
+):
+    from evaluation.models import Completion
+    from tests.factories import MaintainerFactory
+
+    Completion.objects.filter(
+        run__model__key="open-one", snippet__task_version__task__paper__key="alpha"
+    ).update(raw_response="Here you go:\n```python\ny = x + x\n```\n" + "# a long line the box scrolls " * 20)
+    journey = Journey(browser, f"snippet-stats-{width}", live_server.url, width=width)
+    page = journey.page
+    journey.goto("/papers/alpha/")
+    assert stat_names(page, "snippet-stats") == ["s0", "s1", "s2"]
+    fits_the_viewport(page)
+    journey.step("paper snippet statistics", targets=["#snippet-stats a.sort"])
+
+    page.locator("#snippet-stats thead").get_by_role("link", name="Solve rate").click()
+    page.wait_for_url("**snippet_sort=solve_rate*")
+    page.wait_for_function("document.querySelector('#snippet-stats th[aria-sort=ascending]') !== null")
+    assert stat_names(page, "snippet-stats") == ["s1", "s0", "s2"]  # 33.3%, 66.7%, 100%
+    page.locator("#snippet-stats thead").get_by_role("link", name="Solve rate").click()
+    page.wait_for_url("**snippet_sort=-solve_rate*")
+    page.wait_for_function("document.querySelector('#snippet-stats th[aria-sort=descending]') !== null")
+    assert stat_names(page, "snippet-stats") == ["s2", "s0", "s1"]
+    fits_the_viewport(page)
+    journey.step("sorted by solve rate")
+    # The sort is in the URL: a reload (or a shared link) shows the same order.
+    page.reload()
+    assert stat_names(page, "snippet-stats") == ["s2", "s0", "s1"]
+
+    journey.goto("/papers/alpha/snippets/s0/")
+    page.locator(".raw-choices").get_by_role("link", name="Model Open One").click()
+    page.wait_for_url("**run=*")
+    raw, code = page.locator(".raw-response").bounding_box(), page.locator(".extracted-code").bounding_box()
+    if width >= 1280:
+        assert abs(raw["y"] - code["y"]) < 40 and raw["x"] < code["x"]  # side by side
+    else:
+        assert code["y"] >= raw["y"] + raw["height"]  # stacked
+    fits_the_viewport(page)
+    journey.step("raw answer", targets=[".raw-response", ".extracted-code"])
+
+    sign_in(journey, MaintainerFactory(), "/curation/snippets/")
+    assert stat_names(page, "curation-table") == ["s0", "s1", "s2", "s0", "s1"]
+    page.select_option("#cur-status", "always")
+    page.wait_for_url("**status=always*")
+    page.wait_for_function("document.querySelectorAll('#curation-table tbody tr').length === 1")
+    assert stat_names(page, "curation-table") == ["s2"]
+    fits_the_viewport(page)
+    journey.step("curation view", targets=["#cur-status", "#curation-table a.sort"])
+    journey.close()
+
+
+# --- contamination, clearly: the paper-date window (issue 22 item 7), at two widths ----------------------
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_visitor_narrows_the_board_to_a_paper_date_window_with_or_without_javascript(
+    live_server, browser, visitor_board, width
+):
+    journey = Journey(browser, f"window-{width}", live_server.url, width=width)
+    page = journey.page
+    journey.goto("/")
+    # The script reveals a month slider per bound; the date inputs stay the form's fields.
+    sliders = page.locator("#date-window [data-window-sliders]")
+    sliders.wait_for(state="visible")
+    assert page.locator("#f-window-from-out").inner_text() == "2023-01"
+    assert page.locator("#f-window-to-out").inner_text() == "2025-03"
+    fits_the_viewport(page)
+    journey.step("the window's controls", targets=["#f-paper_from", "#f-window-from", "#f-window-to"])
+
+    # 2023-01 + 24 months: the window starts at 2025-01-01 and keeps beta only.
+    page.locator("#f-window-from").fill("24")
+    page.wait_for_url("**paper_from=2025-01-01*")
+    page.locator("#window-summary").wait_for()
+    assert "1 of the release's 2 papers" in page.locator("#window-summary").inner_text()
+    assert page.input_value("#f-paper_from") == "2025-01-01"
+    assert len(board_models(page)) == 3
+    # beta only: closed-three passed both of its snippets.
+    assert board_models(page)[0] == "Model Closed Three"
+    fits_the_viewport(page)
+    journey.step("a window from 2025", targets=["#f-window-from"])
+
+    # The model page plots its score either side of its cutoff.
+    journey.goto("/models/open-one/")
+    assert page.locator("#model-cutoff-dates").count() == 1
+    fits_the_viewport(page)
+    journey.step("the model's score by paper date")
+
+    # The contamination page reads one release and states the unknown-date rule.
+    journey.goto("/contamination/")
+    assert "Release rcb-test: 2 papers." in page.locator("#contamination-release").inner_text()
+    assert "none of these papers has no known first-commit date" in page.locator("#undated-rule").inner_text()
+    fits_the_viewport(page)
+    journey.step("the contamination page")
+    journey.close()
+
+    # Without JavaScript: no slider, and the date inputs submit as a plain GET form.
+    context = browser.new_context(viewport={"width": width, "height": 900}, java_script_enabled=False)
+    plain = context.new_page()
+    plain.goto(f"{live_server.url}/")
+    assert not plain.locator("#date-window [data-window-sliders]").is_visible()
+    plain.fill("#f-paper_to", "2024-12-31")
+    plain.click("#lb-filters button[type=submit]")
+    plain.wait_for_url("**paper_to=2024-12-31*")
+    assert "1 of the release's 2 papers" in plain.locator("#window-summary").inner_text()
+    assert plain.evaluate("document.documentElement.scrollWidth") <= width
+    plain.screenshot(path=str(SHOTS / f"window-{width}-no-javascript.png"), full_page=True)
+    context.close()

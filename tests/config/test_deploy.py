@@ -34,7 +34,16 @@ def command_of(service: dict) -> list[str]:
 
 def test_compose_declares_the_required_services_with_health_checks(compose):
     services = compose["services"]
-    expected = {"proxy", "web", "worker-site", "worker-eval-cpu", "worker-eval-gpu", "postgres", "rabbitmq"}
+    expected = {
+        "proxy",
+        "web",
+        "worker-site",
+        "worker-eval-cpu",
+        "worker-eval-gpu",
+        "postgres",
+        "rabbitmq",
+        "redis",
+    }
     assert expected <= set(services)
     for name in expected:
         assert "healthcheck" in services[name], f"{name} has no health check"
@@ -95,6 +104,14 @@ def test_portal_services_require_a_secret_key_and_use_postgres_and_rabbitmq(comp
     assert env["DATABASE_URL"].startswith("postgres://")
     assert env["CELERY_BROKER_URL"].startswith("amqp://")
     assert ":?" in env["DJANGO_SECRET_KEY"], "compose must refuse to start without DJANGO_SECRET_KEY"
+
+
+def test_web_processes_and_workers_share_one_redis_cache(compose):
+    services = compose["services"]
+    assert services["redis"]["image"] == "redis:7-alpine" and not services["redis"].get("ports")
+    for name in ("web", "worker-site", "worker-eval-cpu", "worker-eval-gpu"):
+        assert services[name]["environment"]["RCB_CACHE_URL"] == "redis://redis:6379/1", name
+        assert services[name]["depends_on"]["redis"] == {"condition": "service_healthy"}, name
 
 
 def test_dockerfile_runs_gunicorn_as_a_non_root_user_with_collected_static():

@@ -8,11 +8,12 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.utils import timezone
 
-from tests.factories import MaintainerFactory, WorkerHeartbeatFactory
+from tests.factories import MaintainerFactory, UserFactory, WorkerHeartbeatFactory
 
 pytestmark = pytest.mark.django_db
 
-NAV_LABELS = ["Leaderboard", "Papers", "Contribute", "Review", "Runs", "API", "Status"]
+NAV_LABELS = ["Leaderboard", "Papers", "Releases", "Contribute", "Runs", "API", "Status"]
+REVIEW_LINK = re.compile(r'<a href="/review/"[^>]*>\s*Review\s*</a>')
 
 
 def test_base_page_has_navigation_vendored_htmx_and_csrf_header(client):
@@ -23,8 +24,21 @@ def test_base_page_has_navigation_vendored_htmx_and_csrf_header(client):
         assert re.search(rf">\s*{label}\s*</a>", html), label
     script = re.search(r'<script src="([^"]*htmx[^"]*)"', html)
     assert script and script.group(1) == "/static/vendor/htmx-2.0.11/htmx.min.js"
-    assert 'hx-headers=\'{"X-CSRFToken": "' in html
     assert '<main id="main"' in html and 'lang="en"' in html
+    # A plain visitor's page is public (shared caches may store it), so it carries no visitor's token;
+    # a signed-in visitor's page sends it with every htmx request.
+    assert "X-CSRFToken" not in html and "csrftoken" not in response.cookies
+    client.force_login(MaintainerFactory())
+    assert 'hx-headers=\'{"X-CSRFToken": "' in client.get("/").content.decode()
+
+
+def test_the_review_link_is_offered_to_maintainers_only(client):
+    """Issue 22: a non-maintainer who followed "Review" got a 403; the link is offered only where it opens."""
+    assert not REVIEW_LINK.search(client.get("/papers/").content.decode())
+    client.force_login(UserFactory())
+    assert not REVIEW_LINK.search(client.get("/papers/").content.decode())
+    client.force_login(MaintainerFactory())
+    assert REVIEW_LINK.search(client.get("/papers/").content.decode())
 
 
 #: pages behind sign-in: the review queue (maintainers), a new contribution's first step, the notifications

@@ -17,9 +17,12 @@ from kombu import Connection
 from config.celery import app
 from contributions.models import ProposalRevision
 from evaluation.broker import queue_depths
-from evaluation.models import Completion, EvaluationRun, TestResult
+from evaluation.models import Completion, EvaluationRun, ResultsPerMinute, TestResult
 from evaluation.selectors import completion_oldest_waiting, result_throughput, validation_in_progress_summary
-from tests.factories import CompletionFactory, EvaluationRunFactory, SnippetFactory, TestResultFactory
+from evaluation.services.verdicts import THROUGHPUT_KEEP_S, test_result_record
+from tests.conftest import wait_for
+from tests.evaluation.run_helpers import PASSED
+from tests.factories import CompletionFactory, EvaluationRunFactory, SnippetFactory
 from tests.factories.builders import proposal_draft, proposal_upload
 
 UNREACHABLE_AMQP = "amqp://guest:guest@127.0.0.1:1//"
@@ -99,6 +102,13 @@ def test_status_page_shows_the_depth_of_each_queue_on_the_suites_broker(client):
         try:
             for i in range(4):
                 waiting.put({"status-test": i})
+            # Publishing does not wait for the broker to route: another connection may count the queue
+            # first (seen under load). The page is what is tested, once the broker holds the messages.
+            wait_for(
+                lambda: queue_depths(queues=["eval-gpu"])[0].depth == before + 4,
+                timeout=10,
+                what="the broker to hold the 4 messages",
+            )
             page = client.get("/status/").content.decode()
         finally:
             waiting.clear()
@@ -106,6 +116,10 @@ def test_status_page_shows_the_depth_of_each_queue_on_the_suites_broker(client):
     assert _depth_cell(page, "eval-gpu") == str(before + 4)
     for queue in ("site", "eval-cpu"):
         assert _depth_cell(page, queue).isdigit()
+
+
+def _record(item: Completion) -> TestResult:
+    return test_result_record(completion_id=item.pk, verdict=PASSED, worker_host="status-test", attempt=1)
 
 
 def _revision(status: str) -> ProposalRevision:
@@ -135,19 +149,21 @@ def test_status_page_counts_validations_the_oldest_waiting_item_and_the_last_hou
     Completion.objects.filter(pk=newer.pk).update(created_at=now - timedelta(minutes=5))
     Completion.objects.filter(pk=finished.pk).update(created_at=now - timedelta(days=1))
 
-    for _ in range(3):
-        TestResultFactory()
-    TestResultFactory(completion__snippet__task_version__needs_gpu=True)
-    stale = TestResultFactory()
-    TestResult.objects.filter(pk=stale.pk).update(created_at=now - timedelta(minutes=61))
+    testing = EvaluationRunFactory(status=EvaluationRun.Status.TESTING)
+    for snippet in [SnippetFactory(), SnippetFactory(), SnippetFactory(), gpu_snippet]:
+        _record(CompletionFactory(run=testing, snippet=snippet, stage=Completion.Stage.TESTING))
+    # Imported verdicts come from a paper's files in one go: no queue tested them.
     imported = EvaluationRunFactory(source=EvaluationRun.Source.IMPORTED)
-    TestResultFactory(completion__run=imported)
-    TestResultFactory(completion__run=imported)
+    _record(CompletionFactory(run=imported, stage=Completion.Stage.TESTING))
 
     assert validation_in_progress_summary().count == 2
     waiting = completion_oldest_waiting()
     assert (waiting.completion_id, waiting.run_id, waiting.queue) == (oldest.pk, active.pk, "eval-gpu")
     assert result_throughput() == {"eval-cpu": 3, "eval-gpu": 1}
+    # The window moves on: 59 minutes later they still count, 61 minutes later they no longer do.
+    later = timezone.now()
+    assert result_throughput(now=later + timedelta(minutes=59)) == {"eval-cpu": 3, "eval-gpu": 1}
+    assert result_throughput(now=later + timedelta(minutes=61)) == {"eval-cpu": 0, "eval-gpu": 0}
 
     page = client.get("/status/").content.decode()
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", page))
@@ -157,6 +173,20 @@ def test_status_page_counts_validations_the_oldest_waiting_item_and_the_last_hou
     assert re.search(r'data-queue-throughput="eval-cpu">3<', page)
     assert re.search(r'data-queue-throughput="eval-gpu">1<', page)
     assert re.search(r'data-queue-throughput="site">&ndash;<', page)
+
+
+@pytest.mark.django_db
+def test_a_minutes_first_verdict_deletes_its_queues_counters_older_than_they_are_kept():
+    run = EvaluationRunFactory(status=EvaluationRun.Status.TESTING)
+    _record(CompletionFactory(run=run, stage=Completion.Stage.TESTING))
+    counter = ResultsPerMinute.objects.get()
+    ResultsPerMinute.objects.filter(pk=counter.pk).update(
+        minute=counter.minute - timedelta(seconds=THROUGHPUT_KEEP_S + 60)
+    )
+    _record(CompletionFactory(run=run, stage=Completion.Stage.TESTING))
+    # The old counter is gone; the new verdict's minute (this one, or the next at a minute's turn) has 1.
+    assert list(ResultsPerMinute.objects.values_list("queue", "results")) == [("eval-cpu", 1)]
+    assert ResultsPerMinute.objects.get().minute >= counter.minute
 
 
 @pytest.mark.django_db

@@ -23,7 +23,6 @@ from tests.factories.contributions import (
     SnippetFactory,
     TaskFactory,
     TaskVersionFactory,
-    Upload,
     example_upload,
 )
 from tests.factories.evaluation import (
@@ -52,7 +51,6 @@ __all__ = [
     "TaskFactory",
     "TaskVersionFactory",
     "TestResultFactory",
-    "Upload",
     "UserFactory",
     "api_token_for",
     "WorkerHeartbeatFactory",

@@ -8,11 +8,11 @@ by the same helper share their task versions, as releases of the real catalogue 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import factory
 
+from contributions.intake import IntakeResult
 from contributions.models import Paper, Proposal, Release, ReleaseEntry, Snippet, Task, TaskVersion
 
 
@@ -81,26 +81,16 @@ class ReleaseEntryFactory(factory.django.DjangoModelFactory):
 EXAMPLE_TASK = Path(__file__).resolve().parents[2] / "examples" / "pset" / "rmsnorm"
 
 
-@dataclass(frozen=True)
-class Upload:
-    """What the safe intake hands the services (``contributions.intake.IntakeResult``'s fields)."""
-
-    files: dict[str, bytes]
-    source: str = "archive"
-    origin: str = "rmsnorm.zip"
-    commit: str = ""
-
-
-def example_upload(**replace: bytes) -> Upload:
-    """The files of ``examples/pset/rmsnorm`` as an archive upload; keyword arguments replace or add files
-    by path: ``example_upload(**{"rmsnorm.py": b"..."})``."""
+def example_upload(**replace: bytes) -> IntakeResult:
+    """The files of ``examples/pset/rmsnorm`` as what the safe intake returns for an archive upload; keyword
+    arguments replace or add files by path: ``example_upload(**{"rmsnorm.py": b"..."})``."""
     files = {
         path.relative_to(EXAMPLE_TASK).as_posix(): path.read_bytes()
         for path in sorted(EXAMPLE_TASK.rglob("*"))
         if path.is_file() and path.name != "task.yaml"
     }
     files.update(replace)
-    return Upload(files=files)
+    return IntakeResult(files=files, source="archive", origin="rmsnorm.zip", commit=None)
 
 
 #: the declarations of the example upload (form step c)
