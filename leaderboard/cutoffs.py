@@ -57,6 +57,13 @@ def per_model_selection(model: LanguageModel, dates: Mapping[str, date | None]) 
     return sorted(scoring.per_model_papers(dict(dates), model_cutoff(model)) or [])
 
 
+def before_cutoff_selection(model: LanguageModel, dates: Mapping[str, date | None]) -> list[str]:
+    """Papers with a known first commit on or before the model's cutoff; none when the cutoff is unknown. With
+    ``per_model_selection`` it splits the dated papers in two; an undated paper is on neither side."""
+    cutoff = model_cutoff(model)
+    return sorted(scoring.papers_between(dict(dates), None, cutoff)) if cutoff else []
+
+
 def release_paper_dates(release_ids: Iterable[int | None]) -> dict[int | None, dict[str, date | None]]:
     """The first-commit date of each paper of each release (``None``: every paper, for the runs of no
     release), by release id then paper key. One query, two with ``None``."""

@@ -11,9 +11,10 @@ Granularity and what stays exact:
   (means, population stds, per-index rates) *exactly* as ``researchcodebench.scoring`` computes them,
   because the sums are integers. Only the bootstrap interval cannot be recombined (it resamples snippets
   across the whole selection).
-- ``RunScore`` (run, contamination mode): the full score of one run for ``none`` (all papers), ``global``
-  (the original's rule over the cutoffs of every model with a scored run) and ``per-model`` (papers after
-  the model's own cutoff), computed by ``scoring.score_model`` itself, bootstrap interval included.
+- ``RunScore`` (run, mode): the full score of one run for ``none`` (all papers), ``global``
+  (the original's rule over the cutoffs of every model with a scored run), ``per-model`` (papers after
+  the model's own cutoff) and ``before-cutoff`` (dated papers on or before it: the contamination page's other
+  side), computed by ``scoring.score_model`` itself, bootstrap interval included.
 - ``RunErrorCount`` (run, category, tier): failures by category, model tier apart from infrastructure.
 - ``SnippetStat`` (snippet): solve rate across runs, with and without the paper in the prompt.
 - ``RunAggregation`` (run): the debounce marker of the whole-run aggregation task, when it last ran, and
@@ -45,11 +46,21 @@ class Contamination(models.TextChoices):
     PER_MODEL = "per-model", "Papers after the model's own cutoff"
 
 
+class ScoreMode(models.TextChoices):
+    """The selections a ``RunScore`` row is stored for: every contamination rule of the board, and the
+    papers on or before the model's own cutoff, which only the contamination page shows."""
+
+    NONE = Contamination.NONE.value, Contamination.NONE.label
+    GLOBAL = Contamination.GLOBAL.value, Contamination.GLOBAL.label
+    PER_MODEL = Contamination.PER_MODEL.value, Contamination.PER_MODEL.label
+    BEFORE_CUTOFF = "before-cutoff", "Dated papers on or before the model's own cutoff"
+
+
 class RunScore(models.Model):
     """One run's score over one selection of papers; NaN scores (nothing tested) are stored as null."""
 
     run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="scores")
-    mode = models.CharField(max_length=16, choices=Contamination.choices)
+    mode = models.CharField(max_length=16, choices=ScoreMode.choices)
     #: the paper keys the score is restricted to; null = every paper (mode ``none``)
     selection = models.JSONField(null=True, blank=True)
     line_mean = models.FloatField(null=True)

@@ -37,17 +37,18 @@ from __future__ import annotations
 
 import functools
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import ParamSpec, TypeVar
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from contributions.models import Snippet, TaskVersion
-from evaluation.models import Completion, EvaluationRun
+from evaluation.models import Completion, EvaluationRun, LanguageModel
 from evaluation.services.run_state import run_lock
 from leaderboard.aggregates import (
     MISSING,
@@ -62,6 +63,7 @@ from leaderboard.aggregates import (
     stored_failures,
 )
 from leaderboard.cutoffs import (
+    before_cutoff_selection,
     cutoff_text,
     global_selection,
     paper_dates,
@@ -76,6 +78,7 @@ from leaderboard.models import (
     RunPaperScore,
     RunScore,
     RunSnippetScore,
+    ScoreMode,
     SnippetStat,
 )
 from leaderboard.scopes import META, release_scope, run_scopes, scopes_bump
@@ -347,7 +350,8 @@ def _write_snippet_rows(
 def _write_run_scores(
     run: EvaluationRun, scored_infos: Sequence[SnippetInfo], results: Sequence[scoring.SnippetResult]
 ) -> None:
-    """The run's three ``RunScore`` rows, each ``scoring.score_model`` over its selection of papers."""
+    """The run's ``RunScore`` rows (every ``ScoreMode``), each ``scoring.score_model`` over its selection of
+    papers."""
     expected = {(i.paper_key, i.score_key): i.lines for i in scored_infos}
     dates = paper_dates()
     global_papers = release_global_selections([run.release_id], extra_cutoffs=[cutoff_text(run.model)])
@@ -355,6 +359,7 @@ def _write_run_scores(
         Contamination.NONE: None,
         Contamination.PER_MODEL: per_model_selection(run.model, dates),
         Contamination.GLOBAL: global_papers[run.release_id],
+        ScoreMode.BEFORE_CUTOFF: before_cutoff_selection(run.model, dates),
     }
     memo: dict[tuple[str, ...] | None, scoring.ModelScore] = {}
     RunScore.objects.filter(run=run).delete()
@@ -571,9 +576,9 @@ def leaderboard_refresh_after_bulk_write() -> list[int]:
     """
     wanted = _runs_with_moved_results()
     dates = paper_dates()
-    for row in RunScore.objects.filter(mode=Contamination.PER_MODEL).select_related("run__model"):
-        if row.selection != per_model_selection(row.run.model, dates):
-            wanted.add(row.run_id)
+    for run_id, _mode, (selection, wanted_selection) in _cutoff_rows(RunScore.objects.all(), dates):
+        if selection != wanted_selection:
+            wanted.add(run_id)
     refreshed = sorted(wanted)
     leaderboard_refresh_runs(runs=EvaluationRun.objects.filter(id__in=refreshed))
     return refreshed
@@ -650,8 +655,9 @@ def leaderboard_refresh_release(*, release_id: int | None) -> ReleaseRefresh:
     """The per-release step: what a verdict's delta cannot update, for the runs of ``release_id``.
 
     1. Contamination selections: the ``global`` rows whose stored selection is not the release's rule over
-       its models' cutoffs now (a new model moved it), and the ``per-model`` rows whose selection the
-       catalogue's dates no longer give, are recombined exactly from the run's paper rows over the new
+       its models' cutoffs now (a new model moved it), and the ``per-model`` and ``before-cutoff`` rows whose
+       selection the model's cutoff and the catalogue's dates no longer give (or that a run scored before the
+       mode existed lacks), are recombined exactly from the run's paper rows over the new
        selection (each run in its own transaction, like a delta); their intervals are then out of date.
     2. Bootstrap intervals of every run whose intervals are behind its verdicts (``RunAggregation``), computed
        holding no lock, and written only over rows whose selection is still the one they were computed for.
@@ -702,21 +708,41 @@ RECOMBINED_FIELDS = (
 )  # fmt: skip
 
 
+#: the modes whose selection follows the run's model's own cutoff and the catalogue's paper dates
+CUTOFF_MODES = {
+    ScoreMode.PER_MODEL.value: per_model_selection,
+    ScoreMode.BEFORE_CUTOFF.value: before_cutoff_selection,
+}
+
+
+def _cutoff_rows(
+    rows: QuerySet[RunScore], dates: Mapping[str, date | None]
+) -> Iterator[tuple[int, str, tuple[list[str] | None, list[str]]]]:
+    """``(run, mode, (stored selection, wanted selection))`` of every cutoff mode of the runs that have scores
+    in ``rows``; a missing row (a run scored before its mode existed) has the stored selection None."""
+    stored: dict[int, dict[str, list[str] | None]] = defaultdict(dict)
+    models: dict[int, LanguageModel] = {}
+    for row in rows.filter(mode__in=[Contamination.NONE, *CUTOFF_MODES]).select_related("run__model"):
+        models[row.run_id] = row.run.model
+        if row.mode in CUTOFF_MODES:
+            stored[row.run_id][row.mode] = row.selection
+    for run_id, model in models.items():
+        for mode, rule in CUTOFF_MODES.items():
+            yield run_id, mode, (stored[run_id].get(mode), rule(model, dates))
+
+
 def _reselect(release_id: int | None) -> int:
-    """Step 1 of ``leaderboard_refresh_release``; returns how many rows moved."""
+    """Step 1 of ``leaderboard_refresh_release``; returns how many rows moved (or were added)."""
     wanted_global = release_global_selections([release_id])[release_id]
     dates = paper_dates()
     moved: dict[int, dict[str, list[str]]] = defaultdict(dict)
-    rows = RunScore.objects.filter(
-        run__release_id=release_id, mode__in=[Contamination.GLOBAL, Contamination.PER_MODEL]
-    ).select_related("run__model")
-    for row in rows:
-        if row.mode == Contamination.GLOBAL:
-            wanted = wanted_global
-        else:
-            wanted = per_model_selection(row.run.model, dates)
-        if row.selection != wanted:
-            moved[row.run_id][row.mode] = wanted
+    in_release = RunScore.objects.filter(run__release_id=release_id)
+    for run_id, selection in in_release.filter(mode=Contamination.GLOBAL).values_list("run_id", "selection"):
+        if selection != wanted_global:
+            moved[run_id][Contamination.GLOBAL] = wanted_global
+    for run_id, mode, (selection, wanted) in _cutoff_rows(in_release, dates):
+        if selection != wanted:
+            moved[run_id][mode] = wanted
     for run_id in sorted(moved):
         _reselect_run(run_id, moved[run_id])
     return sum(len(modes) for modes in moved.values())
@@ -724,8 +750,8 @@ def _reselect(release_id: int | None) -> int:
 
 @transaction.atomic
 def _reselect_run(run_id: int, selections: Mapping[str, list[str]]) -> None:
-    """Move the run's rows of these modes to these selections; a run whose rows predate the deltas is
-    rebuilt instead."""
+    """Move the run's rows of these modes to these selections (adding a row a mode lacks); a run whose rows
+    predate the deltas is rebuilt instead."""
     try:
         run = run_lock(run_id)
     except EvaluationRun.DoesNotExist:
@@ -736,6 +762,12 @@ def _reselect_run(run_id: int, selections: Mapping[str, list[str]]) -> None:
     aggregation_lock(shared=True)
     scopes_bump(run_scopes(release_id=run.release_id, model_id=run.model_id))
     papers = paper_rows(run_id)
+    have = set(
+        RunScore.objects.filter(run_id=run_id, mode__in=list(selections)).values_list("mode", flat=True)
+    )
+    RunScore.objects.bulk_create(
+        [RunScore(run_id=run_id, mode=mode) for mode in selections if mode not in have]
+    )
     rows = list(RunScore.objects.filter(run_id=run_id, mode__in=list(selections)).order_by("pk"))
     now = timezone.now()
     for row in rows:

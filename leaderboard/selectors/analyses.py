@@ -11,7 +11,7 @@ from datetime import date
 from contributions.models import Paper
 from evaluation.models import TestResult
 from leaderboard.cutoffs import global_selection, model_cutoff, release_cutoffs, release_paper_dates
-from leaderboard.models import Contamination, RunErrorCount, RunPaperScore, RunScore, SnippetStat
+from leaderboard.models import Contamination, RunErrorCount, RunPaperScore, RunScore, ScoreMode, SnippetStat
 from leaderboard.selectors.board import LeaderboardFilters, board_scores
 from leaderboard.selectors.common import (
     ErrorCountRow,
@@ -99,7 +99,7 @@ class ModelContamination:
     full: Score
     before: Score | None
     after: Score | None
-    papers_after: int
+    papers_after: int  # papers after the cutoff with at least one result
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,9 @@ def contamination_overview(*, filters: LeaderboardFilters | None = None) -> Cont
     """The contamination page over the runs ``filters`` keep (its ``contamination`` is ignored) and the
     papers of their releases (the default release's unless ``filters.release`` says otherwise). The global
     rule is that of those releases, over every model of the release whatever the other filters (as
-    ``leaderboard_rows``). Six queries at most."""
+    ``leaderboard_rows``). Each run's two sides are its stored ``per-model`` and ``before-cutoff`` rows (kept
+    by the same deltas and per-release step as the board), read in one query; a run scored before the
+    ``before-cutoff`` mode existed is split from its paper rows instead. Eight queries at most."""
     filters = replace(filters or LeaderboardFilters(), contamination=Contamination.NONE.value)
     board = board_scores(filters, Contamination.NONE)
     releases = {s.run.release_id for s in board}
@@ -133,24 +135,19 @@ def contamination_overview(*, filters: LeaderboardFilters | None = None) -> Cont
     kept = {k for r in releases for k in global_selection(by_release[r], release_dates[r])}
     shown = {k: d for dates in release_dates.values() for k, d in dates.items()}
     papers = list(Paper.objects.filter(key__in=list(shown)).order_by("first_commit_date", "key"))
-    per_run = paper_sums(s.run_id for s in board)
-    dates = {p.pk: p.first_commit_date for p in papers}
+    sides = _cutoff_sides([s.run_id for s in board], {p.pk: p.first_commit_date for p in papers})
     models = []
     for s in sorted(board, key=lambda s: (s.line_mean is None, -(s.line_mean or 0), s.run.model.name)):
         cutoff = model_cutoff(s.run.model)
-        after, before = [], []
-        for p in per_run[s.run_id]:
-            side = after_cutoff(dates.get(p.paper_id), cutoff)
-            if side is not None:
-                (after if side else before).append(p)
+        before, after = sides(s.run_id, cutoff)
         models.append(
             ModelContamination(
                 run_id=s.run_id,
                 model=ModelRef.of(s.run.model),
                 full=score_from_row(s),
-                before=score_from_papers(before) if cutoff else None,
-                after=score_from_papers(after) if cutoff else None,
-                papers_after=len(after),
+                before=before if cutoff else None,
+                after=after if cutoff else None,
+                papers_after=after.papers,
             )
         )
     return ContaminationOverview(
@@ -162,6 +159,31 @@ def contamination_overview(*, filters: LeaderboardFilters | None = None) -> Cont
         releases=tuple(sorted({s.run.release.name if s.run.release_id else "(none)" for s in board})),
         undated=tuple(scoring.undated_papers({p.key: p.first_commit_date for p in papers})),
     )
+
+
+def _cutoff_sides(run_ids: list[int], dates: dict[int, date | None]):
+    """``sides(run_id, cutoff)`` -> (before, after) scores of a run: its stored rows when it has both, else
+    recombined from its paper rows (``dates``: paper id -> first commit date). Two queries at most."""
+    stored: dict[int, dict[str, RunScore]] = defaultdict(dict)
+    for row in RunScore.objects.filter(
+        run_id__in=run_ids, mode__in=[ScoreMode.BEFORE_CUTOFF, ScoreMode.PER_MODEL]
+    ).order_by():
+        stored[row.run_id][row.mode] = row
+    unsplit = {r for r in run_ids if len(stored[r]) < 2}
+    per_run = paper_sums(unsplit) if unsplit else {}
+
+    def sides(run_id: int, cutoff: date | None) -> tuple[Score, Score]:
+        if run_id not in unsplit:
+            rows = stored[run_id]
+            return score_from_row(rows[ScoreMode.BEFORE_CUTOFF]), score_from_row(rows[ScoreMode.PER_MODEL])
+        split: dict[bool, list] = {True: [], False: []}
+        for p in per_run[run_id]:
+            side = after_cutoff(dates.get(p.paper_id), cutoff)
+            if side is not None:
+                split[side].append(p)
+        return score_from_papers(split[False]), score_from_papers(split[True])
+
+    return sides
 
 
 # --- paper-context ablation ---------------------------------------------------------------------------

@@ -148,7 +148,8 @@ def model_detail(*, key: str, run_id: int | None = None) -> ModelDetail:
         EvaluationRun.objects.filter(model=model).select_related("release").order_by("-created_at", "id")
     )
     scores = defaultdict(dict)
-    for s in RunScore.objects.filter(run__model=model):
+    # The board's contamination modes (the contamination page's before-cutoff rows are not the model page's).
+    for s in RunScore.objects.filter(run__model=model, mode__in=Contamination.values):
         scores[s.run_id][s.mode] = s
     summaries = tuple(_summary(r, scores[r.pk].get(Contamination.NONE)) for r in runs)
     chosen = _chosen_run(key=key, runs=runs, scores=scores, run_id=run_id)

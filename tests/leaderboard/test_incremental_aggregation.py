@@ -204,7 +204,9 @@ def test_verdicts_applied_as_deltas_in_any_order_give_the_rows_of_a_whole_run_re
         ("early", "late", "mid"),
         ("late",),  # per-model: after 2024-10
         ("late", "mid"),  # per-model after 2024-7, and the release's global rule ("2024-7" > "2024-10")
-        (),  # per-model: unknown cutoff
+        (),  # per-model and before-cutoff: unknown cutoff
+        ("early",),  # before-cutoff: on or before 2023-12
+        ("early", "mid"),  # before-cutoff: on or before 2024-10 and 2024-7
     }
     assert_same(incremental, rebuilt_from_scratch(runs))
 
