@@ -4,15 +4,22 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('leaderboard', '0004_pages_show_memorisation'),
+        ("leaderboard", "0004_pages_show_memorisation"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='runscore',
-            name='mode',
-            field=models.CharField(choices=[('none', 'All papers'), ('global', 'Original global rule (papers after the latest cutoff, compared as text)'), ('per-model', "Papers after the model's own cutoff"), ('before-cutoff', "Dated papers on or before the model's own cutoff")], max_length=16),
+            model_name="runscore",
+            name="mode",
+            field=models.CharField(
+                choices=[
+                    ("none", "All papers"),
+                    ("global", "Original global rule (papers after the latest cutoff, compared as text)"),
+                    ("per-model", "Papers after the model's own cutoff"),
+                    ("before-cutoff", "Dated papers on or before the model's own cutoff"),
+                ],
+                max_length=16,
+            ),
         ),
     ]

@@ -139,7 +139,8 @@ def test_refresh_is_idempotent():
     second = leaderboard_refresh_run(run=run)
     assert (first.line_mean, first.ci_low) == (second.line_mean, second.ci_low)
     assert (
-        RunScore.objects.filter(run=run).count() == len(ScoreMode) and RunAggregation.objects.get(run=run).refreshes == 2
+        RunScore.objects.filter(run=run).count() == len(ScoreMode)
+        and RunAggregation.objects.get(run=run).refreshes == 2
     )
 
 

@@ -72,7 +72,9 @@ def test_stored_sides_equal_the_split_recombined_from_paper_rows(board):
     june_before, june_after, june_papers_after = stored["JUNE"]
     # On or before 2024-06: "old" alone ("PP FP" over 2 + 7 lines: index 0 passes 2 of 9 lines, index 1 all
     # 9); after it: mid and new.
-    assert june_before[0] == pytest.approx(100 * (2 / 9 + 9 / 9) / 2) and june_after[5] == june_papers_after == 2
+    assert (
+        june_before[0] == pytest.approx(100 * (2 / 9 + 9 / 9) / 2) and june_after[5] == june_papers_after == 2
+    )
     assert stored["OCTOBER"][1][5] == 1  # after 2024-10: "new" only
     assert stored["UNKNOWN"] == (None, None, 0)  # no cutoff: no split
 
