@@ -97,15 +97,15 @@ class RunUploadApi(APIView):
                 {"errors": [f"Idempotency-Key: {exc}"]}, status=status.HTTP_422_UNPROCESSABLE_ENTITY
             )
         run = upload.run
-        progress = selectors.run_progress(run=run)
+        coverage = selectors.run_coverage(run=run)
         body = {
             "id": run.pk,
             "url": request.build_absolute_uri(reverse("evaluation:run_detail", args=[run.pk])),
             "status": run.status,
-            "items": progress.total,
+            "items": coverage.items,
             "coverage": {
-                "covered_snippets": progress.covered_snippets,
-                "release_snippets": progress.release_snippets,
+                "covered_snippets": coverage.covered_snippets,
+                "release_snippets": coverage.release_snippets,
             },
             "template": run.template,
             "with_paper": run.with_paper,

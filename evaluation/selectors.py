@@ -421,6 +421,25 @@ def run_release_snippets(*, run: EvaluationRun) -> int:
     return snippets.count()
 
 
+@dataclass(frozen=True)
+class RunCoverage:
+    """What an upload's answer says of its run: its items, the snippets they cover and the release's."""
+
+    items: int
+    covered_snippets: int
+    release_snippets: int
+
+
+def run_coverage(*, run: EvaluationRun) -> RunCoverage:
+    """``run``'s items and snippet coverage, as ``run_progress`` counts them, in two queries: the upload
+    answers with these alone, not with the queue position, throughput and errors of a whole progress."""
+    agg = Completion.objects.filter(run=run).aggregate(
+        items=Count("id"), covered=Count("snippet_id", distinct=True)
+    )
+    release_snippets = run_release_snippets(run=run) if run.release_id else agg["covered"]
+    return RunCoverage(items=agg["items"], covered_snippets=agg["covered"], release_snippets=release_snippets)
+
+
 def _cost_unknown(run: EvaluationRun, sums: dict) -> bool:
     """No cost to show: an imported run that recorded neither a cost nor tokens (the paper's data has
     none; "$0" would claim the results were free)."""

@@ -127,3 +127,19 @@ def test_the_run_page_reads_a_runs_verdicts_in_as_many_queries_whatever_its_size
     # re-judges and the failed snippets, and for maintainers the tampering list; one query per figure read
     # them 9 times here (11 with more errors and failures than the page shows).
     assert verdict_reads == ([7, 7] if maintainer else [6, 6])
+
+
+@pytest.mark.parametrize("verdicts", [None, {"a": "PF -- P-", "b": "-- --"}])
+def test_an_uploads_coverage_is_the_progress_figures_in_two_queries(benchmark, verdicts):
+    """The upload's answer reads ``run_coverage``: the same items and coverage as ``run_progress``, whose
+    queue position, throughput and errors it does not need."""
+    run = mixed_run(benchmark, verdicts)
+    progress = selectors.run_progress(run=run)
+    with CaptureQueriesContext(connection) as queries:
+        coverage = selectors.run_coverage(run=run)
+    assert (coverage.items, coverage.covered_snippets, coverage.release_snippets) == (
+        progress.total,
+        progress.covered_snippets,
+        progress.release_snippets,
+    )
+    assert len(queries.captured_queries) == 2
