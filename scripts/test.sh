@@ -21,4 +21,13 @@ fi
 export DJANGO_SECRET_KEY="${DJANGO_SECRET_KEY:-test-only-key-9fQ2mX7vLk4Tz8Rw3Nc6Hb1Yd5Gs0Pj-not-for-production}"
 export RCB_VAR_DIR="${RCB_VAR_DIR:-$PWD/var/test}"
 echo "database: ${DATABASE_URL:-sqlite (default)}   broker: ${CELERY_BROKER_URL:-filesystem:// (default)}   docker: ${DOCKER_HOST:-${RCB_DOCKER_UNAVAILABLE:-none}}"
-exec .venv/bin/python -m pytest --durations=25 "$@"
+if [[ $# -gt 0 ]]; then
+  exec .venv/bin/python -m pytest --durations=25 "$@"
+fi
+# The whole suite: everything but the crash tests on two processes (pytest-xdist, each test file whole on one
+# of them; tests/pytest_env.py gives each process its own test database, var folder and RabbitMQ vhost), then
+# the crash tests on their own, since they restart the broker and kill processes under the others' feet.
+status=0
+.venv/bin/python -m pytest -n "${RCB_TEST_PROCESSES:-2}" --dist loadfile -m "not crash" --durations=25 || status=$?
+.venv/bin/python -m pytest -m crash --durations=10 || status=$((status ? status : $?))
+exit "$status"

@@ -5,7 +5,9 @@ database and filesystem broker folder under var/test so that tests never touch t
 """
 
 import os
+import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 # Strong enough for the start-up check (config/checks.py), and public: it must never be used outside tests.
 os.environ.setdefault("DJANGO_SECRET_KEY", "test-only-key-9fQ2mX7vLk4Tz8Rw3Nc6Hb1Yd5Gs0Pj-not-for-production")
@@ -18,3 +20,33 @@ os.environ.setdefault("RCB_GPU_QUEUE_WITHOUT_GPU", "1")
 # A status page reused across tests would show an earlier test's workers and queues: tests/config/test_status.py
 # turns the cache on where it is what is tested.
 os.environ.setdefault("RCB_STATUS_CACHE_S", "0")
+
+
+def _own_vhost(broker: str, name: str) -> str:
+    """``broker`` (an AMQP URL) on a virtual host of its own, made (idempotently) with ``rabbitmqctl``; the
+    URL unchanged where that cannot be done (no rabbitmqctl: the workers then share the broker's vhost)."""
+    parts = urlsplit(broker)
+    try:
+        subprocess.run(["rabbitmqctl", "add_vhost", name], capture_output=True, timeout=60, check=False)
+        subprocess.run(
+            ["rabbitmqctl", "set_permissions", "-p", name, parts.username or "guest", ".*", ".*", ".*"],
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return broker
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+# Under pytest-xdist (scripts/test.sh runs the suite on two processes) each process is a suite of its own:
+# its own test database (pytest-django adds the worker's name), its own var folder (SQLite, the filesystem
+# broker, sandboxes' files) and its own RabbitMQ vhost, so that the Celery workers one test starts never take
+# the tasks of a test in the other process.
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _XDIST_WORKER:
+    os.environ["RCB_VAR_DIR"] = str(Path(os.environ["RCB_VAR_DIR"]) / _XDIST_WORKER)
+    if os.environ.get("CELERY_BROKER_URL", "").startswith("amqp"):
+        os.environ["CELERY_BROKER_URL"] = _own_vhost(
+            os.environ["CELERY_BROKER_URL"], f"rcb_test_{_XDIST_WORKER}"
+        )
