@@ -32,6 +32,8 @@ def queued(queue: str) -> list[tuple[str, str]]:
     taken = []
     with app.connection_for_write() as conn:
         channel = conn.default_channel
+        # Declared as Celery declares it: a fresh vhost (each test process has its own) has no queue yet.
+        app.amqp.queues[queue](channel).declare()
         while (message := channel.basic_get(queue, no_ack=True)) is not None:
             taken.append((message.headers["task"], message.headers["argsrepr"]))
     return taken

@@ -780,10 +780,32 @@ sys.exit(3)
 """
 
 
+class RecordingSandbox(DockerSandbox):
+    """A ``DockerSandbox`` that records the run id it labels each container with: the suite runs on two
+    processes, so another test's container may be on the engine while this one checks its own are gone."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.run_ids: list[str] = []
+
+    def create_kwargs(self, spec, *, mounts):
+        kwargs = super().create_kwargs(spec, mounts=mounts)
+        self.run_ids.append(kwargs["labels"][LABEL_RUN])
+        return kwargs
+
+    def containers_left(self, client) -> list:
+        assert self.run_ids, "no container was created"
+        return [
+            c
+            for run_id in self.run_ids
+            for c in client.containers.list(all=True, filters={"label": f"{LABEL_RUN}={run_id}"})
+        ]
+
+
 def test_real_container_runs_isolated_and_is_removed(workdir: Path) -> None:
     client, image = engine_and_image()
     (workdir / "paper2code_test.py").write_text(INTEGRATION_TEST)
-    sandbox = DockerSandbox(client, image=image)
+    sandbox = RecordingSandbox(client, image=image)
     result = sandbox.run(make_spec(workdir, hidden_paths=("model_ref.py",), limits=Limits(timeout_s=60)))
     out = result.stdout.decode()
     assert result.infra_error is None, result.infra_error
@@ -792,15 +814,16 @@ def test_real_container_runs_isolated_and_is_removed(workdir: Path) -> None:
     assert "ref: ''" in out
     # What a run writes stays in its private /task tmpfs: nothing reaches the engine host's disk.
     assert not (workdir / "out.txt").exists()
-    assert client.containers.list(all=True, filters={"label": LABEL_RUN}) == []
+    assert sandbox.containers_left(client) == []
 
 
 def test_real_container_is_killed_at_the_deadline(workdir: Path) -> None:
     client, image = engine_and_image()
     (workdir / "paper2code_test.py").write_text("while True:\n    pass\n")
-    result = DockerSandbox(client, image=image).run(make_spec(workdir, limits=Limits(timeout_s=2)))
+    sandbox = RecordingSandbox(client, image=image)
+    result = sandbox.run(make_spec(workdir, limits=Limits(timeout_s=2)))
     assert result.timed_out is True and result.infra_error is None
-    assert client.containers.list(all=True, filters={"label": LABEL_RUN}) == []
+    assert sandbox.containers_left(client) == []
 
 
 # -- the runner and a locked environment under the docker sandbox -------------------------------------------
