@@ -29,6 +29,23 @@ CHROMIUM_ARGS = (
 )
 
 
+#: markers of the tests that take longest (real workers, browsers, image builds)
+LONG_MARKERS = ("slow", "browser")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, files holding a long test first, each file's tests in their own order: ``make test``
+    hands whole files to two processes in the order they first appear (``--dist loadfile``), so a long file
+    collected last would run alone at the end while the other process idles. A process runs each file whole
+    anyway, so pytest-django's order (database tests before transactional ones) holds only within a file
+    there; a run on one process keeps that order across files, untouched."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    long_files = {item.path for item in items if any(item.get_closest_marker(m) for m in LONG_MARKERS)}
+    items.sort(key=lambda item: item.path not in long_files)  # a stable sort: the rest of the order stays
+
+
 def database_url_for_current_connection() -> str:
     """A DATABASE_URL that points a subprocess at the database this test is using (the test database)."""
     s = connection.settings_dict

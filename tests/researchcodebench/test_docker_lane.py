@@ -39,6 +39,7 @@ def docker():
     return docker_sandbox()
 
 
+@pytest.mark.slow  # every example snippet judged in containers and locally: one to four minutes
 def test_every_example_is_judged_alike_in_containers_and_in_the_local_sandbox(docker, tmp_path):
     """Each example's reference run (all its references at once) and its first snippet's blank body: outcome,
     category and test counts agree. bench/docker_lane.py does every snippet: each reference alone, its blank

@@ -92,6 +92,7 @@ def _content_key(item: EvalItem) -> str:
     return hashlib.sha256(f"{item.task.root}\0{item.snippet.file}\0{filled}".encode()).hexdigest()
 
 
+@pytest.mark.slow  # every example snippet, each body run warm and cold: about two minutes on two cores
 @pytest.mark.skipif(not (EXAMPLES / "papers.yaml").exists(), reason="examples/pset is not present")
 def test_warm_and_cold_runs_give_identical_verdicts(tmp_path):
     sandbox = checked_local_sandbox(tmp_path / "scratch")
