@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
@@ -420,7 +420,8 @@ def lease_acquire(
     *, completion_id: int, owner: str, stage_from: str, stage_to: str, seconds: int
 ) -> LeaseResult:
     """Take an item: ``stage_from`` -> ``stage_to`` for ``seconds``, or take over an expired lease in
-    ``stage_to``; one conditional update, so exactly one worker wins. Refused after ``MAX_ATTEMPTS``
+    ``stage_to`` (recorded on the run like the reaper's re-queue: the lost attempt and its worker); conditional
+    updates, so exactly one worker wins. Refused after ``MAX_ATTEMPTS``
     attempts (the reaper fails the item). Generation leases also respect the model's
     ``max_concurrency`` across all processes (the model row is locked, FOR NO KEY UPDATE, while live leases
     are counted)."""
@@ -439,20 +440,28 @@ def lease_acquire(
             ).count()
             if live >= model.max_concurrency:
                 return LeaseResult.BUSY
-        taken = (
-            Completion.objects.filter(pk=completion_id, attempts__lt=Completion.MAX_ATTEMPTS)
-            .filter(Q(stage=stage_from) | Q(stage=stage_to, lease_expires_at__lt=now))
-            .update(
-                stage=stage_to,
-                lease_owner=owner,
-                lease_expires_at=now + timedelta(seconds=seconds),
-                heartbeat_at=now,
-                attempts=F("attempts") + 1,
-                updated_at=now,
+        open_items = Completion.objects.filter(pk=completion_id, attempts__lt=Completion.MAX_ATTEMPTS)
+        lease = {
+            "stage": stage_to,
+            "lease_owner": owner,
+            "lease_expires_at": now + timedelta(seconds=seconds),
+            "heartbeat_at": now,
+            "attempts": F("attempts") + 1,
+            "updated_at": now,
+        }
+        if not open_items.filter(stage=stage_from).update(**lease):
+            lost = (
+                open_items.select_for_update(no_key=True)
+                .filter(stage=stage_to, lease_expires_at__lt=now)
+                .values("lease_owner", "lease_expires_at", "attempts")
+                .first()
             )
-        )
-        if not taken:
-            return LeaseResult.UNAVAILABLE
+            # Still conditional: where the row lock is a no-op (SQLite), only one taker's update matches.
+            if lost is None or not open_items.filter(stage=stage_to, lease_expires_at__lt=now).update(
+                **lease
+            ):
+                return LeaseResult.UNAVAILABLE
+            _lease_taken_over(completion_id, row["run_id"], Stage(stage_to), lost, owner)
         status = (
             EvaluationRun.Status.GENERATING if stage_to == Stage.GENERATING else EvaluationRun.Status.TESTING
         )
@@ -460,6 +469,22 @@ def lease_acquire(
             status=status, started_at=now
         )
     return LeaseResult.ACQUIRED
+
+
+def _lease_taken_over(completion_id: int, run_id: int, stage: Stage, lost: dict, owner: str) -> None:
+    """On record for the run page, like the reaper's re-queue: an attempt whose lease expired and that a
+    worker took over before the reaper came (the broker had handed the item's message out again)."""
+    expired_at = lost["lease_expires_at"].isoformat(timespec="seconds")
+    RunEvent.objects.create(
+        run_id=run_id,
+        completion_id=completion_id,
+        kind=RunEvent.Kind.REQUEUED,
+        worker=lost["lease_owner"],
+        detail=(
+            f"attempt {lost['attempts']} of {Completion.MAX_ATTEMPTS} lost while {stage.label.lower()} "
+            f"(no heartbeat; lease expired at {expired_at}); taken over by {owner}"
+        ),
+    )
 
 
 def lease_renew(*, completion_id: int, owner: str, seconds: int) -> bool:

@@ -123,6 +123,13 @@ def test_an_expired_lease_can_be_taken_over_and_the_old_owner_cannot_renew(model
     assert lease_renew(completion_id=item.pk, owner="w2", seconds=60) is True
     item.refresh_from_db()
     assert item.attempts == 2
+    # The lost attempt is on record for the run page, as when the reaper re-queues it.
+    (event,) = RunEvent.objects.filter(completion=item)
+    assert (event.kind, event.worker) == (RunEvent.Kind.REQUEUED, "w1")
+    assert event.detail.startswith(f"attempt 1 of {Completion.MAX_ATTEMPTS} lost while testing")
+    assert event.detail.endswith("taken over by w2")
+    assert take(item, "w3") is LeaseResult.UNAVAILABLE  # a live lease is never taken over
+    assert RunEvent.objects.filter(completion=item).count() == 1
 
 
 def test_generation_lease_respects_the_models_concurrency_across_items(model, release):
