@@ -4,6 +4,7 @@ throughput of the last hour from the real database, all cached for ``RCB_STATUS_
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -74,7 +75,14 @@ def test_queue_depth_counts_the_messages_published_to_a_queue_nobody_consumes(br
         try:
             for i in range(5):
                 waiting.put({"n": i})
-            depths = queue_depths(queues=[name, f"{name}-never-declared"], url=url)
+            # RabbitMQ counts a published message a moment after the publish returns (no publisher confirms
+            # here): ask until the five are counted, as the status page would on its next look, for 10 s at most.
+            deadline = time.monotonic() + 10
+            while True:
+                depths = queue_depths(queues=[name, f"{name}-never-declared"], url=url)
+                if depths[0].depth == 5 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
         finally:
             waiting.clear()
             waiting.queue.delete()
