@@ -576,8 +576,8 @@ def leaderboard_refresh_after_bulk_write() -> list[int]:
     """
     wanted = _runs_with_moved_results()
     dates = paper_dates()
-    for run_id, _mode, (selection, wanted_selection) in _cutoff_rows(RunScore.objects.all(), dates):
-        if selection != wanted_selection:
+    for run_id, _mode, stored, wanted_selection in _cutoff_rows(RunScore.objects.all(), dates):
+        if stored != wanted_selection:
             wanted.add(run_id)
     refreshed = sorted(wanted)
     leaderboard_refresh_runs(runs=EvaluationRun.objects.filter(id__in=refreshed))
@@ -717,8 +717,8 @@ CUTOFF_MODES = {
 
 def _cutoff_rows(
     rows: QuerySet[RunScore], dates: Mapping[str, date | None]
-) -> Iterator[tuple[int, str, tuple[list[str] | None, list[str]]]]:
-    """``(run, mode, (stored selection, wanted selection))`` of every cutoff mode of the runs that have scores
+) -> Iterator[tuple[int, str, list[str] | None, list[str]]]:
+    """``(run, mode, stored selection, wanted selection)`` of every cutoff mode of the runs that have scores
     in ``rows``; a missing row (a run scored before its mode existed) has the stored selection None."""
     stored: dict[int, dict[str, list[str] | None]] = defaultdict(dict)
     models: dict[int, LanguageModel] = {}
@@ -728,7 +728,7 @@ def _cutoff_rows(
             stored[row.run_id][row.mode] = row.selection
     for run_id, model in models.items():
         for mode, rule in CUTOFF_MODES.items():
-            yield run_id, mode, (stored[run_id].get(mode), rule(model, dates))
+            yield run_id, mode, stored[run_id].get(mode), rule(model, dates)
 
 
 def _reselect(release_id: int | None) -> int:
@@ -740,7 +740,7 @@ def _reselect(release_id: int | None) -> int:
     for run_id, selection in in_release.filter(mode=Contamination.GLOBAL).values_list("run_id", "selection"):
         if selection != wanted_global:
             moved[run_id][Contamination.GLOBAL] = wanted_global
-    for run_id, mode, (selection, wanted) in _cutoff_rows(in_release, dates):
+    for run_id, mode, selection, wanted in _cutoff_rows(in_release, dates):
         if selection != wanted:
             moved[run_id][mode] = wanted
     for run_id in sorted(moved):

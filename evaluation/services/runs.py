@@ -461,7 +461,15 @@ def lease_acquire(
                 **lease
             ):
                 return LeaseResult.UNAVAILABLE
-            _lease_taken_over(completion_id, row["run_id"], Stage(stage_to), lost, owner)
+            _lost_attempt_record(
+                run_id=row["run_id"],
+                completion_id=completion_id,
+                worker=lost["lease_owner"],
+                attempts=lost["attempts"],
+                stage=Stage(stage_to),
+                expired_at=lost["lease_expires_at"].isoformat(timespec="seconds"),
+                then=f"taken over by {owner}",
+            )
         status = (
             EvaluationRun.Status.GENERATING if stage_to == Stage.GENERATING else EvaluationRun.Status.TESTING
         )
@@ -471,18 +479,19 @@ def lease_acquire(
     return LeaseResult.ACQUIRED
 
 
-def _lease_taken_over(completion_id: int, run_id: int, stage: Stage, lost: dict, owner: str) -> None:
-    """On record for the run page, like the reaper's re-queue: an attempt whose lease expired and that a
-    worker took over before the reaper came (the broker had handed the item's message out again)."""
-    expired_at = lost["lease_expires_at"].isoformat(timespec="seconds")
+def _lost_attempt_record(
+    *, run_id: int, completion_id: int, worker: str, attempts: int, stage: Stage, expired_at: str, then: str
+) -> None:
+    """The run page's re-queued event of an attempt whose lease expired, whoever takes the item back: the
+    reaper (``_requeue_lost``) or a worker taking the expired lease over (``lease_acquire``)."""
     RunEvent.objects.create(
         run_id=run_id,
         completion_id=completion_id,
         kind=RunEvent.Kind.REQUEUED,
-        worker=lost["lease_owner"],
+        worker=worker,
         detail=(
-            f"attempt {lost['attempts']} of {Completion.MAX_ATTEMPTS} lost while {stage.label.lower()} "
-            f"(no heartbeat; lease expired at {expired_at}); taken over by {owner}"
+            f"attempt {attempts} of {Completion.MAX_ATTEMPTS} lost while {stage.label.lower()} "
+            f"(no heartbeat; lease expired at {expired_at}); {then}"
         ),
     )
 
@@ -564,16 +573,14 @@ def _requeue_lost(item: Completion, run_id: int, now: datetime) -> None:
             f"{expired_at}); re-queued"
         ),
     )
-    RunEvent.objects.create(
+    _lost_attempt_record(
         run_id=run_id,
         completion_id=item.pk,
-        kind=RunEvent.Kind.REQUEUED,
         worker=item.lease_owner,
-        detail=(
-            f"attempt {item.attempts} of {Completion.MAX_ATTEMPTS} lost while "
-            f"{Stage(item.stage).label.lower()} (no heartbeat; lease expired at {expired_at}); "
-            f"queued for {Stage(waiting).label.lower()} again"
-        ),
+        attempts=item.attempts,
+        stage=Stage(item.stage),
+        expired_at=expired_at,
+        then=f"queued for {Stage(waiting).label.lower()} again",
     )
     if waiting == Stage.PENDING_GENERATION:
         _enqueue(generation=[item.pk])
