@@ -377,8 +377,7 @@ def run_progress(
     sums = {"cost": counts.cost_usd, "tin": counts.input_tokens, "tout": counts.output_tokens}
     cost = sums["cost"] if sums["cost"] is not None else run.cost_usd
     errors = _run_errors(items, counts.n_errors)
-    covered = items.values("snippet_id").distinct().count()
-    release_snippets = run_release_snippets(run=run) if run.release_id else covered
+    coverage = run_coverage(run=run)
     return RunProgress(
         total=total,
         final=final,
@@ -393,8 +392,8 @@ def run_progress(
         output_tokens=sums["tout"] or run.output_tokens,
         errors=errors,
         n_errors=counts.n_errors,
-        covered_snippets=covered,
-        release_snippets=release_snippets,
+        covered_snippets=coverage.covered_snippets,
+        release_snippets=coverage.release_snippets,
     )
 
 
