@@ -142,6 +142,9 @@ else:
             "OPTIONS": {"MAX_ENTRIES": env_int("RCB_CACHE_MAX_ENTRIES", 500, minimum=10)},
         }
     }
+# With a shared store, each web process also keeps the leaderboard's bodies it served last in memory, up to this
+# many MB (leaderboard/caching.py); the embedded default store is already this process's memory (0: off).
+RCB_PAGE_MEMORY_MB = env_int("RCB_PAGE_MEMORY_MB", 64 if CACHE_URL else 0, minimum=0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

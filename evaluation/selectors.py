@@ -306,7 +306,12 @@ def _throughput(
     either is None when unknown."""
     window_start = now - timedelta(seconds=THROUGHPUT_WINDOW_S)
     recent = TestResult.objects.filter(created_at__gte=window_start)
-    run_recent = recent.filter(completion__run=run).count()
+    # Driven from the run's completions (its index), the window a filter of the count: the newest results
+    # lie past the planner's statistics, which then expect none in the window and loop over the run's
+    # completions once per recent result of every run (37 ms instead of 0.6 ms, measured).
+    run_recent = Completion.objects.filter(run=run).aggregate(
+        n=Count("result", filter=Q(result__created_at__gte=window_start))
+    )["n"]
     run_rate = None
     eta_s = None
     if run_recent:

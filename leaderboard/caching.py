@@ -15,6 +15,10 @@ it is both the cache key of the stored ``Body`` and the ETag, so:
 
 The store is Django's default cache: per process in the embedded default, shared by every web process
 in production (``RCB_CACHE_URL``, Redis); keys and ETags are stable digests, so processes share entries.
+With a shared store, each process also keeps the bodies it served last in its own memory
+(``settings.RCB_PAGE_MEMORY_MB``, least recently used first out): a body never changes under its digest,
+so the copy needs no invalidation, and a hit reads neither Redis nor unpickles (a 2.8 MB API table took a
+round trip and a copy per request).
 
 Pages (``serve_page``): a plain visitor (no session or messages cookie: anonymous, nothing to tell) gets
 the body inside a stored frame of the shell that holds nothing of the visitor's, no CSRF token (these pages
@@ -28,13 +32,17 @@ is not stored. A 304 carries the same caching headers as the 200 it stands for.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from cachetools import LRUCache
 from django.conf import settings
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.template import RequestContext, engines
@@ -98,12 +106,68 @@ def entry_digest(*, scope: Scope, endpoint: str, args: tuple, query: QueryDict, 
     return hashlib.sha256(raw.encode()).hexdigest()[:40]
 
 
+class _Memory:
+    """This process's copies of stored bodies by digest, at most ``max_bytes`` of content, the least
+    recently used dropped first; thread-safe (``runserver`` serves requests on threads)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._bodies: LRUCache[str, Body] = LRUCache(maxsize=max(max_bytes, 1), getsizeof=_size)
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> Body | None:
+        if not self.max_bytes:
+            return None
+        with self._lock:
+            return self._bodies.get(digest)
+
+    def put(self, digest: str, body: Body) -> None:
+        if _size(body) > self.max_bytes:  # also: kept off (0)
+            return
+        with self._lock:
+            self._bodies[digest] = body
+
+    def clear(self) -> None:
+        with self._lock:
+            self._bodies.clear()
+
+
+def _size(body: Body) -> int:
+    return len(body.content) + sum(map(len, body.frame or ()))
+
+
+_memory: _Memory | None = None
+
+
+def memory() -> _Memory:
+    """This process's copies (see the module docstring), sized by ``settings.RCB_PAGE_MEMORY_MB``."""
+    global _memory
+    if _memory is None:
+        _memory = _Memory(int(settings.RCB_PAGE_MEMORY_MB * 1024 * 1024))
+    return _memory
+
+
+@receiver(setting_changed)
+def _resize_memory(setting: str, **kwargs: Any) -> None:
+    global _memory
+    if setting in ("RCB_PAGE_MEMORY_MB", "CACHES"):
+        _memory = None
+
+
 def _stored(digest: str, build: Callable[[], Body]) -> Body:
-    body = cache.get(_key(digest))
+    body = memory().get(digest)
     if body is None:
-        body = build()
-        cache.set(_key(digest), body, TTL_S)
+        body = cache.get(_key(digest))
+        if body is None:
+            body = build()
+            cache.set(_key(digest), body, TTL_S)
+        memory().put(digest, body)
     return body
+
+
+def _store(digest: str, body: Body) -> None:
+    cache.set(_key(digest), body, TTL_S)
+    memory().put(digest, body)
 
 
 def _key(digest: str) -> str:
@@ -148,7 +212,7 @@ def serve_page(
     elif plain:
         if body.frame is None:
             body = replace(body, frame=_frame(request, body.title))
-            cache.set(_key(digest), body, TTL_S)
+            _store(digest, body)
         head, tail = body.frame
         response = HttpResponse(b"".join((head, body.content, tail)))
     else:

@@ -291,3 +291,51 @@ def test_web_processes_share_stored_bodies_through_redis(client, redis_url):
             shared = redis.Redis.from_url(redis_url)
             for name in shared.scan_iter(f"{prefix}:*"):
                 shared.delete(name)
+
+
+def test_each_process_keeps_the_bodies_it_served_and_a_write_still_moves_them(client, redis_url):
+    """With a shared store, a process serves a body from its own memory (the Redis copy gone, nothing is
+    read or rebuilt); a verdict moves the version, so the memory's copy is never served for the new one."""
+    world = World()
+    prefix = f"rcb-test-{uuid.uuid4().hex[:12]}"
+    store = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": redis_url,
+        "KEY_PREFIX": prefix,
+    }
+    url = "/api/v1/leaderboard/?release=rel-a"
+    with override_settings(CACHES={"default": store}, RCB_PAGE_MEMORY_MB=1):
+        try:
+            first = client.get(url)
+            key = caching._key(first["ETag"].strip('"'))
+            assert cache.get(key) is not None
+            cache.delete(key)
+            with CaptureQueriesContext(connection) as ctx:
+                again = client.get(url)
+            assert again.content == first.content and len(ctx.captured_queries) == 1
+            assert cache.get(key) is None  # served from this process's memory: not rebuilt, not stored again
+
+            world.record_missing_verdict()
+            moved_on = client.get(url)
+            assert moved_on["ETag"] != first["ETag"] and moved_on.content != first.content
+        finally:
+            import redis
+
+            shared = redis.Redis.from_url(redis_url)
+            for name in shared.scan_iter(f"{prefix}:*"):
+                shared.delete(name)
+
+
+def test_the_process_memory_is_bounded_and_drops_the_least_recently_used():
+    memory = caching._Memory(max_bytes=1000)
+    bodies = {name: caching.Body(content=name.encode() * 400) for name in "abc"}  # 400 bytes each
+    memory.put("a", bodies["a"])
+    memory.put("b", bodies["b"])
+    assert memory.get("a") is bodies["a"]  # a is now the most recently used
+    memory.put("c", bodies["c"])
+    assert memory.get("b") is None and memory.get("a") is bodies["a"] and memory.get("c") is bodies["c"]
+    memory.put("huge", caching.Body(content=b"x" * 1001))  # larger than the whole memory: not kept
+    assert memory.get("huge") is None and memory.get("a") is bodies["a"]
+    off = caching._Memory(max_bytes=0)
+    off.put("a", bodies["a"])
+    assert off.get("a") is None
