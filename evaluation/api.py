@@ -182,7 +182,7 @@ class RunListApi(ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[EvaluationRun]:
-        return selectors.run_list(filters=_query(RunQuerySerializer, self.request).to_filters())
+        return selectors.run_list_for_api(filters=_query(RunQuerySerializer, self.request).to_filters())
 
 
 class RunDetailApi(APIView):
