@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -11,7 +12,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import Count, Min, Prefetch, Q, QuerySet, Sum
+from django.db.models import BooleanField, Count, ExpressionWrapper, Min, Prefetch, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -125,8 +126,6 @@ PENDING_STAGES = (Completion.Stage.PENDING_GENERATION, Completion.Stage.PENDING_
 #: the tiers whose verdicts score the model (an infrastructure verdict never counts for or against it)
 SCORED_TIERS = (TestResult.Tier.NONE, TestResult.Tier.MODEL)
 _OUTCOME_LABELS = dict(TestResult.Outcome.choices)
-#: a failed item of a run: failed generation, an error, or an infrastructure verdict (``run_progress``)
-_ERROR_Q = Q(stage=Completion.Stage.FAILED) | ~Q(error="") | Q(result__outcome=TestResult.Outcome.INFRA_ERROR)
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,7 @@ class RunCounts:
     cost_usd: Decimal | None
     input_tokens: int | None
     output_tokens: int | None
-    #: failed items (``_ERROR_Q``), as ``run_progress`` lists them
+    #: failed items (failed generation, an error, or an infrastructure verdict), as ``run_progress`` lists them
     n_errors: int
     #: failed verdicts of the scored tiers, as ``run_failures`` lists them
     n_failures: int
@@ -155,57 +154,88 @@ class RunCounts:
 
 def run_counts(*, run: EvaluationRun) -> RunCounts:
     """Counts per stage and outcome, cost and tokens, errors, failures, tampering, re-judges and the score's
-    totals of ``run``: one query, grouped by completion index (a few rows), that joins the run's
-    completions to their verdicts once rather than once per figure."""
-    scored = Q(result__tier__in=SCORED_TIERS)
-    passed = scored & Q(result__passed=True)
-    not_agreed = Q(result__rejudge_agreed__isnull=True) | Q(result__rejudge_agreed=False)
-    rows = list(
+    totals of ``run``: one query that joins the run's completions to their verdicts once and groups them by
+    the facts the figures are made of (a few dozen groups, whatever the run's size), tallied here. Asking
+    the database for each figure as a filtered aggregate cost 8 ms of query building per page."""
+    rows = (
         Completion.objects.filter(run=run)
         .order_by()
-        .values("completion_idx")
         .annotate(
-            **{f"stage_{v}": Count("id", filter=Q(stage=v)) for v in Completion.Stage.values},
-            **{f"outcome_{v}": Count("id", filter=Q(result__outcome=v)) for v in TestResult.Outcome.values},
-            cost=Sum("cost_usd"),
-            tin=Sum("input_tokens"),
-            tout=Sum("output_tokens"),
-            errors=Count("id", filter=_ERROR_Q),
-            failures=Count("id", filter=scored & Q(result__passed=False)),
-            tampering=Count("id", filter=Q(result__category=TAMPERING_CATEGORY)),
-            rejudges=Count("id", filter=Q(result__rejudge_requested_at__isnull=False)),
-            open_passes=Count("id", filter=Q(result__outcome=TestResult.Outcome.PASSED) & not_agreed),
-            scored=Count("id", filter=scored),
-            passed=Count("id", filter=passed),
-            lines=Sum("snippet__lines", filter=scored),
-            lines_passed=Sum("snippet__lines", filter=passed),
+            has_error=ExpressionWrapper(~Q(error=""), output_field=BooleanField()),
+            rejudge_asked=ExpressionWrapper(
+                Q(result__rejudge_requested_at__isnull=False), output_field=BooleanField()
+            ),
         )
-    )
+        .values(
+            "completion_idx", "stage", "has_error", "rejudge_asked", "result__outcome", "result__tier",
+            "result__passed", "result__category", "result__rejudge_agreed",
+        )
+        .annotate(
+            n=Count("id"), cost=Sum("cost_usd"), tin=Sum("input_tokens"), tout=Sum("output_tokens"),
+            lines=Sum("snippet__lines"),
+        )
+    )  # fmt: skip
+    tally = _RunTally()
+    for row in rows:
+        tally.add(row)
+    return tally.counts()
 
-    def total(key: str) -> int:
-        return sum(row[key] for row in rows)
 
-    def recorded(key: str) -> int | Decimal | None:
-        values = [row[key] for row in rows if row[key] is not None]
-        return sum(values) if values else None
+class _RunTally:
+    """``run_counts``' sums over its groups."""
 
-    stages = {v: n for v in Completion.Stage.values if (n := total(f"stage_{v}"))}
-    outcomes = {v: n for v in TestResult.Outcome.values if (n := total(f"outcome_{v}"))}
-    with_results = [row for row in rows if row["scored"]]
-    return RunCounts(
-        stages=stages,
-        outcomes=outcomes,
-        cost_usd=recorded("cost"),
-        input_tokens=recorded("tin"),
-        output_tokens=recorded("tout"),
-        n_errors=total("errors"),
-        n_failures=total("failures"),
-        n_tampering=total("tampering"),
-        n_rejudges=total("rejudges"),
-        open_passes=total("open_passes"),
-        line_totals={row["completion_idx"]: (row["lines_passed"] or 0, row["lines"]) for row in with_results},
-        task_totals={row["completion_idx"]: (row["passed"], row["scored"]) for row in with_results},
-    )
+    def __init__(self) -> None:
+        self.stages: Counter[str] = Counter()
+        self.outcomes: Counter[str] = Counter()
+        self.figures: Counter[str] = Counter()
+        self.sums: dict[str, int | Decimal] = {}
+        self.lines: dict[int, list[int]] = {}
+        self.tasks: dict[int, list[int]] = {}
+
+    def add(self, row: dict) -> None:
+        n, outcome = row["n"], row["result__outcome"]
+        self.stages[row["stage"]] += n
+        if outcome is not None:
+            self.outcomes[outcome] += n
+        for key in ("cost", "tin", "tout"):
+            if row[key] is not None:
+                self.sums[key] = self.sums.get(key, 0) + row[key]
+        figures = self.figures
+        figures["errors"] += n * (
+            row["stage"] == Completion.Stage.FAILED
+            or row["has_error"]
+            or outcome == TestResult.Outcome.INFRA_ERROR
+        )
+        figures["tampering"] += n * (row["result__category"] == TAMPERING_CATEGORY)
+        figures["rejudges"] += n * bool(row["rejudge_asked"])
+        figures["open_passes"] += n * (
+            outcome == TestResult.Outcome.PASSED and not row["result__rejudge_agreed"]
+        )
+        if row["result__tier"] in SCORED_TIERS:
+            passed = bool(row["result__passed"])
+            figures["failures"] += n * (not passed)
+            lines = self.lines.setdefault(row["completion_idx"], [0, 0])
+            tasks = self.tasks.setdefault(row["completion_idx"], [0, 0])
+            lines[0] += (row["lines"] or 0) * passed
+            lines[1] += row["lines"] or 0
+            tasks[0] += n * passed
+            tasks[1] += n
+
+    def counts(self) -> RunCounts:
+        return RunCounts(
+            stages={v: self.stages[v] for v in Completion.Stage.values if self.stages[v]},
+            outcomes={v: self.outcomes[v] for v in TestResult.Outcome.values if self.outcomes[v]},
+            cost_usd=self.sums.get("cost"),
+            input_tokens=self.sums.get("tin"),
+            output_tokens=self.sums.get("tout"),
+            n_errors=self.figures["errors"],
+            n_failures=self.figures["failures"],
+            n_tampering=self.figures["tampering"],
+            n_rejudges=self.figures["rejudges"],
+            open_passes=self.figures["open_passes"],
+            line_totals={idx: (passed, total) for idx, (passed, total) in sorted(self.lines.items())},
+            task_totals={idx: (passed, total) for idx, (passed, total) in sorted(self.tasks.items())},
+        )
 
 
 @dataclass(frozen=True)
