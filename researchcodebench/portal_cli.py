@@ -17,6 +17,10 @@ retried submit of the same file starts one run (the portal answers the first run
 paper setting default to what ``rcb generate`` wrote on the file's lines. ``--wait`` polls
 ``/api/v1/runs/<id>/`` until the run is final, then prints its score from the leaderboard API.
 
+Every call trusts the certificate authorities of the file ``REQUESTS_CA_BUNDLE``, ``CURL_CA_BUNDLE`` or
+``SSL_CERT_FILE`` names (the first set), so the client works behind a TLS proxy whose CA is in the system's
+bundle; with none set, requests' own bundle.
+
 Exit status: 0 done, 1 the run did not finish (failed, cancelled, timed out waiting), 2 bad input or a
 refused request.
 """
@@ -45,6 +49,18 @@ from .pset import PsetError, read_pset
 TOKEN_VARIABLE = "RCB_TOKEN"
 FINAL_STATUSES = ("finished", "failed", "cancelled")
 CHUNK = 1 << 20
+
+
+#: where the certificate authorities to trust are named, first found wins: requests' own variables, then
+#: OpenSSL's, which requests ignores (it trusts certifi's bundle instead), so behind a TLS proxy whose CA
+#: only the system bundle holds (``SSL_CERT_FILE``) every call failed certificate verification
+CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE")
+
+
+def ca_bundle() -> str | bool:
+    """The ``verify`` of every call to the portal: the first CA file ``CA_VARIABLES`` name, else True
+    (requests' default bundle)."""
+    return next((os.environ[name] for name in CA_VARIABLES if os.environ.get(name)), True)
 
 
 def _url(portal: str, path: str) -> str:
@@ -96,7 +112,7 @@ def run_download(args: argparse.Namespace, *, stderr: TextIO | None = None) -> i
     with tempfile.TemporaryDirectory(prefix=".rcb-download-", dir=target.parent) as tmp:
         archive = Path(tmp) / f"{release}.tar.gz"
         try:
-            with requests.get(url, stream=True, timeout=args.timeout) as response:
+            with requests.get(url, stream=True, timeout=args.timeout, verify=ca_bundle()) as response:
                 if response.status_code != 200:
                     raise _refused(response, f"GET {url}")
                 expected = expected_digest(response.headers.get("Repr-Digest"))
@@ -154,7 +170,9 @@ def idempotency_key(data: bytes, fields: dict[str, str]) -> str:
 def _board_score(args: argparse.Namespace, run: dict[str, Any]) -> dict[str, Any] | None:
     params = {"release": run.get("release") or "", "template": run["template"]}
     params["paper"] = "with" if run["with_paper"] else "without"
-    response = requests.get(_url(args.portal, "/api/v1/leaderboard/"), params=params, timeout=args.timeout)
+    response = requests.get(
+        _url(args.portal, "/api/v1/leaderboard/"), params=params, timeout=args.timeout, verify=ca_bundle()
+    )
     if response.status_code != 200:
         return None
     return next((row for row in response.json().get("results", []) if row.get("run_id") == run["id"]), None)
@@ -180,7 +198,7 @@ def _wait(args: argparse.Namespace, run_id: int, stderr: TextIO) -> dict[str, An
     deadline = time.monotonic() + args.wait_timeout
     last = None
     while True:
-        response = requests.get(url, timeout=args.timeout)
+        response = requests.get(url, timeout=args.timeout, verify=ca_bundle())
         if response.status_code != 200:
             raise _refused(response, f"GET {url}")
         run = response.json()
@@ -217,7 +235,9 @@ def run_submit(args: argparse.Namespace, *, stderr: TextIO | None = None) -> int
     headers = {"Authorization": f"Token {token}", "Idempotency-Key": key}
     files = {"file": (Path(args.predictions).name, data, "application/jsonl")}
     try:
-        response = requests.post(url, data=fields, files=files, headers=headers, timeout=args.timeout)
+        response = requests.post(
+            url, data=fields, files=files, headers=headers, timeout=args.timeout, verify=ca_bundle()
+        )
     except requests.RequestException as exc:
         raise CliError(f"POST {url}: {exc}") from exc
     if response.status_code not in (200, 201):
