@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
@@ -416,6 +416,32 @@ def run_rerun(
 # ---------------------------------------------------------------------------------------------- leases
 
 
+def _expired_lease_take(
+    *, items: QuerySet[Completion], lease: dict, run_id: int, stage: Stage, now: datetime
+) -> bool:
+    """Take over the expired lease of the item (``items``: it alone) in ``stage`` with ``lease``, recording
+    the lost attempt and its worker on the run; False when it holds no expired lease (or another taker won)."""
+    lost = (
+        items.select_for_update(no_key=True)
+        .filter(stage=stage, lease_expires_at__lt=now)
+        .values("id", "lease_owner", "lease_expires_at", "attempts")
+        .first()
+    )
+    # Still conditional: where the row lock is a no-op (SQLite), only one taker's update matches.
+    if lost is None or not items.filter(stage=stage, lease_expires_at__lt=now).update(**lease):
+        return False
+    _lost_attempt_record(
+        run_id=run_id,
+        completion_id=lost["id"],
+        worker=lost["lease_owner"],
+        attempts=lost["attempts"],
+        stage=stage,
+        expired_at=lost["lease_expires_at"].isoformat(timespec="seconds"),
+        then=f"taken over by {lease['lease_owner']}",
+    )
+    return True
+
+
 def lease_acquire(
     *, completion_id: int, owner: str, stage_from: str, stage_to: str, seconds: int
 ) -> LeaseResult:
@@ -449,27 +475,11 @@ def lease_acquire(
             "attempts": F("attempts") + 1,
             "updated_at": now,
         }
-        if not open_items.filter(stage=stage_from).update(**lease):
-            lost = (
-                open_items.select_for_update(no_key=True)
-                .filter(stage=stage_to, lease_expires_at__lt=now)
-                .values("lease_owner", "lease_expires_at", "attempts")
-                .first()
-            )
-            # Still conditional: where the row lock is a no-op (SQLite), only one taker's update matches.
-            if lost is None or not open_items.filter(stage=stage_to, lease_expires_at__lt=now).update(
-                **lease
-            ):
-                return LeaseResult.UNAVAILABLE
-            _lost_attempt_record(
-                run_id=row["run_id"],
-                completion_id=completion_id,
-                worker=lost["lease_owner"],
-                attempts=lost["attempts"],
-                stage=Stage(stage_to),
-                expired_at=lost["lease_expires_at"].isoformat(timespec="seconds"),
-                then=f"taken over by {owner}",
-            )
+        taken = open_items.filter(stage=stage_from).update(**lease) or _expired_lease_take(
+            items=open_items, lease=lease, run_id=row["run_id"], stage=Stage(stage_to), now=now
+        )
+        if not taken:
+            return LeaseResult.UNAVAILABLE
         status = (
             EvaluationRun.Status.GENERATING if stage_to == Stage.GENERATING else EvaluationRun.Status.TESTING
         )
