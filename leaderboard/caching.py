@@ -127,10 +127,6 @@ class _Memory:
         with self._lock:
             self._bodies[digest] = body
 
-    def clear(self) -> None:
-        with self._lock:
-            self._bodies.clear()
-
 
 def _size(body: Body) -> int:
     return len(body.content) + sum(map(len, body.frame or ()))

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -251,79 +251,74 @@ def redis_url() -> str:
     return url
 
 
-def test_web_processes_share_stored_bodies_through_redis(client, redis_url):
-    World()
+@pytest.fixture
+def shared_store(redis_url) -> Iterator[str]:
+    """The production store, a Redis cache under a key prefix of this test's own (yielded), in
+    ``settings.CACHES`` for the test; its keys are deleted afterwards."""
+    import redis
+
     prefix = f"rcb-test-{uuid.uuid4().hex[:12]}"
     store = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": redis_url,
         "KEY_PREFIX": prefix,
     }
-    with override_settings(CACHES={"default": store}):
-        try:
-            page = client.get("/?release=rel-b")
-            key = caching._key(page["ETag"].removeprefix('W/"').removesuffix('"'))
-            # Another web process (no database: it could not build the page) finds the body stored.
-            script = (
-                "import django, hashlib; django.setup()\n"
-                "from django.core.cache.backends.redis import RedisCache\n"
-                f"body = RedisCache({redis_url!r}, {{'KEY_PREFIX': {prefix!r}}}).get({key!r})\n"
-                "print(hashlib.sha256(body.content).hexdigest(), body.title)"
-            )
-            env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
-            found = subprocess.run(
-                [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
-            )
-            assert found.returncode == 0, found.stderr
-            html = page.content.decode()
-            body = html[html.index("<h1>") : html.index("</main>")].strip()
-            digest, title = found.stdout.split(maxsplit=1)
-            assert title.strip() == "Leaderboard" and body.startswith("<h1>Leaderboard</h1>")
-            stored = cache.get(key)
-            assert hashlib.sha256(stored.content).hexdigest() == digest and stored.frame is not None
-            # And this process serves what is stored there: one query (the versions), no rendering.
-            with CaptureQueriesContext(connection) as ctx:
-                assert Client().get("/?release=rel-b").content == page.content
-            assert len(ctx.captured_queries) == 1
-        finally:
-            import redis
-
-            shared = redis.Redis.from_url(redis_url)
-            for name in shared.scan_iter(f"{prefix}:*"):
-                shared.delete(name)
+    try:
+        with override_settings(CACHES={"default": store}):
+            yield prefix
+    finally:
+        shared = redis.Redis.from_url(redis_url)
+        for name in shared.scan_iter(f"{prefix}:*"):
+            shared.delete(name)
 
 
-def test_each_process_keeps_the_bodies_it_served_and_a_write_still_moves_them(client, redis_url):
+def test_web_processes_share_stored_bodies_through_redis(client, redis_url, shared_store):
+    World()
+    prefix = shared_store
+    page = client.get("/?release=rel-b")
+    key = caching._key(page["ETag"].removeprefix('W/"').removesuffix('"'))
+    # Another web process (no database: it could not build the page) finds the body stored.
+    script = (
+        "import django, hashlib; django.setup()\n"
+        "from django.core.cache.backends.redis import RedisCache\n"
+        f"body = RedisCache({redis_url!r}, {{'KEY_PREFIX': {prefix!r}}}).get({key!r})\n"
+        "print(hashlib.sha256(body.content).hexdigest(), body.title)"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    found = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert found.returncode == 0, found.stderr
+    html = page.content.decode()
+    body = html[html.index("<h1>") : html.index("</main>")].strip()
+    digest, title = found.stdout.split(maxsplit=1)
+    assert title.strip() == "Leaderboard" and body.startswith("<h1>Leaderboard</h1>")
+    stored = cache.get(key)
+    assert hashlib.sha256(stored.content).hexdigest() == digest and stored.frame is not None
+    # And this process serves what is stored there: one query (the versions), no rendering.
+    with CaptureQueriesContext(connection) as ctx:
+        assert Client().get("/?release=rel-b").content == page.content
+    assert len(ctx.captured_queries) == 1
+
+
+def test_each_process_keeps_the_bodies_it_served_and_a_write_still_moves_them(client, shared_store):
     """With a shared store, a process serves a body from its own memory (the Redis copy gone, nothing is
     read or rebuilt); a verdict moves the version, so the memory's copy is never served for the new one."""
     world = World()
-    prefix = f"rcb-test-{uuid.uuid4().hex[:12]}"
-    store = {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": redis_url,
-        "KEY_PREFIX": prefix,
-    }
     url = "/api/v1/leaderboard/?release=rel-a"
-    with override_settings(CACHES={"default": store}, RCB_PAGE_MEMORY_MB=1):
-        try:
-            first = client.get(url)
-            key = caching._key(first["ETag"].strip('"'))
-            assert cache.get(key) is not None
-            cache.delete(key)
-            with CaptureQueriesContext(connection) as ctx:
-                again = client.get(url)
-            assert again.content == first.content and len(ctx.captured_queries) == 1
-            assert cache.get(key) is None  # served from this process's memory: not rebuilt, not stored again
+    with override_settings(RCB_PAGE_MEMORY_MB=1):
+        first = client.get(url)
+        key = caching._key(first["ETag"].strip('"'))
+        assert cache.get(key) is not None
+        cache.delete(key)
+        with CaptureQueriesContext(connection) as ctx:
+            again = client.get(url)
+        assert again.content == first.content and len(ctx.captured_queries) == 1
+        assert cache.get(key) is None  # served from this process's memory: not rebuilt, not stored again
 
-            world.record_missing_verdict()
-            moved_on = client.get(url)
-            assert moved_on["ETag"] != first["ETag"] and moved_on.content != first.content
-        finally:
-            import redis
-
-            shared = redis.Redis.from_url(redis_url)
-            for name in shared.scan_iter(f"{prefix}:*"):
-                shared.delete(name)
+        world.record_missing_verdict()
+        moved_on = client.get(url)
+        assert moved_on["ETag"] != first["ETag"] and moved_on.content != first.content
 
 
 def test_the_process_memory_is_bounded_and_drops_the_least_recently_used():
