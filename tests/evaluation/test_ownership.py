@@ -14,6 +14,8 @@ import re
 import pytest
 from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluation.models import EvaluationRun, LanguageModel
@@ -304,3 +306,24 @@ def test_the_requester_and_staff_see_the_requester(client, requested_run, member
     page, listed, detail = run_views(client, requested_run, member if who == "requester" else staff)
     assert "<dt>Requested by</dt><dd>member</dd>" in page
     assert listed == ["member"] and detail == "member"
+
+
+def test_the_runs_api_reads_every_shown_field_in_the_same_queries_whatever_the_number_of_runs(
+    client, member, staff
+):
+    """The runs API reads only the columns it shows (``selectors.RUN_API_COLUMNS``): a field shown but not
+    read would cost a query per run. As staff every field is shown, the requester included."""
+    client.force_login(staff)
+
+    def queries() -> tuple[int, list[dict]]:
+        with CaptureQueriesContext(connection) as ctx:
+            listed = client.get("/api/v1/runs/").json()["results"]
+        return len(ctx.captured_queries), listed
+
+    EvaluationRunFactory(requester=member, source=EvaluationRun.Source.UPLOADED)
+    one, _ = queries()
+    for _ in range(4):
+        EvaluationRunFactory(requester=member, source=EvaluationRun.Source.UPLOADED)
+    five, listed = queries()
+    assert one == five
+    assert [r["requester"] for r in listed] == ["member"] * 5 and all(r["model"]["key"] for r in listed)
