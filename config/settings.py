@@ -145,6 +145,11 @@ else:
 # With a shared store, each web process also keeps the leaderboard's bodies it served last in memory, up to this
 # many MB (leaderboard/caching.py); the embedded default store is already this process's memory (0: off).
 RCB_PAGE_MEMORY_MB = env_int("RCB_PAGE_MEMORY_MB", 64 if CACHE_URL else 0, minimum=0)
+# A run's page and the runs API, for visitors who are not signed in: one copy shared by the web processes, served
+# as it is for RCB_LIVE_FRESH_S seconds, then up to RCB_LIVE_STALE_S more while one process builds the next
+# after its response (evaluation/live_cache.py). 0 fresh seconds: no copies, each request builds its answer.
+RCB_LIVE_FRESH_S = env_float("RCB_LIVE_FRESH_S", 2.0, minimum=0)
+RCB_LIVE_STALE_S = env_float("RCB_LIVE_STALE_S", 4.0, minimum=0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

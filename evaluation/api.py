@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 
 from contributions.authentication import ApiTokenAuthentication
 from contributions.models import Release
-from evaluation import selectors
+from evaluation import live_cache, selectors
 from evaluation.board_links import run_board_url
 from evaluation.exports import CSVRenderer, FastJSONRenderer
 from evaluation.models import Completion, EvaluationRun, LanguageModel
@@ -163,6 +163,45 @@ def _query(serializer_class: type[serializers.Serializer], request: Request) -> 
     return serializer
 
 
+#: the formats a plain visitor's answer is shared in (``evaluation.live_cache``); the browsable API is a page
+#: with the visitor's token, built for them
+SHARED_FORMATS = ("json", "csv")
+#: the query parameters every read endpoint takes besides its own filters
+PAGE_PARAMS = ("format", "limit", "offset")
+
+
+class LiveReadMixin:
+    """A GET whose JSON or CSV a plain visitor gets from a shared copy at most a few seconds old
+    (``evaluation.live_cache``): ``live_endpoint`` names it, ``live_query`` the serializer of its filters."""
+
+    live_endpoint: str
+    live_query: type[serializers.Serializer] | None = None
+
+    def read(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """The answer built for this request (a list view's own ``get`` unless a view says otherwise)."""
+        return super().get(request, *args, **kwargs)  # type: ignore[misc]
+
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        fmt = request.accepted_renderer.format
+        if fmt not in SHARED_FORMATS:
+            return self.read(request, *args, **kwargs)
+        filters = tuple(self.live_query().fields) if self.live_query else ()
+        return live_cache.live_response(
+            request,
+            endpoint=self.live_endpoint,
+            args=tuple(sorted(kwargs.items())),
+            keys=(*filters, *PAGE_PARAMS),
+            variant=fmt,
+            vary=("Accept",),
+            build=lambda: self._rendered(self.read(request, *args, **kwargs)),
+        )
+
+    def _rendered(self, response: Response) -> Response:
+        response = self.finalize_response(self.request, response)
+        response.render()
+        return response
+
+
 def _run_or_404(run_id: int) -> EvaluationRun:
     try:
         return selectors.run_get(run_id=run_id)
@@ -170,12 +209,14 @@ def _run_or_404(run_id: int) -> EvaluationRun:
         raise NotFound(f"no run {run_id}.") from None
 
 
-class RunListApi(ListAPIView):
+class RunListApi(LiveReadMixin, ListAPIView):
     """GET /api/v1/runs/: every run, newest first, paginated."""
 
     renderer_classes = READ_RENDERERS
     serializer_class = RunSerializer
     export_name = "runs"
+    live_endpoint = "api-runs"
+    live_query = RunQuerySerializer
 
     @extend_schema(summary="Evaluation runs, newest first", parameters=[RunQuerySerializer, FORMAT_PARAM])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -185,22 +226,28 @@ class RunListApi(ListAPIView):
         return selectors.run_list_for_api(filters=_query(RunQuerySerializer, self.request).to_filters())
 
 
-class RunDetailApi(APIView):
+class RunDetailApi(LiveReadMixin, APIView):
     """GET /api/v1/runs/<id>/: one run."""
 
     renderer_classes = [FastJSONRenderer, BrowsableAPIRenderer]
+    live_endpoint = "api-run"
 
     @extend_schema(summary="One evaluation run", responses=RunSerializer)
     def get(self, request: Request, run_id: int) -> Response:
+        return super().get(request, run_id=run_id)
+
+    def read(self, request: Request, run_id: int) -> Response:
         return Response(RunSerializer(_run_or_404(run_id), context={"request": request}).data)
 
 
-class RunResultsApi(ListAPIView):
+class RunResultsApi(LiveReadMixin, ListAPIView):
     """GET /api/v1/runs/<id>/results/: the run's completions with their verdicts, paginated."""
 
     renderer_classes = READ_RENDERERS
     serializer_class = ResultSerializer
     export_name = "run-results"
+    live_endpoint = "api-run-results"
+    live_query = ResultQuerySerializer
 
     @extend_schema(
         summary="The completions of a run with their verdicts (paginated)",

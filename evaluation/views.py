@@ -25,7 +25,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import UserRateThrottle
 
 from contributions.roles import can_maintain
-from evaluation import selectors
+from evaluation import live_cache, selectors
 from evaluation.board_links import run_board_place
 from evaluation.forms import LanguageModelForm, PredictionsUploadForm, RunFilterForm, RunStartForm
 from evaluation.models import EvaluationRun, LanguageModel
@@ -73,8 +73,25 @@ def run_list(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
+#: the parts of the run page an htmx request may ask for (its target) -> the template partial
+RUN_PAGE_PARTS = {"run-progress": "progress", "run-rejudge": "rejudge"}
+
+
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    """One run with its live progress; an htmx poll gets only the progress fragment."""
+    """One run with its live progress; an htmx poll gets only the progress fragment. A plain visitor shares
+    a copy at most a few seconds old (``evaluation.live_cache``)."""
+    part = RUN_PAGE_PARTS.get(request.htmx.target, "") if request.htmx else ""
+    return live_cache.live_response(
+        request,
+        endpoint="run-page",
+        args=(run_id,),
+        variant=part,
+        vary=("HX-Request", "HX-Target"),
+        build=lambda: _run_detail_page(request, run_id, part),
+    )
+
+
+def _run_detail_page(request: HttpRequest, run_id: int, part: str) -> HttpResponse:
     run = selectors.run_get(run_id=run_id)
     # One pass over the run's verdicts for every count below (6,000 of them on a large run).
     counts = selectors.run_counts(run=run)
@@ -96,12 +113,13 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "results_csv_url": reverse("api-run-results", args=[run.pk])
         + f"?{urlencode({'format': 'csv', 'limit': max(run.total_items, 1000)})}",
     }
+    if live_cache.plain_request(request):
+        # No form on the page for a visitor who is not signed in: no token, so no cookie and a shareable page.
+        context["csrf_token"] = ""
     template = "evaluation/run_detail.html"
-    if request.htmx and request.htmx.target == "run-progress":
-        template += "#progress"
-        context["poll"] = True
-    elif request.htmx and request.htmx.target == "run-rejudge":
-        template += "#rejudge"
+    if part:
+        template += f"#{part}"
+        context["poll"] = part == "progress"
     return render(request, template, context)
 
 

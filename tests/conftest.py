@@ -9,13 +9,16 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.db import connection, connections
+from django.test.utils import override_settings
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -31,6 +34,51 @@ CHROMIUM_ARGS = (
 
 #: markers of the tests that take longest (real workers, browsers, image builds)
 LONG_MARKERS = ("slow", "browser")
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> None:
+    """Each test starts with the embedded default cache (this process's memory) empty: what an earlier test
+    stored (a run's shared copy, a throttle's counts, a page) never reaches it. A shared store is left alone:
+    clearing it would empty it under the other test processes too."""
+    from django.conf import settings
+
+    if settings.CACHES["default"]["BACKEND"].endswith(".LocMemCache"):
+        cache.clear()
+
+
+@pytest.fixture
+def redis_url() -> str:
+    """A Redis database for this test (the production store: ``RCB_CACHE_URL``); skips when none runs."""
+    url = os.environ.get("RCB_TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    except redis.exceptions.ConnectionError as exc:
+        pytest.skip(f"no Redis at {url} ({exc}): the shared store is tested where one runs")
+    return url
+
+
+@pytest.fixture
+def shared_store(redis_url) -> Iterator[str]:
+    """The production store, a Redis cache under a key prefix of this test's own (yielded), in
+    ``settings.CACHES`` for the test; its keys are deleted afterwards."""
+    import redis
+
+    prefix = f"rcb-test-{uuid.uuid4().hex[:12]}"
+    store = {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": redis_url,
+        "KEY_PREFIX": prefix,
+    }
+    try:
+        with override_settings(CACHES={"default": store}):
+            yield prefix
+    finally:
+        shared = redis.Redis.from_url(redis_url)
+        for name in shared.scan_iter(f"{prefix}:*"):
+            shared.delete(name)
 
 
 @pytest.hookimpl(trylast=True)

@@ -14,8 +14,7 @@ import hashlib
 import os
 import subprocess
 import sys
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -236,40 +235,6 @@ def test_a_scope_version_is_one_query_and_an_unknown_release_stands_for_the_defa
     assert Scope(snippet=snippet_a).version() != by_snippet[snippet_a]
     assert Scope(snippet=snippet_b).version() == by_snippet[snippet_b]
     assert Scope(snippet=snippet_b).version() == Scope(paper="pc").version()
-
-
-@pytest.fixture
-def redis_url() -> str:
-    """A Redis database for this test (the production store: ``RCB_CACHE_URL``); skips when none runs."""
-    url = os.environ.get("RCB_TEST_REDIS_URL", "redis://127.0.0.1:6379/14")
-    import redis
-
-    try:
-        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
-    except redis.exceptions.ConnectionError as exc:
-        pytest.skip(f"no Redis at {url} ({exc}): the shared store is tested where one runs")
-    return url
-
-
-@pytest.fixture
-def shared_store(redis_url) -> Iterator[str]:
-    """The production store, a Redis cache under a key prefix of this test's own (yielded), in
-    ``settings.CACHES`` for the test; its keys are deleted afterwards."""
-    import redis
-
-    prefix = f"rcb-test-{uuid.uuid4().hex[:12]}"
-    store = {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
-        "LOCATION": redis_url,
-        "KEY_PREFIX": prefix,
-    }
-    try:
-        with override_settings(CACHES={"default": store}):
-            yield prefix
-    finally:
-        shared = redis.Redis.from_url(redis_url)
-        for name in shared.scan_iter(f"{prefix}:*"):
-            shared.delete(name)
 
 
 def test_web_processes_share_stored_bodies_through_redis(client, redis_url, shared_store):
