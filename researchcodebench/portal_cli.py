@@ -193,12 +193,16 @@ def _board_row(args: argparse.Namespace, run: dict[str, Any]) -> dict[str, Any] 
         time.sleep(args.poll)
 
 
-def _wait(args: argparse.Namespace, run_id: int, stderr: TextIO) -> dict[str, Any]:
+def _wait(args: argparse.Namespace, run_id: int, token: str, stderr: TextIO) -> dict[str, Any]:
+    """The run, asked every ``--poll`` seconds until it is final. With the token, so that each answer is the
+    run as it is now (a client without one shares a copy a few seconds old)."""
     url = _url(args.portal, f"/api/v1/runs/{run_id}/")
     deadline = time.monotonic() + args.wait_timeout
     last = None
     while True:
-        response = requests.get(url, timeout=args.timeout, verify=ca_bundle())
+        response = requests.get(
+            url, headers={"Authorization": f"Token {token}"}, timeout=args.timeout, verify=ca_bundle()
+        )
         if response.status_code != 200:
             raise _refused(response, f"GET {url}")
         run = response.json()
@@ -252,7 +256,7 @@ def run_submit(args: argparse.Namespace, *, stderr: TextIO | None = None) -> int
         print(upload["url"])
         return 0
     try:
-        run = _wait(args, upload["id"], stderr)
+        run = _wait(args, upload["id"], token, stderr)
         row = _board_row(args, run) if run["status"] == "finished" else None
     except requests.RequestException as exc:
         raise CliError(f"waiting for run {upload['id']}: {exc}") from exc

@@ -9,6 +9,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import requests
 from django.utils import timezone
 
 from evaluation.models import EvaluationRun
@@ -109,10 +110,16 @@ def test_a_retried_submit_starts_one_run_and_wait_reports_the_final_run(
     assert "submitted before" in second.err and run.model.key == "my-model"
     assert run.template == "rcb-v2" and run.with_paper is True
 
+    # A visitor without a token shares a copy of the run a few seconds old; --wait asks with the token, so
+    # the first answer it reads is the run as it is now, not that copy.
+    shared = requests.get(f"{live_server.url}/api/v1/runs/{run.pk}/", timeout=30)
+    assert shared.json()["status"] != "cancelled" and "public" in shared.headers["Cache-Control"]
     EvaluationRun.objects.filter(pk=run.pk).update(status="cancelled", status_reason="stopped by the test")
+    assert requests.get(f"{live_server.url}/api/v1/runs/{run.pk}/", timeout=30).json() == shared.json()
     assert main([*argv, "--wait", "--poll", "0.1"]) == 1
     waited = capsys.readouterr()
-    assert f"run {run.pk}: cancelled" in waited.err
+    assert waited.err.splitlines()[-1] == f"run {run.pk}: cancelled"
+    assert f"run {run.pk}: {shared.json()['status']}" not in waited.err
     assert "status: cancelled: stopped by the test" in waited.out
     assert EvaluationRun.objects.count() == 1
 
