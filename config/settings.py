@@ -317,6 +317,8 @@ REST_FRAMEWORK = {
 }
 #: the largest predictions file an upload (web form or API) accepts, in bytes
 RCB_UPLOAD_MAX_BYTES = env_int("RCB_UPLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1)
+#: seconds an upload answered 202 (Prefer: respond-async) waits for a worker before the reaper sends it again
+RCB_UPLOAD_RESEND_S = env_int("RCB_UPLOAD_RESEND_S", 120, minimum=1)
 #: the largest ``code`` or ``response`` of one predictions line, in UTF-8 bytes
 RCB_UPLOAD_MAX_CODE_BYTES = env_int("RCB_UPLOAD_MAX_CODE_BYTES", 256 * 1024, minimum=1)
 #: the most (non-blank) lines a predictions file may have

@@ -8,8 +8,10 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import Http404
 from django.urls import reverse
+from django.utils.cache import patch_cache_control
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotFound
 from rest_framework.generics import ListAPIView
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -25,7 +27,7 @@ from contributions.models import Release
 from evaluation import live_cache, selectors
 from evaluation.board_links import run_board_url
 from evaluation.exports import CSVRenderer, FastJSONRenderer
-from evaluation.models import Completion, EvaluationRun, LanguageModel
+from evaluation.models import Completion, EvaluationRun, LanguageModel, PredictionsUpload
 from evaluation.serializers import (
     ErrorListOutput,
     PredictionsUploadInput,
@@ -34,13 +36,31 @@ from evaluation.serializers import (
     ResultSerializer,
     RunQuerySerializer,
     RunSerializer,
+    UploadReceiptOutput,
 )
-from evaluation.services.uploads import IdempotencyKeyReused, NewModel, PredictionsInvalid, predictions_upload
+from evaluation.services.received_uploads import predictions_upload_receive
+from evaluation.services.uploads import (
+    IdempotencyKeyReused,
+    NewModel,
+    PredictionsInvalid,
+    api_error_lines,
+    predictions_upload,
+)
 from researchcodebench.predictions import shown
+
+#: the preference (RFC 7240) of a client that takes ``202 Accepted`` and asks for the outcome later
+RESPOND_ASYNC = "respond-async"
+
+
+def prefers_async(request: Request) -> bool:
+    """True when the request's ``Prefer`` header holds ``respond-async`` (any case, any parameters)."""
+    preferences = request.headers.get("Prefer", "").split(",")
+    return any(p.split(";")[0].split("=")[0].strip().lower() == RESPOND_ASYNC for p in preferences)
 
 
 class RunUploadApi(APIView):
-    """POST /api/v1/runs/upload/: validate a predictions JSONL and start a run that tests it."""
+    """POST /api/v1/runs/upload/: validate a predictions JSONL and start a run that tests it; with
+    ``Prefer: respond-async``, store it and answer 202 at once while a worker does that."""
 
     authentication_classes = [ApiTokenAuthentication]
     permission_classes = [IsAuthenticated]
@@ -56,12 +76,21 @@ class RunUploadApi(APIView):
                 str,
                 OpenApiParameter.HEADER,
                 description="optional, 1-128 visible ASCII characters (a UUID): a retry of the same file with "
-                "the same key answers 200 with the run the first attempt started instead of starting another",
-            )
+                "the same key answers 200 with the run (or the upload) the first attempt started instead of "
+                "starting another",
+            ),
+            OpenApiParameter(
+                "Prefer",
+                str,
+                OpenApiParameter.HEADER,
+                description="optional: 'respond-async' answers 202 as soon as the file is stored (its size "
+                "checked), with the upload to ask for its run or its errors (Location); a worker checks it",
+            ),
         ],
         responses={
             200: PredictionsUploadOutput,
             201: PredictionsUploadOutput,
+            202: UploadReceiptOutput,
             400: ErrorListOutput,
             422: ErrorListOutput,
         },
@@ -78,71 +107,110 @@ class RunUploadApi(APIView):
                 {"errors": [f"release: unknown release {shown(data['release'])}"]},
                 status=status.HTTP_400_BAD_REQUEST,
             )
-        model = LanguageModel.objects.filter(key=data["model"]).first()
         try:
-            upload = predictions_upload(
-                release=release,
-                file=data["file"],
-                template=data.get("template"),
-                with_paper=data["with_paper"],
-                requester=request.user,
-                model=model,
-                new_model=None if model else NewModel(key=data["model"], name=data.get("model_name", "")),
-                idempotency_key=request.headers.get("Idempotency-Key", ""),
-            )
+            if prefers_async(request):
+                return self._receive(request, release, data)
+            return self._upload(request, release, data)
         except PredictionsInvalid as exc:
-            return Response({"errors": _upload_errors(exc)}, status=status.HTTP_400_BAD_REQUEST)
+            return Response({"errors": api_error_lines(exc)}, status=status.HTTP_400_BAD_REQUEST)
         except IdempotencyKeyReused as exc:
             return Response(
                 {"errors": [f"Idempotency-Key: {exc}"]}, status=status.HTTP_422_UNPROCESSABLE_ENTITY
             )
-        run = upload.run
-        coverage = selectors.run_coverage(run=run)
-        body = {
-            "id": run.pk,
-            "url": request.build_absolute_uri(reverse("evaluation:run_detail", args=[run.pk])),
-            "status": run.status,
-            "items": coverage.items,
-            "coverage": {
-                "covered_snippets": coverage.covered_snippets,
-                "release_snippets": coverage.release_snippets,
-            },
-            "template": run.template,
-            "with_paper": run.with_paper,
-            "board_url": request.build_absolute_uri(run_board_url(run)),
-        }
+
+    def _upload(self, request: Request, release: Release, data: dict) -> Response:
+        model = LanguageModel.objects.filter(key=data["model"]).first()
+        upload = predictions_upload(
+            release=release,
+            file=data["file"],
+            template=data.get("template"),
+            with_paper=data["with_paper"],
+            requester=request.user,
+            model=model,
+            new_model=None if model else NewModel(key=data["model"], name=data.get("model_name", "")),
+            idempotency_key=request.headers.get("Idempotency-Key", ""),
+        )
+        body = PredictionsUploadOutput(uploaded_run_body(request, upload.run)).data
         if upload.replayed:
+            return Response(body, status=status.HTTP_200_OK, headers={"Idempotent-Replayed": "true"})
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    def _receive(self, request: Request, release: Release, data: dict) -> Response:
+        received = predictions_upload_receive(
+            release=release,
+            file=data["file"],
+            requester=request.user,
+            model_key=data["model"],
+            model_name=data.get("model_name", ""),
+            template=data.get("template"),
+            with_paper=data["with_paper"],
+            idempotency_key=request.headers.get("Idempotency-Key", ""),
+        )
+        body = upload_receipt_body(request, received.upload)
+        headers = {"Location": body["url"], "Preference-Applied": RESPOND_ASYNC}
+        if received.replayed:
             return Response(
-                PredictionsUploadOutput(body).data,
-                status=status.HTTP_200_OK,
-                headers={"Idempotent-Replayed": "true"},
+                body, status=status.HTTP_200_OK, headers={**headers, "Idempotent-Replayed": "true"}
             )
-        return Response(PredictionsUploadOutput(body).data, status=status.HTTP_201_CREATED)
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers=headers)
+
+
+class UploadReceiptApi(APIView):
+    """GET /api/v1/runs/uploads/<id>/: an upload answered 202, with the run it started or its errors once a
+    worker checked it. Its submitter's (and maintainers'); anyone else is told there is none."""
+
+    authentication_classes = [ApiTokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+    renderer_classes = [FastJSONRenderer, BrowsableAPIRenderer]
+
+    @extend_schema(responses=UploadReceiptOutput, summary="An upload received with Prefer: respond-async")
+    def get(self, request: Request, upload_id: int) -> Response:
+        upload = selectors.upload_for_viewer(upload_id=upload_id, viewer=request.user)
+        if upload is None:
+            raise NotFound(f"no upload {upload_id} of yours.")
+        response = Response(upload_receipt_body(request, upload))
+        patch_cache_control(response, private=True, no_cache=True)
+        return response
+
+
+def uploaded_run_body(request: Request, run: EvaluationRun) -> dict[str, Any]:
+    """What an upload's answer says of the run it started."""
+    coverage = selectors.run_coverage(run=run)
+    return {
+        "id": run.pk,
+        "url": request.build_absolute_uri(reverse("evaluation:run_detail", args=[run.pk])),
+        "status": run.status,
+        "items": coverage.items,
+        "coverage": {
+            "covered_snippets": coverage.covered_snippets,
+            "release_snippets": coverage.release_snippets,
+        },
+        "template": run.template,
+        "with_paper": run.with_paper,
+        "board_url": request.build_absolute_uri(run_board_url(run)),
+    }
+
+
+def upload_receipt_body(request: Request, upload: PredictionsUpload) -> dict[str, Any]:
+    """An upload received with ``Prefer: respond-async``: where to ask for it, its state, and once a worker
+    checked it, the run it started or every error."""
+    run = upload.run if upload.status == PredictionsUpload.Status.STARTED else None
+    return UploadReceiptOutput(
+        {
+            "id": upload.pk,
+            "url": request.build_absolute_uri(reverse("api-upload", args=[upload.pk])),
+            "status": upload.status,
+            "received_at": upload.received_at,
+            "checked_at": upload.checked_at,
+            "errors": upload.errors,
+            "run": uploaded_run_body(request, run) if run is not None else None,
+        }
+    ).data
 
 
 def _flatten(errors: dict) -> list[str]:
     """DRF's {field: [messages]} as "field: message" lines, like the file's line errors."""
     return [f"{field}: {message}" for field, messages in errors.items() for message in messages]
-
-
-#: the upload service's names of the model's fields -> this API's
-_SERVICE_FIELDS = {
-    "model": "model",
-    "model_key": "model",
-    "model_name": "model_name",
-    "idempotency_key": "Idempotency-Key",
-}
-
-
-def _upload_errors(exc: PredictionsInvalid) -> list[str]:
-    """The model's field errors as "field: message", then the file's (whole-file first, then by line)."""
-    fields = [
-        f"{_SERVICE_FIELDS[name]}: {message}"
-        for name, messages in exc.field_errors.items()
-        if name in _SERVICE_FIELDS
-        for message in messages
-    ]
-    return [*fields, *exc.errors]
 
 
 # --- The read API of runs and their results ----------------------------------------------------------------

@@ -285,6 +285,60 @@ class Completion(models.Model):
         return self.overlap_longest_run / self.overlap_reference_tokens
 
 
+class PredictionsUpload(models.Model):
+    """A predictions file the API received for a worker to check and start (``Prefer: respond-async``).
+
+    The request stores the file and answers ``202 Accepted`` at once; a worker checks it exactly as a
+    synchronous upload is checked (``evaluation.services.uploads.predictions_upload``) and records either
+    the run it started or every error. ``data`` is emptied once the file is checked (the run's items hold the
+    answers). ``idempotency_key``: a retry with it and the same file is this upload, never a second one."""
+
+    class Status(models.TextChoices):
+        RECEIVED = "received", "Received, waiting for a worker"
+        STARTED = "started", "Checked: its run started"
+        REFUSED = "refused", "Refused: nothing was created"
+
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="predictions_uploads"
+    )
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="+")
+    model_key = models.CharField(max_length=100)
+    model_name = models.CharField(max_length=200, blank=True)
+    #: empty / None: the release's default
+    template = models.CharField(max_length=16, blank=True)
+    with_paper = models.BooleanField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=128, blank=True)
+    sha256 = models.CharField(max_length=64)
+    data = models.BinaryField(blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.RECEIVED)
+    #: what a refusal says, one line each ("field: message", "line N: message")
+    errors = models.JSONField(default=list, blank=True)
+    run = models.ForeignKey(EvaluationRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    received_at = models.DateTimeField(auto_now_add=True)
+    #: when its message was last sent to a worker (the reaper sends it again when it waits too long)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["requester", "idempotency_key"],
+                condition=~models.Q(idempotency_key=""),
+                name="predictionsupload_key_unique",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["sent_at"],
+                condition=models.Q(status="received"),
+                name="predictionsupload_waiting",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"upload {self.pk} ({self.status})"
+
+
 class RunEvent(models.Model):
     """Something the engine did to a run on its own, shown on the run page: the reaper's recoveries.
 

@@ -22,6 +22,7 @@ from evaluation.models import (
     Completion,
     EvaluationRun,
     LanguageModel,
+    PredictionsUpload,
     ResultsPerMinute,
     RunEvent,
     TestResult,
@@ -1013,3 +1014,14 @@ def result_throughput(
     for queue, n in rows:
         counts[queue] = counts.get(queue, 0) + n
     return counts
+
+
+def upload_for_viewer(
+    *, upload_id: int, viewer: AbstractBaseUser | AnonymousUser
+) -> PredictionsUpload | None:
+    """The upload ``upload_id`` when ``viewer`` submitted it or maintains the portal, else None (whether it
+    exists is theirs to know), with its run."""
+    uploads = PredictionsUpload.objects.select_related("run", "run__release").defer("data")
+    if not can_maintain(viewer):
+        uploads = uploads.filter(requester_id=viewer.pk)
+    return uploads.filter(pk=upload_id).first()

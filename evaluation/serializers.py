@@ -64,6 +64,23 @@ class PredictionsUploadOutput(serializers.Serializer):
     board_url = serializers.URLField(help_text="the board of the run's release, template and paper setting")
 
 
+class UploadReceiptOutput(serializers.Serializer):
+    id = serializers.IntegerField(help_text="the upload")
+    url = serializers.URLField(help_text="where to ask for it again (also the 202's Location)")
+    status = serializers.ChoiceField(
+        choices=["received", "started", "refused"],
+        help_text="received: waiting for a worker to check it; started: its run started (run); refused: "
+        "nothing was created (errors)",
+    )
+    received_at = serializers.DateTimeField()
+    checked_at = serializers.DateTimeField(allow_null=True)
+    errors = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="a refusal's problems, as a synchronous upload's 400 says them",
+    )
+    run = PredictionsUploadOutput(allow_null=True, help_text="the run it started, once started")
+
+
 class ErrorListOutput(serializers.Serializer):
     errors = serializers.ListField(child=serializers.CharField())
 

@@ -167,13 +167,25 @@ def rejudge_item_gpu(self: Task, completion_id: int) -> str:
 @shared_task(name="evaluation.tasks.reap_expired_leases")
 def reap_expired_leases() -> dict[str, int]:
     """Beat: re-queue or fail items whose lease expired; resend lost messages; finish idle runs."""
+    from evaluation.services.received_uploads import uploads_resend_waiting
+
     report = services.leases_reap()
     return {
         "requeued": len(report.requeued),
         "failed": len(report.failed),
         "resent": len(report.resent),
         "runs_finished": len(report.runs_finished),
+        "uploads_resent": len(uploads_resend_waiting()),
     }
+
+
+@shared_task(name="evaluation.tasks.check_upload")
+def check_upload(upload_id: int) -> str:
+    """Check an upload received with ``Prefer: respond-async`` and start its run (queue ``site``)."""
+    from evaluation.services.received_uploads import predictions_upload_check
+
+    upload = predictions_upload_check(upload_id=upload_id)
+    return upload.status if upload is not None else "gone"
 
 
 @shared_task(name="evaluation.tasks.sweep_upload_temp")

@@ -13,7 +13,10 @@ nothing half-unpacked.
 
 ``submit`` posts the file to ``/api/v1/runs/upload/`` (docs/predictions.md) with the personal API token in
 ``RCB_TOKEN`` and an ``Idempotency-Key`` derived from the file's SHA-256 and the upload's fields, so a
-retried submit of the same file starts one run (the portal answers the first run again). The template and
+retried submit of the same file starts one run (the portal answers the first run again). It asks to be
+answered at once (``Prefer: respond-async``): the portal stores the file and answers 202, a worker checks
+it, and ``submit`` asks for the upload until it says which run it started, or every error; a portal that
+answers the run itself (201) is taken as it answers. The template and
 paper setting default to what ``rcb generate`` wrote on the file's lines. ``--wait`` polls
 ``/api/v1/runs/<id>/`` until the run is final, then prints its score from the leaderboard API.
 
@@ -65,6 +68,10 @@ def ca_bundle() -> str | bool:
 
 def _url(portal: str, path: str) -> str:
     return portal.rstrip("/") + path
+
+
+#: how long ``submit`` waits for the portal to check a file it answered 202 for
+UPLOAD_CHECK_TIMEOUT_S = 600.0
 
 
 def _refused(response: requests.Response, what: str) -> CliError:
@@ -193,6 +200,36 @@ def _board_row(args: argparse.Namespace, run: dict[str, Any]) -> dict[str, Any] 
         time.sleep(args.poll)
 
 
+def _checked_run(
+    args: argparse.Namespace, receipt: dict[str, Any], token: str, stderr: TextIO
+) -> dict[str, Any]:
+    """The run of an upload the portal answered 202 (``Prefer: respond-async``): its receipt asked for again,
+    sooner at first, until a worker has checked the file; a refusal is a ``CliError`` with every error."""
+    deadline = time.monotonic() + UPLOAD_CHECK_TIMEOUT_S
+    delay = 0.2
+    while receipt["status"] == "received":
+        if time.monotonic() >= deadline:
+            raise CliError(
+                f"upload {receipt['id']} was not checked within {UPLOAD_CHECK_TIMEOUT_S:g} s; ask for it at "
+                f"{receipt['url']}"
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, args.poll)
+        response = requests.get(
+            receipt["url"],
+            headers={"Authorization": f"Token {token}"},
+            timeout=args.timeout,
+            verify=ca_bundle(),
+        )
+        if response.status_code != 200:
+            raise _refused(response, f"GET {receipt['url']}")
+        receipt = response.json()
+    if receipt["status"] != "started":
+        raise CliError(f"upload {receipt['id']} refused: " + "; ".join(receipt["errors"]))
+    stderr.write(f"upload {receipt['id']} checked\n")
+    return receipt["run"]
+
+
 def _wait(args: argparse.Namespace, run_id: int, token: str, stderr: TextIO) -> dict[str, Any]:
     """The run, asked every ``--poll`` seconds until it is final. With the token, so that each answer is the
     run as it is now (a client without one shares a copy a few seconds old)."""
@@ -236,17 +273,19 @@ def run_submit(args: argparse.Namespace, *, stderr: TextIO | None = None) -> int
         fields["model_name"] = args.model_name
     key = idempotency_key(data, fields)
     url = _url(args.portal, "/api/v1/runs/upload/")
-    headers = {"Authorization": f"Token {token}", "Idempotency-Key": key}
+    headers = {"Authorization": f"Token {token}", "Idempotency-Key": key, "Prefer": "respond-async"}
     files = {"file": (Path(args.predictions).name, data, "application/jsonl")}
     try:
         response = requests.post(
             url, data=fields, files=files, headers=headers, timeout=args.timeout, verify=ca_bundle()
         )
+        if response.status_code not in (200, 201, 202):
+            raise _refused(response, f"POST {url}")
+        upload = response.json()
+        if response.headers.get("Preference-Applied", "").lower() == "respond-async":
+            upload = _checked_run(args, upload, token, stderr)
     except requests.RequestException as exc:
         raise CliError(f"POST {url}: {exc}") from exc
-    if response.status_code not in (200, 201):
-        raise _refused(response, f"POST {url}")
-    upload = response.json()
     again = " (this file was submitted before: the same run)" if response.status_code == 200 else ""
     stderr.write(
         f"run {upload['id']}: {upload['items']} completions, {upload['coverage']['covered_snippets']}/"

@@ -24,6 +24,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from rest_framework.test import APIClient
 
 from contributions.models import Notification, Proposal
+from evaluation.models import PredictionsUpload
 from tests.factories import (
     LanguageModelFactory,
     MaintainerFactory,
@@ -99,6 +100,11 @@ MATRIX: dict[str, list[Req]] = {
         post(401, 405, 405, 405, args=("run_id",), api=True),
     ],
     "api-run-results": [get(200, 200, 200, 200, args=("run_id",), api=True)],
+    # an upload answered 202: its submitter's ("a") and maintainers'; another user is told there is none
+    "api-upload": [
+        get(401, 200, 404, 200, args=("upload_id",), api=True),
+        post(401, 405, 405, 405, args=("upload_id",), api=True),
+    ],
     "api-leaderboard": [get(200, 200, 200, 200, api=True), post(401, 405, 405, 405, api=True)],
     "api-leaderboard-papers": [get(200, 200, 200, 200, api=True)],
     "api-leaderboard-errors": [get(200, 200, 200, 200, api=True)],
@@ -280,6 +286,7 @@ class World:
     published_id: int
     published_key: str
     run_id: int
+    upload_id: int
     model_id: int
     model_key: str
     paper_key: str
@@ -305,6 +312,9 @@ def world(db, settings, tmp_path, django_capture_on_commit_callbacks) -> World:
     )
     assert published.state == Proposal.State.PUBLISHED
     tokens = {role: api_token_for(user) for role, user in (("a", a), ("b", b), ("m", m))}
+    upload = PredictionsUpload.objects.create(
+        requester=a, release=release, model_key="matrix-upload", sha256="0" * 64, data=b""
+    )
     assert Notification.objects.filter(recipient=a).exists()
     return World(
         users={"anon": None, "a": a, "b": b, "m": m},
@@ -315,6 +325,7 @@ def world(db, settings, tmp_path, django_capture_on_commit_callbacks) -> World:
         published_id=published.pk,
         published_key=published.task_key,
         run_id=run.pk,
+        upload_id=upload.pk,
         model_id=model.pk,
         model_key=model.key,
         paper_key="matrix-paper",

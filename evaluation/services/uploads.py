@@ -24,7 +24,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
 from contributions.models import Release, Snippet
-from evaluation.models import EvaluationRun, LanguageModel
+from evaluation.models import EvaluationRun, LanguageModel, PredictionsUpload
 from evaluation.services import runs
 from evaluation.services.estimates import release_run_defaults
 from evaluation.services.language_models import (
@@ -90,13 +90,14 @@ class Upload:
 
 class IdempotencyKeyReused(Exception):
     """The idempotency key was already used by this submitter for a different upload (another file or
-    release): nothing was created. ``run`` is the run the key belongs to."""
+    release): nothing was created. ``run`` is the run the key belongs to, or ``upload`` the upload received
+    with it that has no run (yet, or refused)."""
 
-    def __init__(self, run: EvaluationRun) -> None:
-        self.run = run
+    def __init__(self, run: EvaluationRun | None = None, *, upload: PredictionsUpload | None = None) -> None:
+        self.run, self.upload = run, upload
+        what = f"run {run.pk}" if run is not None else f"upload {upload.pk if upload else '?'}"
         super().__init__(
-            f"this idempotency key was already used for another upload (run {run.pk}); "
-            "use a new key for a new file"
+            f"this idempotency key was already used for another upload ({what}); use a new key for a new file"
         )
 
 
@@ -118,6 +119,27 @@ class PredictionsInvalid(Exception):
     @property
     def errors(self) -> list[str]:
         return [*self.field_errors.get("file", []), *self.line_errors]
+
+
+#: the service's names of an upload's fields -> the API's (the form's are the service's own)
+_API_FIELDS = {
+    "model": "model",
+    "model_key": "model",
+    "model_name": "model_name",
+    "idempotency_key": "Idempotency-Key",
+}
+
+
+def api_error_lines(exc: PredictionsInvalid) -> list[str]:
+    """The upload's problems as the API says them: the model's and the key's as "field: message" in the API's
+    names, then the file's (whole-file first, then by line)."""
+    fields = [
+        f"{_API_FIELDS[name]}: {message}"
+        for name, messages in exc.field_errors.items()
+        if name in _API_FIELDS
+        for message in messages
+    ]
+    return [*fields, *exc.errors]
 
 
 @dataclass

@@ -12,7 +12,7 @@ import pytest
 import requests
 from django.utils import timezone
 
-from evaluation.models import EvaluationRun
+from evaluation.models import EvaluationRun, PredictionsUpload
 from leaderboard.services import leaderboard_refresh_run
 from researchcodebench.cli import main
 from researchcodebench.errors import CliError
@@ -84,8 +84,9 @@ def _predictions(path: Path) -> Path:
 
 
 def test_a_retried_submit_starts_one_run_and_wait_reports_the_final_run(
-    transactional_db, live_server, tmp_path, monkeypatch, capsys
+    transactional_db, live_server, start_worker, tmp_path, monkeypatch, capsys
 ):
+    start_worker("site")  # checks the file the portal answered 202 for (Prefer: respond-async)
     import_release(tmp_path / "import", name="rms", task_ids=("rmsnorm",))
     monkeypatch.setenv("RCB_TOKEN", api_token_for(UserFactory(username="dev")))
     predictions = _predictions(tmp_path / "p.jsonl")
@@ -106,7 +107,9 @@ def test_a_retried_submit_starts_one_run_and_wait_reports_the_final_run(
     assert main(argv) == 0
     second = capsys.readouterr()
     run = EvaluationRun.objects.get()
+    upload = PredictionsUpload.objects.get()
     assert first.out.strip() == second.out.strip() == f"{live_server.url}/runs/{run.pk}/"
+    assert f"upload {upload.pk} checked" in first.err and upload.run == run and upload.data == b""
     assert "submitted before" in second.err and run.model.key == "my-model"
     assert run.template == "rcb-v2" and run.with_paper is True
 
@@ -125,8 +128,9 @@ def test_a_retried_submit_starts_one_run_and_wait_reports_the_final_run(
 
 
 def test_wait_prints_the_score_the_board_shows_for_the_finished_run(
-    transactional_db, live_server, tmp_path, monkeypatch, capsys
+    transactional_db, live_server, start_worker, tmp_path, monkeypatch, capsys
 ):
+    start_worker("site")
     import_release(tmp_path / "import", name="rms", task_ids=("rmsnorm",))
     monkeypatch.setenv("RCB_TOKEN", api_token_for(UserFactory(username="dev")))
     argv = [
@@ -150,6 +154,24 @@ def test_wait_prints_the_score_the_board_shows_for_the_finished_run(
     assert main([*argv, "--wait", "--poll", "0.1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out == [f"{live_server.url}/runs/{run.pk}/", "Scaled Pass@1: 100.00  Pass@1: 100.00"]
+
+
+def test_a_file_the_worker_refuses_is_an_error_naming_each_line(
+    transactional_db, live_server, start_worker, tmp_path, monkeypatch, capsys
+):
+    start_worker("site")
+    import_release(tmp_path / "import", name="rms", task_ids=("rmsnorm",))
+    monkeypatch.setenv("RCB_TOKEN", api_token_for(UserFactory(username="dev")))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task": "rmsnorm", "snippet": "no such snippet", "code": "x"}\n{nope\n')
+    argv = ["submit", str(bad), "--portal", live_server.url, "--release", "rms", "--model", "m"]
+    assert main([*argv, "--model-name", "M"]) == 2
+    upload = PredictionsUpload.objects.get()
+    assert capsys.readouterr().err.strip() == (
+        f"error: upload {upload.pk} refused: line 1: unknown snippet 'no such snippet' in task 'rmsnorm'; "
+        "line 2: not valid JSON (Expecting property name enclosed in double quotes at column 2)"
+    )
+    assert upload.status == "refused" and not EvaluationRun.objects.exists()
 
 
 def test_submit_without_a_token_says_which_variable(tmp_path, monkeypatch, capsys):

@@ -1,0 +1,181 @@
+"""Uploads answered at once and checked by a worker: the API's ``Prefer: respond-async`` (docs/api.md).
+
+Checking a file against its release and creating its run and items takes a request tens of milliseconds of
+database work, and seconds for a whole release's predictions; under load that is what a submitter waits for.
+A client that says it can wait another way (``Prefer: respond-async``, RFC 7240) gets ``202 Accepted`` as
+soon as the request itself is sound:
+
+1. ``predictions_upload_receive`` (the request): the idempotency key's form, the file's size (before it is
+   read), then the file stored as a ``PredictionsUpload`` with the model and settings asked for, and its
+   message sent once that commits. A retry with the same key and file is the same upload.
+2. ``predictions_upload_check`` (a worker, queue ``site``): under the upload's row lock, the one check and
+   creation every upload goes through (``uploads.predictions_upload``), recording the run it started or
+   every error, named as the synchronous API names them. A second delivery finds it checked and does
+   nothing.
+3. ``uploads_resend_waiting`` (the reaper): an upload still waiting ``RCB_UPLOAD_RESEND_S`` after its
+   message was sent (a broker that lost it, or refused it) is sent again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
+
+from contributions.models import Release
+from evaluation.models import LanguageModel, PredictionsUpload
+from evaluation.services.uploads import (
+    IDEMPOTENCY_KEY_RE,
+    IdempotencyKeyReused,
+    NewModel,
+    PredictionsInvalid,
+    UploadFile,
+    api_error_lines,
+    predictions_upload,
+    upload_limits,
+)
+
+log = logging.getLogger(__name__)
+
+#: at most this many waiting uploads are sent again per pass of the reaper
+RESEND_BATCH = 200
+
+
+@dataclass(frozen=True)
+class Received:
+    """The upload a request stored, or found (``replayed``: a retry with the same key and file)."""
+
+    upload: PredictionsUpload
+    replayed: bool = False
+
+
+def predictions_upload_receive(
+    *,
+    release: Release,
+    file: UploadFile,
+    requester: AbstractBaseUser,
+    model_key: str,
+    model_name: str = "",
+    template: str | None = None,
+    with_paper: bool | None = None,
+    idempotency_key: str = "",
+) -> Received:
+    """Store an upload for a worker to check (see the module docstring). Raises ``PredictionsInvalid`` for
+    a malformed ``idempotency_key`` or a file over ``RCB_UPLOAD_MAX_BYTES`` (refused from its size, before
+    it is read), and ``IdempotencyKeyReused`` when the key came with another file or release."""
+    key = idempotency_key
+    if key and not IDEMPOTENCY_KEY_RE.match(key):
+        raise PredictionsInvalid(
+            line_errors=[],
+            field_errors={"idempotency_key": ["must be 1 to 128 visible ASCII characters (a UUID, say)"]},
+        )
+    limits = upload_limits()
+    size_error = limits.size_error(file.size) if file.size is not None else None
+    data = b"" if size_error else file.read(limits.max_bytes + 1)
+    size_error = size_error or limits.size_error(len(data))
+    if size_error:
+        raise PredictionsInvalid(line_errors=[], field_errors={"file": [size_error]})
+    sha256 = hashlib.sha256(data).hexdigest()
+    if key and (earlier := _replay(requester=requester, key=key, sha256=sha256, release=release)):
+        return earlier
+    try:
+        with transaction.atomic():
+            upload = PredictionsUpload.objects.create(
+                requester=requester,
+                release=release,
+                model_key=model_key,
+                model_name=model_name,
+                template=template or "",
+                with_paper=with_paper,
+                idempotency_key=key,
+                sha256=sha256,
+                data=data,
+                sent_at=timezone.now(),
+            )
+            transaction.on_commit(lambda: _send_check(upload.pk))
+    except IntegrityError:
+        # Two requests raced with one key: the one that committed first is the upload.
+        earlier = _replay(requester=requester, key=key, sha256=sha256, release=release) if key else None
+        if earlier is None:
+            raise
+        return earlier
+    return Received(upload=upload)
+
+
+def _replay(*, requester: AbstractBaseUser, key: str, sha256: str, release: Release) -> Received | None:
+    earlier = PredictionsUpload.objects.filter(requester=requester, idempotency_key=key).first()
+    if earlier is None:
+        return None
+    if earlier.sha256 != sha256 or earlier.release_id != release.pk:
+        raise IdempotencyKeyReused(earlier.run, upload=earlier)
+    return Received(upload=earlier, replayed=True)
+
+
+def _send_check(upload_id: int) -> None:
+    """Send the worker's message; a broker that refuses it leaves the upload waiting for the reaper."""
+    from evaluation import tasks
+
+    try:
+        tasks.check_upload.delay(upload_id)
+    except (KombuOperationalError, OSError):
+        log.warning(
+            "the broker refused the message of upload %s: the reaper sends it again after RCB_UPLOAD_RESEND_S",
+            upload_id,
+            exc_info=True,
+        )
+
+
+def predictions_upload_check(*, upload_id: int) -> PredictionsUpload | None:
+    """Check a received upload and start its run, or record why not (see the module docstring); an upload
+    already checked, or gone, is returned as it is (None when gone)."""
+    with transaction.atomic():
+        upload = PredictionsUpload.objects.select_for_update().filter(pk=upload_id).first()
+        if upload is None or upload.status != PredictionsUpload.Status.RECEIVED:
+            return upload
+        model = LanguageModel.objects.filter(key=upload.model_key).first()
+        try:
+            started = predictions_upload(
+                release=upload.release,
+                file=ContentFile(bytes(upload.data)),
+                template=upload.template or None,
+                with_paper=upload.with_paper,
+                requester=upload.requester,
+                model=model,
+                new_model=None if model else NewModel(key=upload.model_key, name=upload.model_name),
+                idempotency_key=upload.idempotency_key,
+            )
+        except PredictionsInvalid as exc:
+            upload.status, upload.errors = PredictionsUpload.Status.REFUSED, api_error_lines(exc)
+        except IdempotencyKeyReused as exc:
+            upload.status, upload.errors = PredictionsUpload.Status.REFUSED, [f"Idempotency-Key: {exc}"]
+        else:
+            upload.status, upload.run = PredictionsUpload.Status.STARTED, started.run
+        upload.data = b""
+        upload.checked_at = timezone.now()
+        upload.save(update_fields=["status", "errors", "run", "data", "checked_at"])
+    return upload
+
+
+def uploads_resend_waiting(*, now: datetime | None = None) -> list[int]:
+    """Send again the messages of uploads waiting longer than ``RCB_UPLOAD_RESEND_S`` since their last
+    (up to ``RESEND_BATCH``); returns their ids."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.RCB_UPLOAD_RESEND_S)
+    waiting = list(
+        PredictionsUpload.objects.filter(status=PredictionsUpload.Status.RECEIVED, sent_at__lt=stale)
+        .order_by("sent_at")
+        .values_list("pk", flat=True)[:RESEND_BATCH]
+    )
+    if waiting:
+        PredictionsUpload.objects.filter(pk__in=waiting).update(sent_at=now)
+        for upload_id in waiting:
+            _send_check(upload_id)
+    return waiting
