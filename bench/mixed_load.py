@@ -26,8 +26,9 @@
    the database for ``SELECT 1`` and opens a broker connection), board pages, model/paper/snippet pages and
    their htmx parts, the contamination page, /papers/, /status/, the run's page and the read API; this
    process uploads a predictions file through ``POST /api/v1/runs/upload/`` every ``--upload-every``
-   seconds (one example task per upload, the fake LLM's answers) and starts another generated run
-   whenever the current one is final.
+   seconds (one example task per upload, the fake LLM's answers; with ``Prefer: respond-async``, as
+   ``rcb submit`` sends it: a portal that takes it answers 202 and its worker starts the run, one that
+   does not answers 201 with the run) and starts another generated run whenever the current one is final.
 5. Visibility, during the load: a thread polls the API leaderboard of ``bench-examples`` (unfinished runs
    included) every ``--poll-every`` seconds, until ``--visibility-grace`` seconds after the load; each
    verdict the worker records for a generated run during the load is timed from its ``created_at`` to the
@@ -905,7 +906,12 @@ def send_upload(conn: http.client.HTTPConnection, fx: Fixture, n: int) -> tuple[
         "with_paper": "true",
         "file": SimpleUploadedFile("predictions.jsonl", data),
     }
-    headers = {"Authorization": f"Token {fx.secret}", "Content-Type": MULTIPART_CONTENT}
+    # As ``rcb submit`` asks (a portal without the preference answers 201 with the run).
+    headers = {
+        "Authorization": f"Token {fx.secret}",
+        "Content-Type": MULTIPART_CONTENT,
+        "Prefer": "respond-async",
+    }
     started = time.perf_counter()
     try:
         conn.request("POST", UPLOAD_URL, body=encode_multipart(BOUNDARY, fields), headers=headers)
@@ -935,7 +941,7 @@ def drive_uploads(port: int, fx: Fixture, every: float, deadline: float, generat
     """Until ``deadline``: an upload every ``every`` seconds, and another generated run whenever the
     latest is final (appended to ``generated``). Returns the uploads' stats, the runs they made and how
     many were sent."""
-    stats, uploaded = UrlStats(), []
+    stats, uploaded, receipts = UrlStats(), [], []
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     next_upload, sent = time.time(), 0
     while time.time() < deadline:
@@ -944,13 +950,30 @@ def drive_uploads(port: int, fx: Fixture, every: float, deadline: float, generat
             stats.add(ms, status, answer)
             if status == 201:
                 uploaded.append(json.loads(answer)["id"])
+            elif status == 202:
+                receipts.append(json.loads(answer)["id"])
             sent += 1
             next_upload += every
         if run_is_final(generated[-1]):
             generated.append(start_generated_run(fx.examples))
         time.sleep(0.2)
     conn.close()
-    return stats, uploaded, sent
+    return stats, uploaded + checked_runs(receipts), sent
+
+
+def checked_runs(upload_ids: list[int], most_s: float = 120) -> list[int]:
+    """The runs the uploads answered 202 started, once the worker checked them (at most ``most_s`` s)."""
+    if not upload_ids:
+        return []
+    from evaluation.models import PredictionsUpload
+
+    started = time.monotonic()
+    while time.monotonic() - started < most_s:
+        rows = PredictionsUpload.objects.filter(pk__in=upload_ids).values_list("status", "run_id")
+        if all(status != PredictionsUpload.Status.RECEIVED for status, _ in rows):
+            return [run_id for _, run_id in rows if run_id is not None]
+        time.sleep(0.5)
+    raise SystemExit(f"uploads {upload_ids} were not checked within {most_s:g} s")
 
 
 def run_load(args: argparse.Namespace, port: int, targets: list[Target], fx: Fixture, run_id: int) -> Load:

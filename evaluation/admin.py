@@ -1,6 +1,13 @@
 from django.contrib import admin
 
-from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult, WorkerHeartbeat
+from evaluation.models import (
+    Completion,
+    EvaluationRun,
+    LanguageModel,
+    PredictionsUpload,
+    TestResult,
+    WorkerHeartbeat,
+)
 
 
 @admin.register(LanguageModel)
@@ -46,3 +53,13 @@ class TestResultAdmin(admin.ModelAdmin):
 @admin.register(WorkerHeartbeat)
 class WorkerHeartbeatAdmin(admin.ModelAdmin):
     list_display = ("hostname", "status", "queues", "last_seen_at")
+
+
+@admin.register(PredictionsUpload)
+class PredictionsUploadAdmin(admin.ModelAdmin):
+    list_display = ("id", "requester", "release", "model_key", "status", "run", "received_at", "checked_at")
+    list_filter = ("status",)
+    list_select_related = ("requester", "release", "run")
+    raw_id_fields = ("requester", "run")
+    exclude = ("data",)
+    readonly_fields = ("sha256", "errors", "received_at", "sent_at", "checked_at")
