@@ -879,9 +879,15 @@ def start_services(
     return port, worker_log
 
 
-def warm_up(port: int, targets: list[Target], workers: int) -> None:
+#: a predictions file every check refuses (its one line names no snippet of the release): it warms the upload
+#: path and starts no run
+REFUSED_FILE = b'{"task": "no-such-task", "snippet": "none", "completion_idx": 0, "response": "x"}\n'
+
+
+def warm_up(port: int, targets: list[Target], workers: int, fx: Fixture) -> None:
     """Every URL a few times per gunicorn worker: imports, connections and templates are warm, so the
-    cold numbers are about the board change alone."""
+    cold numbers are about the board change alone; and as many uploads of ``REFUSED_FILE`` (each worker's
+    first upload imports the multipart parser and opens its broker connection), which start no run."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     for target in targets:
         statuses = {timed_get(conn, target)[1] for _ in range(3 * workers)}
@@ -889,15 +895,21 @@ def warm_up(port: int, targets: list[Target], workers: int) -> None:
             print(
                 f"{target.name}: {target.path} answers {sorted(statuses)} before the load (measured anyway)"
             )
+    statuses = {send_upload(conn, fx, n, data=REFUSED_FILE)[1] for n in range(3 * workers)}
+    print(f"{3 * workers} uploads of a file the check refuses, before the load: answered {sorted(statuses)}")
     conn.close()
 
 
-def send_upload(conn: http.client.HTTPConnection, fx: Fixture, n: int) -> tuple[float, int, bytes]:
-    """The ``n``-th upload (example tasks in turn): milliseconds, status (-1: an exception) and answer."""
+def send_upload(
+    conn: http.client.HTTPConnection, fx: Fixture, n: int, *, data: bytes | None = None
+) -> tuple[float, int, bytes]:
+    """The ``n``-th upload (example tasks in turn; ``data`` instead when given): milliseconds, status (-1: an
+    exception) and answer."""
     from django.core.files.uploadedfile import SimpleUploadedFile
     from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 
-    _task, data = fx.files[n % len(fx.files)]
+    if data is None:
+        _task, data = fx.files[n % len(fx.files)]
     fields = {
         "model": UPLOAD_MODEL,
         "model_name": "Bench uploads",
@@ -1083,7 +1095,7 @@ def measure(
     fx = prepare_fixture(args.repo, f"http://127.0.0.1:{llm_port}/v1")
     targets = page_targets(fx)
     port, worker_log = start_services(processes, args, env, logs, llm_port)
-    warm_up(port, targets, args.workers)
+    warm_up(port, targets, args.workers, fx)
     pages = targets[1:]
     print(f"cold vs cached before the load ({args.samples} cached samples per URL)...")
     before = cold_and_cached(port, pages, board_run=fx.board_run, samples=args.samples, workers=args.workers)
