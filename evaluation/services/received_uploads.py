@@ -33,14 +33,15 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 from contributions.models import Release
 from evaluation.models import LanguageModel, PredictionsUpload
 from evaluation.services.uploads import (
-    IDEMPOTENCY_KEY_RE,
     IdempotencyKeyReused,
     NewModel,
     PredictionsInvalid,
     UploadFile,
     api_error_lines,
+    idempotency_key_check,
     predictions_upload,
     upload_limits,
+    upload_read,
 )
 
 log = logging.getLogger(__name__)
@@ -72,16 +73,10 @@ def predictions_upload_receive(
     a malformed ``idempotency_key`` or a file over ``RCB_UPLOAD_MAX_BYTES`` (refused from its size, before
     it is read), and ``IdempotencyKeyReused`` when the key came with another file or release."""
     key = idempotency_key
-    if key and not IDEMPOTENCY_KEY_RE.match(key):
-        raise PredictionsInvalid(
-            line_errors=[],
-            field_errors={"idempotency_key": ["must be 1 to 128 visible ASCII characters (a UUID, say)"]},
-        )
-    limits = upload_limits()
-    size_error = limits.size_error(file.size) if file.size is not None else None
-    data = b"" if size_error else file.read(limits.max_bytes + 1)
-    size_error = size_error or limits.size_error(len(data))
-    if size_error:
+    idempotency_key_check(key)
+    data = upload_read(file, field_errors={})
+    # A file that did not tell its size is refused here too: nothing past the limit is stored.
+    if size_error := upload_limits().size_error(len(data)):
         raise PredictionsInvalid(line_errors=[], field_errors={"file": [size_error]})
     sha256 = hashlib.sha256(data).hexdigest()
     if key and (earlier := _replay(requester=requester, key=key, sha256=sha256, release=release)):

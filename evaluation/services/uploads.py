@@ -296,17 +296,22 @@ def _replay(*, requester: AbstractBaseUser, key: str, sha256: str, release: Rele
     return Upload(run=earlier, replayed=True)
 
 
+def idempotency_key_check(key: str) -> None:
+    """``PredictionsInvalid`` naming the key when ``key`` is given and malformed."""
+    if key and not IDEMPOTENCY_KEY_RE.match(key):
+        raise PredictionsInvalid(
+            line_errors=[],
+            field_errors={"idempotency_key": ["must be 1 to 128 visible ASCII characters (a UUID, say)"]},
+        )
+
+
 def _upload_field_errors(
     *, key: str, model: LanguageModel | None, new_model: NewModel | None, requester: AbstractBaseUser
 ) -> dict[str, list[str]]:
     """The problems of an upload's fields besides the file: the chosen ``model`` (``requester`` may not
     upload for it) or the ``new_model``'s key and name. A malformed idempotency ``key`` raises
     ``PredictionsInvalid`` at once."""
-    if key and not IDEMPOTENCY_KEY_RE.match(key):
-        raise PredictionsInvalid(
-            line_errors=[],
-            field_errors={"idempotency_key": ["must be 1 to 128 visible ASCII characters (a UUID, say)"]},
-        )
+    idempotency_key_check(key)
     field_errors = _new_model_errors(new_model) if new_model is not None else {}
     if model is not None:
         try:
@@ -316,7 +321,7 @@ def _upload_field_errors(
     return field_errors
 
 
-def _upload_read(file: UploadFile, *, field_errors: dict[str, list[str]]) -> bytes:
+def upload_read(file: UploadFile, *, field_errors: dict[str, list[str]]) -> bytes:
     """The file's bytes, at most one past ``RCB_UPLOAD_MAX_BYTES``; a file whose stated size is over the
     limit raises ``PredictionsInvalid`` (with ``field_errors``) before anything is read."""
     limits = upload_limits()
@@ -414,7 +419,7 @@ def predictions_upload(
         raise ValueError("give exactly one of model and new_model")
     key = idempotency_key
     field_errors = _upload_field_errors(key=key, model=model, new_model=new_model, requester=requester)
-    data = _upload_read(file, field_errors=field_errors)
+    data = upload_read(file, field_errors=field_errors)
     sha256 = hashlib.sha256(data).hexdigest()
     if key and (earlier := _replay(requester=requester, key=key, sha256=sha256, release=release)):
         return earlier
