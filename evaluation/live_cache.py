@@ -64,13 +64,18 @@ class Copy:
     built_at: float
 
 
-def plain_request(request: HttpRequest) -> bool:
-    """True for a visitor who is nobody in particular: no session or messages cookie, no credentials."""
+def plain_visitor(request: HttpRequest) -> bool:
+    """True when nothing in the request's cookies is the visitor's: no session cookie (so anonymous, no
+    messages stored in the session) and no messages cookie. The board's stored pages use it too."""
     return (
         settings.SESSION_COOKIE_NAME not in request.COOKIES
         and CookieStorage.cookie_name not in request.COOKIES
-        and "HTTP_AUTHORIZATION" not in request.META
     )
+
+
+def plain_request(request: HttpRequest) -> bool:
+    """True for a visitor who is nobody in particular: a plain visitor without credentials either."""
+    return plain_visitor(request) and "HTTP_AUTHORIZATION" not in request.META
 
 
 def live_response(
@@ -90,7 +95,11 @@ def live_response(
     if not fresh_s or not plain_request(request):
         return build()
     key = copy_key(
-        request, endpoint=endpoint, args=args, query=normalised(request.GET, keys), variant=variant
+        request,
+        endpoint=endpoint,
+        args=args,
+        query=normalised_query(request.GET, keys).urlencode(),
+        variant=variant,
     )
     now = clock()
     copy = cache.get(key)
@@ -106,12 +115,14 @@ def live_response(
     return _served(copy, now=now, fresh_s=fresh_s, vary=vary)
 
 
-def normalised(params: QueryDict, keys: Iterable[str]) -> str:
-    """``params`` restricted to ``keys``, every value kept, in sorted key order, url-encoded."""
+def normalised_query(params: QueryDict, keys: Iterable[str]) -> QueryDict:
+    """``params`` restricted to ``keys`` (every value kept), in sorted key order: equivalent URLs share one
+    entry and unknown parameters (tracking tags and the like) can neither multiply entries nor leak into
+    a page's links. The board's stored pages use it too."""
     query = QueryDict(mutable=True)
     for name in sorted(set(keys) & set(params)):
         query.setlist(name, params.getlist(name))
-    return query.urlencode()
+    return query
 
 
 def copy_key(request: HttpRequest, *, endpoint: str, args: tuple, query: str, variant: str) -> str:

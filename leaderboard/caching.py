@@ -39,7 +39,6 @@ from typing import Any
 
 from cachetools import LRUCache
 from django.conf import settings
-from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache
 from django.core.signals import setting_changed
 from django.dispatch import receiver
@@ -53,6 +52,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from evaluation.live_cache import normalised_query, plain_visitor
 from leaderboard.scopes import Scope
 
 #: seconds a body stays stored; keys carry the scopes' versions, so this only bounds memory
@@ -87,16 +87,6 @@ class Body:
 def is_htmx(request: HttpRequest) -> bool:
     """True for an htmx request that wants a fragment (a history restore wants the whole page)."""
     return bool(getattr(request, "htmx", False)) and not request.htmx.history_restore_request
-
-
-def normalised_query(params: QueryDict, keys: Iterable[str]) -> QueryDict:
-    """``params`` restricted to ``keys`` (every value kept), in sorted key order: equivalent URLs share one
-    entry and unknown parameters (tracking tags and the like) can neither multiply entries nor leak into
-    a page's links."""
-    query = QueryDict(mutable=True)
-    for key in sorted(set(keys) & set(params)):
-        query.setlist(key, params.getlist(key))
-    return query
 
 
 def entry_digest(*, scope: Scope, endpoint: str, args: tuple, query: QueryDict, variant: str) -> str:
@@ -198,7 +188,7 @@ def serve_page(
     variant = "fragment" if fragment else "page"
     digest = entry_digest(scope=scope, endpoint=page, args=args, query=query, variant=variant)
     etag = f'W/"{digest}"'
-    plain = _plain_visitor(request)
+    plain = plain_visitor(request)
     not_modified = get_conditional_response(request, etag=etag)
     if not_modified is not None:
         return _page_headers(not_modified, etag, public=plain)
@@ -227,15 +217,6 @@ def _page_headers(response: HttpResponse, etag: str, *, public: bool) -> HttpRes
         patch_cache_control(response, private=True, max_age=BROWSER_MAX_AGE_S)
     patch_vary_headers(response, ("Cookie", "HX-Request"))
     return response
-
-
-def _plain_visitor(request: HttpRequest) -> bool:
-    """True when the shell can only differ from another plain visit's by the CSRF token: no session
-    cookie (so an anonymous user and no messages stored in the session) and no messages cookie."""
-    return (
-        settings.SESSION_COOKIE_NAME not in request.COOKIES
-        and CookieStorage.cookie_name not in request.COOKIES
-    )
 
 
 def _frame(request: HttpRequest, title: str) -> tuple[bytes, bytes]:
