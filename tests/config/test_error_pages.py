@@ -65,6 +65,9 @@ def test_only_operations_that_need_a_token_carry_security_in_the_schema(client):
         for method, op in ops.items()
         if op.get("security")
     }
-    assert secured == {("post", "/api/v1/runs/upload/")}
+    # the upload, and the receipt of an upload answered 202, which only its submitter (or a maintainer) reads
+    receipt = "/api/v1/runs/uploads/{upload_id}/"
+    assert secured == {("post", "/api/v1/runs/upload/"), ("get", receipt)}
     assert schema["paths"]["/api/v1/runs/upload/"]["post"]["security"] == [{"tokenAuth": []}]
+    assert {"tokenAuth": []} in schema["paths"][receipt]["get"]["security"]
     assert "tokenAuth" in schema["components"]["securitySchemes"]
