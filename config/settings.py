@@ -319,6 +319,9 @@ REST_FRAMEWORK = {
 RCB_UPLOAD_MAX_BYTES = env_int("RCB_UPLOAD_MAX_BYTES", 20 * 1024 * 1024, minimum=1)
 #: seconds an upload answered 202 (Prefer: respond-async) waits for a worker before the reaper sends it again
 RCB_UPLOAD_RESEND_S = env_int("RCB_UPLOAD_RESEND_S", 120, minimum=1)
+#: checks of such an upload a worker may begin; one more and it fails, telling its submitter (a check the portal
+#: itself keeps failing on, a bug or a fault, is not sent again for ever)
+RCB_UPLOAD_MAX_CHECKS = env_int("RCB_UPLOAD_MAX_CHECKS", 3, minimum=1)
 #: the largest ``code`` or ``response`` of one predictions line, in UTF-8 bytes
 RCB_UPLOAD_MAX_CODE_BYTES = env_int("RCB_UPLOAD_MAX_CODE_BYTES", 256 * 1024, minimum=1)
 #: the most (non-blank) lines a predictions file may have

@@ -297,6 +297,7 @@ class PredictionsUpload(models.Model):
         RECEIVED = "received", "Received, waiting for a worker"
         STARTED = "started", "Checked: its run started"
         REFUSED = "refused", "Refused: nothing was created"
+        FAILED = "failed", "Failed: the portal could not check it"
 
     requester = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="predictions_uploads"
@@ -318,6 +319,9 @@ class PredictionsUpload(models.Model):
     #: when its message was last sent to a worker (the reaper sends it again when it waits too long)
     sent_at = models.DateTimeField(null=True, blank=True)
     checked_at = models.DateTimeField(null=True, blank=True)
+    #: checks begun by a worker; past ``RCB_UPLOAD_MAX_CHECKS`` (each ended by an error of the portal's own)
+    #: the upload fails instead of being sent again for ever
+    attempts = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         constraints = [

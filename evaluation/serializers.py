@@ -68,15 +68,16 @@ class UploadReceiptOutput(serializers.Serializer):
     id = serializers.IntegerField(help_text="the upload")
     url = serializers.URLField(help_text="where to ask for it again (also the 202's Location)")
     status = serializers.ChoiceField(
-        choices=["received", "started", "refused"],
+        choices=["received", "started", "refused", "failed"],
         help_text="received: waiting for a worker to check it; started: its run started (run); refused: "
-        "nothing was created (errors)",
+        "nothing was created (errors); failed: the portal could not check it, nothing was created (errors; "
+        "send it again later)",
     )
     received_at = serializers.DateTimeField()
     checked_at = serializers.DateTimeField(allow_null=True)
     errors = serializers.ListField(
         child=serializers.CharField(),
-        help_text="a refusal's problems, as a synchronous upload's 400 says them",
+        help_text="a refusal's problems, as a synchronous upload's 400 says them; a failure's reason",
     )
     run = PredictionsUploadOutput(allow_null=True, help_text="the run it started, once started")
 

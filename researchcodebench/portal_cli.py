@@ -225,7 +225,8 @@ def _checked_run(
             raise _refused(response, f"GET {receipt['url']}")
         receipt = response.json()
     if receipt["status"] != "started":
-        raise CliError(f"upload {receipt['id']} refused: " + "; ".join(receipt["errors"]))
+        # "refused" (the file's problems) or "failed" (the portal's own; sending it again later may work)
+        raise CliError(f"upload {receipt['id']} {receipt['status']}: " + "; ".join(receipt["errors"]))
     stderr.write(f"upload {receipt['id']} checked\n")
     return receipt["run"]
 

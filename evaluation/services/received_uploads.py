@@ -11,9 +11,11 @@ soon as the request itself is sound:
 2. ``predictions_upload_check`` (a worker, queue ``site``): under the upload's row lock, the one check and
    creation every upload goes through (``uploads.predictions_upload``), recording the run it started or
    every error, named as the synchronous API names them. A second delivery finds it checked and does
-   nothing.
+   nothing. Each check begun is counted first, in a transaction of its own, so a check that ends in an
+   error of the portal's own (a bug, a fault) still counts: one past ``RCB_UPLOAD_MAX_CHECKS`` fails the
+   upload, telling its submitter so, instead of trying it again for ever.
 3. ``uploads_resend_waiting`` (the reaper): an upload still waiting ``RCB_UPLOAD_RESEND_S`` after its
-   message was sent (a broker that lost it, or refused it) is sent again.
+   message was sent (a broker that lost it, or refused it, or a check that ended in an error) is sent again.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
@@ -131,10 +134,14 @@ def _send_check(upload_id: int) -> None:
 def predictions_upload_check(*, upload_id: int) -> PredictionsUpload | None:
     """Check a received upload and start its run, or record why not (see the module docstring); an upload
     already checked, or gone, is returned as it is (None when gone)."""
+    waiting = PredictionsUpload.objects.filter(pk=upload_id, status=PredictionsUpload.Status.RECEIVED)
+    waiting.update(attempts=F("attempts") + 1)  # committed before the check, whatever becomes of it
     with transaction.atomic():
         upload = PredictionsUpload.objects.select_for_update().filter(pk=upload_id).first()
         if upload is None or upload.status != PredictionsUpload.Status.RECEIVED:
             return upload
+        if upload.attempts > settings.RCB_UPLOAD_MAX_CHECKS:
+            return _given_up(upload)
         model = LanguageModel.objects.filter(key=upload.model_key).first()
         try:
             started = predictions_upload(
@@ -156,6 +163,24 @@ def predictions_upload_check(*, upload_id: int) -> PredictionsUpload | None:
         upload.data = b""
         upload.checked_at = timezone.now()
         upload.save(update_fields=["status", "errors", "run", "data", "checked_at"])
+    return upload
+
+
+def _given_up(upload: PredictionsUpload) -> PredictionsUpload:
+    """Fail ``upload``, whose every check ended in an error of the portal's own: nothing was created."""
+    checks = upload.attempts - 1
+    log.error(
+        "upload %s failed: its %s checks all ended in an error (the worker's log has each)", upload.pk, checks
+    )
+    upload.status = PredictionsUpload.Status.FAILED
+    upload.errors = [
+        f"file: the portal could not check this upload: its {checks} checks all ended in an error on the "
+        f"portal's side, not in a problem found in the file; nothing was created. Send the file again later, "
+        f"or tell the portal's maintainers (upload {upload.pk})."
+    ]
+    upload.data = b""
+    upload.checked_at = timezone.now()
+    upload.save(update_fields=["status", "errors", "data", "checked_at"])
     return upload
 
 

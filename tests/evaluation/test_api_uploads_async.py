@@ -8,9 +8,11 @@ import datetime as dt
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import OperationalError
 from django.utils import timezone
 
 from evaluation.models import Completion, EvaluationRun, LanguageModel, PredictionsUpload
+from evaluation.services import received_uploads
 from evaluation.services.received_uploads import predictions_upload_check, uploads_resend_waiting
 from tests.conftest import wait_for
 from tests.factories import LanguageModelFactory, MaintainerFactory, UserFactory, jsonl
@@ -206,6 +208,60 @@ def test_the_reaper_sends_again_what_waits_too_long_and_only_that(
         assert uploads_resend_waiting(now=later) == [waiting.json()["id"]]
     assert uploads_resend_waiting(now=later) == []  # once per interval
     assert PredictionsUpload.objects.get(pk=waiting.json()["id"]).sent_at == later
+
+
+def test_a_check_that_keeps_ending_in_the_portals_own_error_fails_the_upload_and_says_so(
+    api, submitter, release, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A fault of the portal's (here the database gone mid-check) is not the file's: the check is tried again,
+    and after ``RCB_UPLOAD_MAX_CHECKS`` the receipt says the portal failed, instead of waiting for ever."""
+    settings.RCB_UPLOAD_MAX_CHECKS = 2
+    LanguageModelFactory(key="m1", self_reported=True, owner=submitter)
+    response, _ = post(api, GOOD, django_capture_on_commit_callbacks)
+    upload_id = response.json()["id"]
+
+    def database_gone(**kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(received_uploads, "predictions_upload", database_gone)
+    for _ in range(2):
+        with pytest.raises(OperationalError):
+            predictions_upload_check(upload_id=upload_id)
+        assert api.get(response["Location"]).json()["status"] == "received"
+    predictions_upload_check(upload_id=upload_id)
+    receipt = api.get(response["Location"]).json()
+    assert receipt["status"] == "failed" and receipt["run"] is None and receipt["checked_at"]
+    assert receipt["errors"] == [
+        "file: the portal could not check this upload: its 2 checks all ended in an error on the portal's "
+        "side, not in a problem found in the file; nothing was created. Send the file again later, or tell "
+        f"the portal's maintainers (upload {upload_id})."
+    ]
+    assert EvaluationRun.objects.count() == 0 and PredictionsUpload.objects.get().data == b""
+    # Given up: neither another delivery nor the reaper tries it again.
+    assert predictions_upload_check(upload_id=upload_id).status == "failed"
+    later = timezone.now() + dt.timedelta(seconds=settings.RCB_UPLOAD_RESEND_S + 1)
+    assert uploads_resend_waiting(now=later) == []
+
+
+def test_a_check_that_failed_once_and_then_works_starts_the_run(
+    api, submitter, release, monkeypatch, django_capture_on_commit_callbacks
+):
+    LanguageModelFactory(key="m1", self_reported=True, owner=submitter)
+    response, _ = post(api, GOOD, django_capture_on_commit_callbacks)
+    real = received_uploads.predictions_upload
+    calls = []
+
+    def flaky(**kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real(**kwargs)
+
+    monkeypatch.setattr(received_uploads, "predictions_upload", flaky)
+    with pytest.raises(OperationalError):
+        predictions_upload_check(upload_id=response.json()["id"])
+    assert predictions_upload_check(upload_id=response.json()["id"]).status == "started"
+    assert api.get(response["Location"]).json()["run"]["id"] == EvaluationRun.objects.get().pk
 
 
 @pytest.mark.slow
