@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from contributions.api_fields import KnownNameField
 from contributions.models import Release
-from evaluation.models import EvaluationRun, LanguageModel, TestResult
+from evaluation.models import EvaluationRun, LanguageModel, PredictionsUpload, TestResult
 from evaluation.selectors import RunFilters, run_requester_for_viewer
 from researchcodebench.problems import TEMPLATES
 
@@ -68,7 +68,7 @@ class UploadReceiptOutput(serializers.Serializer):
     id = serializers.IntegerField(help_text="the upload")
     url = serializers.URLField(help_text="where to ask for it again (also the 202's Location)")
     status = serializers.ChoiceField(
-        choices=["received", "started", "refused", "failed"],
+        choices=PredictionsUpload.Status.values,
         help_text="received: waiting for a worker to check it; started: its run started (run); refused: "
         "nothing was created (errors); failed: the portal could not check it, nothing was created (errors; "
         "send it again later)",

@@ -160,10 +160,15 @@ def predictions_upload_check(*, upload_id: int) -> PredictionsUpload | None:
             upload.status, upload.errors = PredictionsUpload.Status.REFUSED, [f"Idempotency-Key: {exc}"]
         else:
             upload.status, upload.run = PredictionsUpload.Status.STARTED, started.run
-        upload.data = b""
-        upload.checked_at = timezone.now()
-        upload.save(update_fields=["status", "errors", "run", "data", "checked_at"])
+        _checked_save(upload)
     return upload
+
+
+def _checked_save(upload: PredictionsUpload) -> None:
+    """Save ``upload`` as checked, with the status, errors and run just set: its file is dropped."""
+    upload.data = b""
+    upload.checked_at = timezone.now()
+    upload.save(update_fields=["status", "errors", "run", "data", "checked_at"])
 
 
 def _given_up(upload: PredictionsUpload) -> PredictionsUpload:
@@ -178,9 +183,7 @@ def _given_up(upload: PredictionsUpload) -> PredictionsUpload:
         f"portal's side, not in a problem found in the file; nothing was created. Send the file again later, "
         f"or tell the portal's maintainers (upload {upload.pk})."
     ]
-    upload.data = b""
-    upload.checked_at = timezone.now()
-    upload.save(update_fields=["status", "errors", "data", "checked_at"])
+    _checked_save(upload)
     return upload
 
 
