@@ -3,7 +3,8 @@
 Without ``--lock`` it builds the default image (``DEFAULT_IMAGE``: the image of the shared base's lock, what
 tasks without their own environment run in); with ``--lock FILE`` the image of each environment lock given
 (``researchcodebench-eval:<lock hash[:16]>-<variant>``). An image the engine already has is kept unless
-``--rebuild``. The base image comes from ``--base-image`` (else ``RCB_BASE_IMAGE``, else the public
+``--rebuild``; the default image only while its lock-hash label is the base's lock as the package sources
+resolve it now (the base's dependencies move with the index), else it is retagged or rebuilt. The base image comes from ``--base-image`` (else ``RCB_BASE_IMAGE``, else the public
 ``python:<version>-slim``) and the lock's wheels from this host's package sources (pip's configuration, or
 ``RCB_ENV_*``; docs/sandbox.md).
 """
@@ -15,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-from .envs import DEFAULT_PYTHON, EnvironmentBuildError, Lock
+from .envs import EnvironmentBuildError, Lock
 from .sandbox.base import SandboxUnavailable
 
 
@@ -25,15 +26,12 @@ class _Failure(Exception):
 
 def _cmd_images(args: argparse.Namespace) -> int:
     from .sandbox.docker import (
-        CPU_VARIANT,
-        DEFAULT_GPU_IMAGE,
-        DEFAULT_IMAGE,
         ImageBuildError,
         ImageRecipe,
-        build_default_image,
         build_eval_image,
         check_variant,
         engine_client,
+        ensure_default_image,
         image_name,
         image_present,
     )
@@ -46,29 +44,26 @@ def _cmd_images(args: argparse.Namespace) -> int:
             cert=os.environ.get("SSL_CERT_FILE") or None,
         )
         client = engine_client(args.base_url, timeout_s=1800)
-        jobs: list[tuple[str, str | None]] = []
-        if args.lock:
-            for path in args.lock:
-                try:
-                    with open(path, encoding="utf-8") as fh:
-                        lock = Lock.from_text(fh.read())
-                except (OSError, EnvironmentBuildError) as exc:
-                    raise _Failure(f"{path}: {exc}") from exc
-                jobs.append((image_name(lock.hash, variant=variant), lock.text))
-        else:
-            jobs.append((DEFAULT_IMAGE if variant == CPU_VARIANT else DEFAULT_GPU_IMAGE, None))
-        for name, lock_text in jobs:
+        if not args.lock:
+            tag, done, seconds = ensure_default_image(
+                client, variant=variant, recipe=recipe.with_sources(), rebuild=args.rebuild
+            )
+            print(f"{done} {tag}" + (f" in {seconds:.0f} s" if done == "built" else ""))
+            return 0
+        for path in args.lock:
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    lock = Lock.from_text(fh.read())
+            except (OSError, EnvironmentBuildError) as exc:
+                raise _Failure(f"{path}: {exc}") from exc
+            name = image_name(lock.hash, variant=variant)
             if not args.rebuild and image_present(client, name):
                 print(f"present {name}")
                 continue
             # Read pip's configuration once, for the first image that is built.
             recipe = recipe.with_sources()
-            python = Lock.from_text(lock_text).python if lock_text else DEFAULT_PYTHON
-            print(f"building {name} on {recipe.base_for(python)}", flush=True)
-            if lock_text is None:
-                built, seconds = build_default_image(client, variant=variant, recipe=recipe)
-            else:
-                built, seconds = build_eval_image(client, lock_text=lock_text, variant=variant, recipe=recipe)
+            print(f"building {name} on {recipe.base_for(lock.python)}", flush=True)
+            built, seconds = build_eval_image(client, lock_text=lock.text, variant=variant, recipe=recipe)
             print(f"built {built} in {seconds:.0f} s")
     except ImageBuildError as exc:
         sys.stderr.write(f"error: {exc}\n{exc.log_tail}".rstrip() + "\n")

@@ -407,16 +407,50 @@ def base_lock(*, recipe: ImageRecipe | None = None) -> str:
     return lock_requirements([], sources=(recipe or ImageRecipe()).with_sources().sources).text
 
 
-def build_default_image(
-    client: Any, *, variant: str = CPU_VARIANT, recipe: ImageRecipe | None = None
-) -> tuple[str, float]:
-    """Build ``DEFAULT_IMAGE`` (or ``DEFAULT_GPU_IMAGE`` for a CUDA ``variant``) from the base's lock."""
-    tag = DEFAULT_IMAGE if variant == CPU_VARIANT else DEFAULT_GPU_IMAGE
+def ensure_default_image(
+    client: Any,
+    *,
+    variant: str = CPU_VARIANT,
+    recipe: ImageRecipe | None = None,
+    rebuild: bool = False,
+    tag: str | None = None,
+) -> tuple[str, str, float]:
+    """Make ``tag`` (default ``DEFAULT_IMAGE``, ``DEFAULT_GPU_IMAGE`` for a CUDA ``variant``) the image of the
+    base's lock as this host's package sources resolve it now; returns the tag, what was done and the seconds
+    it took.
+
+    What was done is ``present`` (the tag's lock-hash label is the lock's hash), ``retagged`` (the engine
+    had the lock's image under its own name, from ``build_eval_image``) or ``built``. A tag whose label
+    names another lock is stale: the base's pins stay, but their dependencies resolve to newer releases as
+    the index gains them, so an engine kept from an earlier run can hold an image of an older lock. Raises
+    ``ImageBuildError`` as ``build_eval_image`` does.
+    """
+    from ..envs import Lock
+
+    tag = tag or (DEFAULT_IMAGE if variant == CPU_VARIANT else DEFAULT_GPU_IMAGE)
     recipe = (recipe or ImageRecipe()).with_sources()
-    name, seconds = build_eval_image(
-        client, lock_text=base_lock(recipe=recipe), variant=variant, recipe=recipe, also_tag=tag
-    )
-    return tag, seconds
+    started = time.monotonic()
+    lock_text = base_lock(recipe=recipe)
+    lock_hash = Lock.from_text(lock_text).hash
+    if not rebuild:
+        if _image_label(client, tag, LABEL_LOCK_HASH) == lock_hash:
+            return tag, "present", time.monotonic() - started
+        own = image_name(lock_hash, variant=variant)
+        if _image_label(client, own, LABEL_LOCK_HASH) == lock_hash:
+            repository, _, name = tag.rpartition(":")
+            client.images.get(own).tag(repository, name)
+            return tag, "retagged", time.monotonic() - started
+    build_eval_image(client, lock_text=lock_text, variant=variant, recipe=recipe, also_tag=tag)
+    return tag, "built", time.monotonic() - started
+
+
+def _image_label(client: Any, name: str, label: str) -> str | None:
+    """The value of ``label`` on the engine's image ``name``; None when the image or the label is missing."""
+    try:
+        image = client.images.get(name)
+    except _sdk().errors.ImageNotFound:
+        return None
+    return (image.labels or {}).get(label)
 
 
 def engine_client(base_url: str | None = None, *, timeout_s: float = 60.0) -> Any:

@@ -17,7 +17,7 @@ from researchcodebench.sandbox.docker import (
     DockerSandbox,
     ImageBuildError,
     ImageRecipe,
-    build_default_image,
+    ensure_default_image,
     image_present,
 )
 from researchcodebench.sandbox.local import LocalSandbox
@@ -151,17 +151,16 @@ def _bring_up_docker() -> tuple[bool, object]:
     except Exception as exc:  # any failure means: no usable engine here
         return False, why or f"no Docker engine answers at {where} ({exc}); make test starts a private one"
     recipe = ImageRecipe(base_image=os.environ.get("RCB_BASE_IMAGE") or None)
-    if not image_present(client, DEFAULT_IMAGE):
-        base = recipe.base_for("3.11")
-        if not image_present(client, base):
-            return (
-                False,
-                f"the engine at {where} has no base image {base!r} (scripts/docker-engine.sh base-image)",
-            )
-        try:
-            build_default_image(client, recipe=recipe)
-        except ImageBuildError as exc:
-            return False, f"FAIL the default evaluation image does not build: {exc}\n{exc.log_tail}"
+    base = recipe.base_for("3.11")
+    if not image_present(client, base) and not image_present(client, DEFAULT_IMAGE):
+        return (
+            False,
+            f"the engine at {where} has no base image {base!r} (scripts/docker-engine.sh base-image)",
+        )
+    try:
+        ensure_default_image(client, recipe=recipe)
+    except ImageBuildError as exc:
+        return False, f"FAIL the default evaluation image does not build: {exc}\n{exc.log_tail}"
     return True, DockerSandbox(client, engine_timeout_s=120)
 
 

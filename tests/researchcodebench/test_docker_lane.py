@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,9 +22,11 @@ from researchcodebench.pset import read_pset
 from researchcodebench.runner import Runner
 from researchcodebench.sandbox.docker import (
     IMAGE_VENV,
+    LABEL_LOCK_HASH,
     ImageRecipe,
     base_lock,
     build_eval_image,
+    ensure_default_image,
     image_environment,
     image_name,
 )
@@ -127,3 +130,25 @@ def test_the_default_image_is_the_image_of_the_bases_lock(docker):
     image = docker.client().images.get(DEFAULT_IMAGE)
     assert image.labels["org.researchcodebench.lock-hash"] == Lock.from_text(base_lock()).hash
     assert image.labels["org.researchcodebench.torch-variant"] == "cpu"
+
+
+def test_a_default_image_of_an_older_lock_is_replaced_by_the_image_of_the_base_lock_now(docker):
+    """An engine kept from an earlier run held the default tag on an image of an older base lock (the base's
+    dependencies resolve to newer releases as the index gains them), and `rcb images` kept it as present.
+    A tag whose lock-hash label is not the base's lock is now retagged onto the lock's own image."""
+    client = docker.client()
+    recipe = ImageRecipe(base_image=os.environ.get("RCB_BASE_IMAGE") or None)
+    lock_hash = Lock.from_text(base_lock()).hash
+    tag = f"researchcodebench-eval:stale-{uuid.uuid4().hex[:12]}"
+    repository, _, name = tag.rpartition(":")
+    stale = client.images.get(recipe.base_for("3.11"))  # an image with no lock at all under the tag
+    assert (stale.labels or {}).get(LABEL_LOCK_HASH) != lock_hash
+    stale.tag(repository, name)
+    try:
+        _, done, _ = ensure_default_image(client, recipe=recipe, tag=tag)
+        assert done == "retagged"
+        assert client.images.get(tag).labels[LABEL_LOCK_HASH] == lock_hash
+        assert client.images.get(tag).id == client.images.get(image_name(lock_hash, variant="cpu")).id
+        assert ensure_default_image(client, recipe=recipe, tag=tag)[1] == "present"
+    finally:
+        client.images.remove(tag)

@@ -18,11 +18,10 @@ from researchcodebench.sandbox.docker import (
     DEFAULT_CUDA_VARIANT,
     ImageBuildError,
     ImageRecipe,
-    build_default_image,
     build_eval_image,
     check_variant,
+    ensure_default_image,
     image_name,
-    image_present,
 )
 from researchcodebench.sandbox.docker import engine_client as docker_engine_client
 
@@ -153,18 +152,17 @@ class Command(BaseCommand):
             )
 
     def _default_image(self, client: Any, recipe: ImageRecipe) -> list[str]:
-        """Build the default image when the engine lacks it; the names that failed."""
+        """Make the default image the image of the base's lock (``ensure_default_image``); the names that
+        failed."""
 
         from researchcodebench.sandbox.docker import DEFAULT_IMAGE
 
-        if image_present(client, DEFAULT_IMAGE):
-            self.stdout.write(f"present {DEFAULT_IMAGE}")
-            return []
-        self.stdout.write(f"building {DEFAULT_IMAGE} (the shared base's lock)")
         try:
-            name, seconds = build_default_image(client, recipe=recipe)
+            name, done, seconds = ensure_default_image(client, recipe=recipe)
         except (ImageBuildError, SandboxUnavailable) as exc:
             self.stderr.write(f"{exc}\n{getattr(exc, 'log_tail', '')}".rstrip())
             return [DEFAULT_IMAGE]
-        self.stdout.write(f"built {name} in {seconds:.0f} s")
+        self.stdout.write(
+            f"{done} {name} (the shared base's lock)" + (f" in {seconds:.0f} s" if done == "built" else "")
+        )
         return []
