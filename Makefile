@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is a helper for them.
-.PHONY: demo test lint crash-tests docker-batteries bench-eval bench-docker bench-screen bench-slow-clients bench-leaderboard bench-mixed bench-aggregation bench-cold clean
+.PHONY: demo test lint crash-tests batteries bench-eval bench-docker bench-screen bench-slow-clients bench-leaderboard bench-mixed bench-aggregation bench-cold clean
 
 demo:  ## set up, migrate, load demo data, serve http://127.0.0.1:8000/ with one worker and a fake LLM (Ctrl-C stops)
 	scripts/demo.sh
@@ -10,8 +10,9 @@ test:  ## set up with dev tools and run the whole suite
 crash-tests:  ## the crash tests (workers, broker, database and web process killed mid-run) five times in a row
 	scripts/test.sh -m crash --count 5
 
-docker-batteries:  ## every sandbox attack and tampering program in containers of the private engine too (not a sample)
-	RCB_DOCKER_FULL_BATTERY=1 scripts/test.sh tests/researchcodebench/test_security.py tests/researchcodebench/test_tampering.py -k docker
+batteries:  ## every sandbox attack and tampering program in every lane (warm, cold, containers) and every blank body warm and cold: the suite samples them
+	RCB_FULL_BATTERY=1 scripts/test.sh tests/researchcodebench/test_security.py tests/researchcodebench/test_tampering.py \
+	  tests/researchcodebench/test_warm_vs_cold.py
 
 lint:
 	scripts/bootstrap.sh --dev

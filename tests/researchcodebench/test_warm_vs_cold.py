@@ -1,10 +1,11 @@
 """Warm (forked from a pre-imported interpreter) and cold (a fresh interpreter per run) evaluation must give
-identical verdicts: every example snippet with its reference and with a blank body, plus mutated
-completions for a deterministic subset (the first snippet of each task, and one AST mutant per task: an
-operator swap, a constant change or a comparison flip). Fail-fast applies to both paths alike, so the tests
-run and failed are compared too.
+identical verdicts: every example snippet with its reference, the first two snippets of each task with a
+blank body (every snippet's with RCB_FULL_BATTERY=1, ``make batteries``), plus mutated completions for a
+deterministic subset (the first snippet of each task, and one AST mutant per task: an operator swap, a
+constant change or a comparison flip). Fail-fast applies to both paths alike, so the tests run and failed
+are compared too.
 
-Cold runs import torch afresh (~2-3 s of CPU each), so identical inputs are run cold once: every reference
+Cold runs import torch afresh (~1-3 s of CPU each), so identical inputs are run cold once: every reference
 completion of a task yields the same filled-in folder, and the test groups items by the exact file they
 produce.
 """
@@ -12,6 +13,7 @@ produce.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from pathlib import Path
 
@@ -25,6 +27,9 @@ from researchcodebench.runner import EvalItem, Runner
 from .runner_fixtures import checked_local_sandbox, eval_python
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pset"
+#: Blank bodies judged warm and cold per task in the suite (each unique body costs a cold run, about 1 s of
+#: CPU); RCB_FULL_BATTERY=1 (``make batteries``) judges every snippet's.
+BLANKS_PER_TASK = 2
 
 
 def _code_lines(code: str) -> list[int]:
@@ -65,7 +70,7 @@ def ast_mutant(task: Task, kind: str) -> EvalItem | None:
     return None
 
 
-def _items() -> list[EvalItem]:
+def _items(*, full: bool) -> list[EvalItem]:
     pset = read_pset(EXAMPLES)
     items: list[EvalItem] = []
     for number, task in enumerate(pset.tasks):
@@ -73,9 +78,10 @@ def _items() -> list[EvalItem]:
         mutant = ast_mutant(task, KINDS[number % len(KINDS)])
         if mutant is not None:
             items.append(mutant)
-        for snippet in task.snippets:
+        for number_in_task, snippet in enumerate(task.snippets):
             items.append(EvalItem(task, snippet, snippet.code, completion_idx=0))
-            items.append(EvalItem(task, snippet, blank_body(snippet), completion_idx=1))
+            if full or number_in_task < BLANKS_PER_TASK:
+                items.append(EvalItem(task, snippet, blank_body(snippet), completion_idx=1))
         first = task.snippets[0]
         # Cold runs cost ~2.5 s of CPU each: mutate the first snippet of each task (an operator swap), and
         # the first task's also by dropping its last line, to keep this test near two minutes on 2 cores.
@@ -92,11 +98,12 @@ def _content_key(item: EvalItem) -> str:
     return hashlib.sha256(f"{item.task.root}\0{item.snippet.file}\0{filled}".encode()).hexdigest()
 
 
-@pytest.mark.slow  # every example snippet, each body run warm and cold: about two minutes on two cores
+@pytest.mark.slow  # the example snippets' bodies run warm and cold: about a minute on two cores
 @pytest.mark.skipif(not (EXAMPLES / "papers.yaml").exists(), reason="examples/pset is not present")
 def test_warm_and_cold_runs_give_identical_verdicts(tmp_path):
     sandbox = checked_local_sandbox(tmp_path / "scratch")
-    items = _items()
+    full = os.environ.get("RCB_FULL_BATTERY") == "1"
+    items = _items(full=full)
     representatives: dict[str, EvalItem] = {}
     for item in items:
         representatives.setdefault(_content_key(item), item)
@@ -122,7 +129,10 @@ def test_warm_and_cold_runs_give_identical_verdicts(tmp_path):
     assert mismatches == []
     references = [v for item, v in zip(items, warm_verdicts, strict=True) if item.completion_idx == 0]
     blanks = [v for item, v in zip(items, warm_verdicts, strict=True) if item.completion_idx == 1]
+    assert len(references) == sum(len(t.snippets) for t in read_pset(EXAMPLES).tasks)
     assert references and all(v.outcome == "passed" for v in references)
     assert blanks and not any(v.outcome == "passed" for v in blanks)
+    snippets = sum(min(len(t.snippets), BLANKS_PER_TASK) for t in read_pset(EXAMPLES).tasks)
+    assert len(blanks) == (len(references) if full else snippets)
     assert sum(1 for item in items if item.completion_idx >= 2) >= len({i.task.id for i in items})
     assert {item.completion_idx for item in items} >= {4}, "AST mutants were judged"
