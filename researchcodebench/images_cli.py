@@ -4,9 +4,9 @@ Without ``--lock`` it builds the default image (``DEFAULT_IMAGE``: the image of 
 tasks without their own environment run in); with ``--lock FILE`` the image of each environment lock given
 (``researchcodebench-eval:<lock hash[:16]>-<variant>``). An image the engine already has is kept unless
 ``--rebuild``; the default image only while its lock-hash label is the base's lock as the package sources
-resolve it now (the base's dependencies move with the index), else it is retagged or rebuilt. The base image comes from ``--base-image`` (else ``RCB_BASE_IMAGE``, else the public
-``python:<version>-slim``) and the lock's wheels from this host's package sources (pip's configuration, or
-``RCB_ENV_*``; docs/sandbox.md).
+resolve it now (the base's dependencies move with the index), else it is retagged or rebuilt. The base
+image comes from ``--base-image`` (else ``RCB_BASE_IMAGE``, else the public ``python:<version>-slim``) and
+the lock's wheels from this host's package sources (pip's configuration, or ``RCB_ENV_*``; docs/sandbox.md).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _cmd_images(args: argparse.Namespace) -> int:
         client = engine_client(args.base_url, timeout_s=1800)
         if not args.lock:
             tag, done, seconds = ensure_default_image(
-                client, variant=variant, recipe=recipe.with_sources(), rebuild=args.rebuild
+                client, variant=variant, recipe=recipe, rebuild=args.rebuild
             )
             print(f"{done} {tag}" + (f" in {seconds:.0f} s" if done == "built" else ""))
             return 0

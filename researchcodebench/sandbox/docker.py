@@ -433,24 +433,25 @@ def ensure_default_image(
     lock_text = base_lock(recipe=recipe)
     lock_hash = Lock.from_text(lock_text).hash
     if not rebuild:
-        if _image_label(client, tag, LABEL_LOCK_HASH) == lock_hash:
+        if _image_of_lock(client, tag, lock_hash) is not None:
             return tag, "present", time.monotonic() - started
-        own = image_name(lock_hash, variant=variant)
-        if _image_label(client, own, LABEL_LOCK_HASH) == lock_hash:
+        own = _image_of_lock(client, image_name(lock_hash, variant=variant), lock_hash)
+        if own is not None:
             repository, _, name = tag.rpartition(":")
-            client.images.get(own).tag(repository, name)
+            own.tag(repository, name)
             return tag, "retagged", time.monotonic() - started
     build_eval_image(client, lock_text=lock_text, variant=variant, recipe=recipe, also_tag=tag)
     return tag, "built", time.monotonic() - started
 
 
-def _image_label(client: Any, name: str, label: str) -> str | None:
-    """The value of ``label`` on the engine's image ``name``; None when the image or the label is missing."""
+def _image_of_lock(client: Any, name: str, lock_hash: str) -> Any | None:
+    """The engine's image ``name`` when its lock-hash label is ``lock_hash``; None when it is missing or was
+    built from another lock (or none)."""
     try:
         image = client.images.get(name)
     except _sdk().errors.ImageNotFound:
         return None
-    return (image.labels or {}).get(label)
+    return image if (image.labels or {}).get(LABEL_LOCK_HASH) == lock_hash else None
 
 
 def engine_client(base_url: str | None = None, *, timeout_s: float = 60.0) -> Any:

@@ -129,10 +129,11 @@ def test_warm_and_cold_runs_give_identical_verdicts(tmp_path):
     assert mismatches == []
     references = [v for item, v in zip(items, warm_verdicts, strict=True) if item.completion_idx == 0]
     blanks = [v for item, v in zip(items, warm_verdicts, strict=True) if item.completion_idx == 1]
-    assert len(references) == sum(len(t.snippets) for t in read_pset(EXAMPLES).tasks)
+    tasks = read_pset(EXAMPLES).tasks
+    assert len(references) == sum(len(t.snippets) for t in tasks)
     assert references and all(v.outcome == "passed" for v in references)
     assert blanks and not any(v.outcome == "passed" for v in blanks)
-    snippets = sum(min(len(t.snippets), BLANKS_PER_TASK) for t in read_pset(EXAMPLES).tasks)
-    assert len(blanks) == (len(references) if full else snippets)
+    sampled = sum(min(len(t.snippets), BLANKS_PER_TASK) for t in tasks)
+    assert len(blanks) == (len(references) if full else sampled)
     assert sum(1 for item in items if item.completion_idx >= 2) >= len({i.task.id for i in items})
     assert {item.completion_idx for item in items} >= {4}, "AST mutants were judged"
