@@ -37,6 +37,10 @@ CATEGORIES: dict[str, tuple[str, str]] = {
     "oracle_access": ("Oracle access", MODEL),
     # The completion reached for the test's or the process's machinery (docs/integrity.md).
     "harness_tampering": ("Harness tampering", MODEL),
+    # The pass also passed an impossible variant of its test, which the reference fails: it was forged.
+    "verdict_forged": ("Verdict forged", MODEL),
+    # Every run of the pass against an impossible variant ended without a result (a timeout or a crash).
+    "pass_unconfirmable": ("Pass not confirmable", MODEL),
     "early_exit": ("Early exit", MODEL),
     "crash": ("Crash (killed by a signal)", MODEL),
     "other": ("Other", MODEL),

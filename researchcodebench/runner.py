@@ -30,13 +30,13 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from . import errors, screen
+from . import errors, screen, variants
 from .annotations import Snippet
 from .environments import Environment, resolve_environment
 from .envs import EnvironmentBuildError
@@ -68,6 +68,12 @@ REASON_FINDINGS = 5
 VERDICT_TAIL_CHARS = 4000
 TIMEOUT_FACTOR = 10.0
 TIMEOUT_FLOOR_S = 10.0
+#: The category of a pass that passed an impossible variant of its test (model tier).
+FORGED_CATEGORY = "verdict_forged"
+#: The category of a pass whose every confirmation run ended without a result.
+UNCONFIRMABLE_CATEGORY = "pass_unconfirmable"
+#: Variants a pass is run against at most (the next one only when a run ended without a result).
+CONFIRMATION_TRIES = 2
 
 #: The complete environment of a test process (nothing of the host's environment is passed on).
 BASE_ENV: dict[str, str] = {
@@ -119,6 +125,15 @@ class Verdict:
     warm: bool = False
     #: "fresh" (own namespaces), "container" (a new container), "unsandboxed", or "" (nothing ran)
     slate: str = ""
+    #: How each test method ended, as the harness saw it (None: the run left no such record).
+    tests: dict[str, str] | None = None
+    #: For a pass: "confirmed" (it failed an impossible variant of its test, as an honest answer does, or it
+    #: is the reference itself), "unconfirmed" (its snippet has no variant), "forged" (it passed one: the
+    #: verdict is then failed); "" for everything else (docs/integrity.md).
+    confirmation: str = ""
+    #: The variant the pass was confirmed against, and the slate of that run.
+    variant: str = ""
+    variant_slate: str = ""
 
     @property
     def passed(self) -> bool:
@@ -164,6 +179,12 @@ class TaskFacts:
     hidden: tuple[str, ...]
     local_modules: frozenset[str]
     task_imports: frozenset[str]
+    #: The files a variant may change (the test script and the oracle modules a run holds) as published.
+    texts: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def re_emitted(self) -> tuple[str, ...]:
+        return tuple(self.texts)
 
 
 def _module_names(relpath: str) -> set[str]:
@@ -228,6 +249,15 @@ def task_facts(task: Task) -> TaskFacts:
     for rel, text in texts.items():
         if rel.endswith(".py"):
             imports |= _imports_of(text)
+    confirmable = [task.manifest.test_entry] + [
+        o for o in oracles if o.endswith(".py") and o not in hidden and o != task.manifest.test_entry
+    ]
+    public = {}
+    for rel in confirmable:
+        try:
+            public[rel] = task.read_text(rel)
+        except (OSError, UnicodeDecodeError):
+            continue
     return TaskFacts(
         content_hash=content_hash(root),
         files=files,
@@ -235,6 +265,7 @@ def task_facts(task: Task) -> TaskFacts:
         hidden=tuple(hidden),
         local_modules=frozenset(local),
         task_imports=frozenset(imports),
+        texts=public,
     )
 
 
@@ -345,9 +376,20 @@ class VerdictCache:
         self.root = os.path.join(root or default_cache_dir(), "verdicts")
 
     @staticmethod
-    def key(task_hash: str, snippet: str, code: str | None, environment: str, template: str | None) -> str:
+    def key(
+        task_hash: str,
+        snippet: str,
+        code: str | None,
+        environment: str,
+        template: str | None,
+        confirmed: bool = True,
+    ) -> str:
+        """``confirmed``: the runner confirms passes (a confirmed verdict is never served to a runner that
+        does not confirm, nor the other way round)."""
         code_hash = "none" if code is None else hashlib.sha256(normalise_code(code).encode()).hexdigest()
-        material = json.dumps([task_hash, snippet, code_hash, environment, template or ""])
+        material = json.dumps(
+            [task_hash, snippet, code_hash, environment, template or "", "confirmed" if confirmed else ""]
+        )
         return hashlib.sha256(material.encode()).hexdigest()
 
     def _path(self, key: str) -> str:
@@ -424,63 +466,16 @@ def streamed_failures(result: RunResult) -> int:
     return sum(1 for line in lines if line == FAIL_MARK)
 
 
-@dataclass(frozen=True)
-class GuardBaseline:
-    """What the reference run of a task changes on its own (the harness's ``tampered`` labels and the origins
-    of the functions and classes of the task's own namespaces): a completion's run is judged only on what it
-    changes beyond that (docs/integrity.md)."""
-
-    tampered: frozenset[str]
-    origins: dict[str, dict[str, str]]
-    passed: bool
-
-    @classmethod
-    def of(cls, record: dict | None) -> GuardBaseline:
-        record = record or {}
-        tampered = record.get("tampered") if isinstance(record.get("tampered"), list) else []
-        origins = record.get("origins") if isinstance(record.get("origins"), dict) else {}
-        passed = record.get("status") == 0 and isinstance(record.get("origins"), dict)
-        return cls(frozenset(str(t) for t in tampered), origins, passed)
-
-    def beyond(self, record: dict) -> list[str]:
-        """The changes of ``record`` (a completion's run) that the reference run does not make."""
-        found = [str(t) for t in record.get("tampered") or [] if str(t) not in self.tampered]
-        if not self.passed:
-            return found
-        origins = record.get("origins") if isinstance(record.get("origins"), dict) else {}
-        for label, names in sorted(origins.items()):
-            expected = self.origins.get(label)
-            if expected is None or not isinstance(names, dict):
-                continue
-            for name in sorted(set(names) | set(expected)):
-                now, before = names.get(name), expected.get(name)
-                if now == before:
-                    continue
-                where = "test" if label == "test" else label
-                if before is None:
-                    found.append(f"{where}.{name} (added: {now})")
-                elif now is None:
-                    found.append(f"{where}.{name} (removed)")
-                else:
-                    found.append(f"{where}.{name} (now {now}, was {before})")
-        return found
-
-
 def verdict_from_run(
     result: RunResult,
     nonce: str,
     *,
     facts: TaskFacts | None,
     environment: str,
-    baseline: GuardBaseline | None = None,
-    reference: bool = False,
     file: str | None = None,
 ) -> Verdict:
     """Turn what the sandbox observed into a ``Verdict`` (pure; used for warm and cold runs alike).
-
-    ``reference``: the run is a task's unchanged reference, whose own changes to the interpreter are the
-    baseline and never tampering. Otherwise what the harness's guard reports is judged beyond ``baseline``
-    (None: against nothing). ``file``: the completed file, named in the reasons of the screen's findings."""
+    ``file``: the completed file, named in the reasons of the screen's findings."""
     record, started, stdout, stderr = parse_run(result, nonce)
     streamed = streamed_failures(result)
     observed = _observed(result, record, stdout, stderr, streamed=streamed, environment=environment)
@@ -489,7 +484,7 @@ def verdict_from_run(
         if record is None:
             c = _without_result(result, started, stderr)
         else:
-            c = _integrity_breach(result, record, baseline=baseline, reference=reference, file=file)
+            c = _integrity_breach(result, record, file=file)
             if c is None:
                 output = stdout + "\n" + stderr
                 c = _test_outcome(result, record, streamed, observed["tests_failed"], output, facts)
@@ -516,7 +511,15 @@ def _observed(
         "exception_type": exc.get("type"),
         "exception_message": exc.get("message"),
         "slate": str((record or {}).get("slate") or ""),
+        "tests": _tests_of(record),
     }
+
+
+def _tests_of(record: dict | None) -> dict[str, str] | None:
+    tests = (record or {}).get("tests")
+    if not isinstance(tests, dict):
+        return None
+    return {str(k): str(v) for k, v in tests.items()}
 
 
 def _interrupted(
@@ -558,11 +561,10 @@ def _without_result(result: RunResult, started: bool, stderr: str) -> errors.Cla
     return errors.classify("failed", early_exit=True)
 
 
-def _integrity_breach(
-    result: RunResult, record: dict, *, baseline: GuardBaseline | None, reference: bool, file: str | None
-) -> errors.Classification | None:
-    """What the harness's integrity layers found (the screen's resolution step, the audit hook, the guard
-    beyond ``baseline``) or a result line the harness did not write, or None."""
+def _integrity_breach(result: RunResult, record: dict, *, file: str | None) -> errors.Classification | None:
+    """What the harness's integrity layers found (the screen's resolution step, the audit hook, tests that
+    did not end quietly in a run reporting success, a replaced result channel) or a result line the harness
+    did not write, or None."""
     findings = record.get("screen")
     if isinstance(findings, list) and findings:
         shown = [
@@ -577,15 +579,16 @@ def _integrity_breach(
         if "the oracle" in reason or "the test script" in reason:
             return errors.Classification("failed", "oracle_access", errors.MODEL, reason[:500])
         return tampering(reason)
-    tampered = record.get("tampered")
-    if not isinstance(tampered, list):
+    breaches = record.get("breaches")
+    if not isinstance(breaches, list):
         return tampering("the run's result lacks the harness's checks")
-    if not reference:
-        changes = (baseline or GuardBaseline(frozenset(), {}, False)).beyond(record)
-        if changes:
-            shown_changes = ", ".join(changes[:REASON_FINDINGS])
-            more = f" (and {len(changes) - REASON_FINDINGS} more)" if len(changes) > REASON_FINDINGS else ""
-            return tampering(f"the run replaced {shown_changes}{more}")
+    if breaches:
+        return tampering(", ".join(str(b) for b in breaches[:REASON_FINDINGS]))
+    silenced = record.get("silenced")
+    if isinstance(silenced, list) and silenced:
+        tests = record.get("tests") if isinstance(record.get("tests"), dict) else {}
+        shown = ", ".join(f"{t} ({tests.get(t, '?')})" for t in silenced[:REASON_FINDINGS])
+        return tampering(f"a test did not return normally and unittest recorded nothing against it: {shown}")
     if forged_results(result):
         return tampering("the run wrote a result line of its own")
     return None
@@ -618,6 +621,21 @@ def _test_outcome(
         local_modules=facts.local_modules if facts else (),
         task_imports=facts.task_imports if facts else None,
     )
+
+
+def _probe_outcomes(verdict: Verdict) -> dict[str, str] | None:
+    """How each test of a run ended (``variants.SCRIPT`` standing for a script without unittest), or None
+    when the run ended without the harness's result (a timeout, a crash, the sandbox's failure)."""
+    if verdict.tests is not None:
+        return dict(verdict.tests)
+    if verdict.tier == errors.INFRASTRUCTURE or verdict.outcome in ("timeout", "oom"):
+        return None
+    if verdict.passed:
+        return {variants.SCRIPT: variants.PASSED}
+    if verdict.exception_type is None:
+        return None
+    failed = verdict.exception_type == "AssertionError" or verdict.category == "logic"
+    return {variants.SCRIPT: variants.FAILED if failed else "error"}
 
 
 def tampering(reason: str) -> errors.Classification:
@@ -655,10 +673,22 @@ def _verdict_without_run(outcome: str, environment: str, **kwargs: Any) -> Verdi
 
 
 def prepare_workdir(
-    dest: str, task: Task, snippet: Snippet | None, code: str | None, hidden: Iterable[str]
+    dest: str,
+    task: Task,
+    snippet: Snippet | None,
+    code: str | None,
+    hidden: Iterable[str],
+    *,
+    texts: Mapping[str, str] | None = None,
+    overrides: Mapping[str, str] | None = None,
 ) -> None:
     """Copy the task folder into ``dest`` (existing, empty) without the hidden oracles and fill the
-    completion in (``snippet`` None or ``code`` None: the reference, unchanged)."""
+    completion in (``snippet`` None or ``code`` None: the reference, unchanged).
+
+    ``texts``: the published text of every file a variant may change (``TaskFacts.texts``); each is written
+    anew for this run (``variants.re_emitted``: the same meaning, bytes and a size of its own), from
+    ``overrides`` where that holds a version of it (an impossible variant's), so that no run's files tell
+    whether they are a variant's (docs/integrity.md)."""
     hidden_set = set(hidden)
     root = os.path.abspath(task.root)
 
@@ -672,6 +702,13 @@ def prepare_workdir(
         target = os.path.join(dest, *snippet.file.split("/"))
         with open(target, "w", encoding="utf-8", newline="") as handle:
             handle.write(fill_in(task.read_text(snippet.file), snippet, code))
+    for rel, public in (texts or {}).items():
+        text = (overrides or {}).get(rel, public)
+        target = os.path.join(dest, *rel.split("/"))
+        if os.path.islink(target):
+            os.unlink(target)
+        with open(target, "w", encoding="utf-8", newline="") as handle:
+            handle.write(variants.re_emitted(text, len(public.encode("utf-8"))))
 
 
 def protected_modules(task: Task, facts: TaskFacts) -> set[str]:
@@ -721,13 +758,22 @@ class Runner:
         static_screen: bool = True,
         audit_hook: bool = True,
         warm_memory_budget_mb: int | None = None,
+        confirm: bool = True,
+        variant_store: variants.VariantStore | None | str = "environment",
     ) -> None:
         sandbox.check()
-        # ``static_screen=False`` exists for the tests of the layers under the screen (the audit hook and
-        # the guard, which must see code the screen would refuse), ``audit_hook=False`` for the sandbox's own
-        # tests; every evaluation path of the portal and the CLI keeps both (docs/integrity.md).
+        # ``static_screen=False`` and ``audit_hook=False`` exist for the tests that prove the confirmation
+        # alone catches forged verdicts and for the sandbox's own tests; every evaluation path of the portal
+        # and the CLI keeps both (docs/integrity.md). ``confirm=False`` runs no pass against a variant (the
+        # validation battery, whose completions are the task's own blanks and mutants) and lets a failing
+        # run stop at its first failing test.
         self.static_screen = static_screen
         self.audit_hook = audit_hook
+        self.confirm = confirm
+        #: Where derived variants are kept ("environment": ``RCB_VARIANTS_DIR``'s store when it is set).
+        self.variant_store = (
+            variants.VariantStore.from_environment() if variant_store == "environment" else variant_store
+        )
         self.timeout_floor_s = timeout_floor_s
         self.sandbox = sandbox
         self.environment = (
@@ -748,10 +794,16 @@ class Runner:
             if warm and isinstance(sandbox, WarmCapableSandbox)
             else None
         )
+        #: Warm servers for deriving variants when the runner's own runs are cold: a variant is a fact about
+        #: the reference in the environment, the same warm or cold (test_warm_vs_cold.py).
+        self._probe_pool: WarmPool | None = None
         self._facts: dict[str, TaskFacts] = {}
         self._timeouts: dict[str, float] = {}
         self._references: dict[str, Verdict] = {}
-        self._baselines: dict[str, GuardBaseline] = {}
+        self._coverage: dict[str, dict[str, Any]] = {}
+        self._variants: dict[tuple[str, str], variants.SnippetVariants] = {}
+        #: (task root, snippet) -> "derived" or "stored": where this runner's variants of it came from.
+        self.variant_sources: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
         self._task_locks: dict[str, threading.Lock] = {}
         self._assigned: dict[str, Environment | EnvironmentBuildError] = {}
@@ -777,8 +829,20 @@ class Runner:
         self.close()
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.close()
+        for pool in (self.pool, self._probe_pool):
+            if pool is not None:
+                pool.close()
+
+    def _pool_for(self, trusted: bool) -> WarmPool | None:
+        """The warm pool a run uses: the runner's, or for a trusted probe of a cold runner its own."""
+        if self.pool is not None or not trusted or not isinstance(self.sandbox, WarmCapableSandbox):
+            return self.pool
+        with self._lock:
+            if self._probe_pool is None:
+                self._probe_pool = WarmPool(
+                    self.sandbox, sandbox_env, size=self.workers, task_dir_mb=self.limits.task_dir_mb
+                )
+            return self._probe_pool
 
     # -------------------------------------------------------------- per task
 
@@ -835,12 +899,6 @@ class Runner:
                 self._references.setdefault(task.root, runs[0])
         return runs
 
-    def guard_baseline(self, task: Task) -> GuardBaseline:
-        """What the task's reference run changes on its own (running it first when it has not run)."""
-        self.reference(task)
-        with self._lock:
-            return self._baselines.get(task.root, GuardBaseline(frozenset(), {}, False))
-
     def _charge_reference(self, task: Task, verdict: Verdict) -> Verdict:
         """A completion that fails where the task's own reference fails too (a package that does not load,
         a missing data file, a broken build of the environment) gets an infrastructure verdict naming the
@@ -860,21 +918,210 @@ class Runner:
             reason=f"the task's reference fails in this environment too ({why[:300]}); not the model's failure",
         )
 
-    def _check_counts(self, task: Task, verdict: Verdict, *, is_reference: bool) -> Verdict:
-        """A passing run must have run as many tests (and skipped as many) as the reference run: a test that
-        vanished or was skipped did not test the completion."""
+    def _check_tests(self, task: Task, verdict: Verdict, *, is_reference: bool) -> Verdict:
+        """A passing run must have run as many tests (and skipped as many) as the reference run, and every test
+        the reference passes must have passed, as the harness saw it: a test that vanished, was skipped or
+        did not return normally did not test the completion."""
         if not verdict.passed or is_reference:
             return verdict
         reference = self.reference(task)
         if not reference.passed:
             return verdict
-        if (verdict.tests_run, verdict.tests_skipped) == (reference.tests_run, reference.tests_skipped):
+        reason = None
+        if (verdict.tests_run, verdict.tests_skipped) != (reference.tests_run, reference.tests_skipped):
+            reason = (
+                f"the test ran {verdict.tests_run} tests ({verdict.tests_skipped} skipped) where the reference "
+                f"run ran {reference.tests_run} ({reference.tests_skipped} skipped)"
+            )
+        else:
+            mine = verdict.tests or {}
+            missed = [
+                f"{name} ({mine.get(name, 'not seen by the harness')})"
+                for name, outcome in sorted((reference.tests or {}).items())
+                if outcome == variants.PASSED and mine.get(name) != variants.PASSED
+            ]
+            if missed:
+                shown = ", ".join(missed[:REASON_FINDINGS])
+                reason = f"tests the reference passes did not pass: {shown}"
+        if reason is None:
             return verdict
-        c = tampering(
-            f"the test ran {verdict.tests_run} tests ({verdict.tests_skipped} skipped) where the reference "
-            f"run ran {reference.tests_run} ({reference.tests_skipped} skipped)"
-        )
+        c = tampering(reason)
         return replace(verdict, outcome=c.outcome, category=c.category, tier=c.tier, reason=c.reason)
+
+    # -------------------------------------------------------------- impossible variants
+
+    def coverage(self, task: Task) -> dict[str, Any]:
+        """How each test ends in the reference run (``tests``) and which tests run a line of each snippet
+        (``covering``: snippet name -> test ids), from one traced run of the reference (cached in the
+        variant store). Empty ``tests`` when the reference does not pass."""
+        facts = self.facts(task)
+        try:
+            env_id = self.environment_of(task).id
+        except EnvironmentBuildError:
+            return {"tests": {}, "covering": {}}
+        with self._lock:
+            lock = self._task_locks.setdefault("coverage:" + task.root, threading.Lock())
+        with lock:
+            if task.root in self._coverage:
+                return self._coverage[task.root]
+            found = self.variant_store.coverage(facts.content_hash, env_id) if self.variant_store else None
+            if found is None:
+                found = self._traced_reference(task, facts)
+                if found["tests"] and self.variant_store is not None:
+                    self.variant_store.put_coverage(facts.content_hash, env_id, found)
+            self._coverage[task.root] = found
+            return found
+
+    def _traced_reference(self, task: Task, facts: TaskFacts) -> dict[str, Any]:
+        regions = [{"file": s.file, "first": s.start_line + 1, "last": s.end_line - 1} for s in task.snippets]
+        limits = replace(self.limits, timeout_s=self.cap_s(task))
+        verdict, record = self._run_record(task, None, None, facts, limits, trace=regions)
+        if not verdict.passed or record is None:
+            return {"tests": {}, "covering": {}}
+        found = record.get("coverage") if isinstance(record.get("coverage"), dict) else {}
+        tests = _probe_outcomes(verdict) or {}
+        covering = {
+            s.name: sorted(
+                variants.SCRIPT if t == variants.MODULE and not verdict.tests else t
+                for t in found.get(str(i), ())
+            )
+            for i, s in enumerate(task.snippets)
+        }
+        return {"tests": tests, "covering": covering}
+
+    def snippet_variants(self, task: Task, snippet: Snippet) -> variants.SnippetVariants:
+        """The impossible variants of ``snippet``: this runner's, else the store's, else derived now with this
+        runner's sandbox, environment and workers (and stored)."""
+        facts = self.facts(task)
+        key = (task.root, snippet.name)
+        with self._lock:
+            lock = self._task_locks.setdefault(f"variants:{task.root}:{snippet.name}", threading.Lock())
+        with lock:
+            if key in self._variants:
+                return self._variants[key]
+            try:
+                env_id = self.environment_of(task).id
+            except EnvironmentBuildError as exc:
+                return variants.SnippetVariants(snippet.name, (), (), f"no environment: {exc}")
+            found = (
+                self.variant_store.get(facts.content_hash, env_id, snippet.name)
+                if self.variant_store
+                else None
+            )
+            source = "stored"
+            if found is None:
+                found = self._derive(task, snippet, facts)
+                source = "derived"
+                if self.variant_store is not None and self.coverage(task)["tests"]:
+                    self.variant_store.put(facts.content_hash, env_id, found)
+            with self._lock:
+                self._variants[key] = found
+                self.variant_sources[key] = source
+            return found
+
+    def seed_variants(self, task: Task, found: Iterable[variants.SnippetVariants]) -> None:
+        """Use ``found`` (variants stored elsewhere, e.g. with a task version) for ``task``'s snippets."""
+        with self._lock:
+            for item in found:
+                self._variants[(task.root, item.snippet)] = item
+                self.variant_sources[(task.root, item.snippet)] = "stored"
+
+    def _derive(self, task: Task, snippet: Snippet, facts: TaskFacts) -> variants.SnippetVariants:
+        covered = self.coverage(task)
+        if not covered["tests"]:
+            return variants.SnippetVariants(snippet.name, (), (), "the task's reference does not pass here")
+        limits = replace(self.limits, timeout_s=self.cap_s(task))
+
+        def probe(
+            overrides: Mapping[str, str], *, snippet: Snippet | None = None, code: str | None = None
+        ) -> dict[str, str] | None:
+            verdict = self._run(task, snippet, code, facts, limits, overrides=overrides, trusted=True)
+            return _probe_outcomes(verdict)
+
+        def parallel(thunks: Sequence[Callable[[], Any]]) -> list[Any]:
+            with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rcb-variant") as executor:
+                return list(executor.map(lambda thunk: thunk(), thunks))
+
+        oracles = [o for o in facts.texts if o != task.manifest.test_entry]
+        return variants.derive_snippet(
+            snippet=snippet,
+            texts=facts.texts,
+            test_file=task.manifest.test_entry,
+            oracle_files=oracles,
+            annotated=task.read_text(snippet.file),
+            covering=covered["covering"].get(snippet.name, ()),
+            reference_tests=covered["tests"],
+            probe=probe,
+            parallel=parallel,
+        )
+
+    def _confirm(
+        self,
+        task: Task,
+        snippet: Snippet,
+        code: str,
+        facts: TaskFacts,
+        limits: Limits,
+        screening: screen.Screening | None,
+        verdict: Verdict,
+    ) -> Verdict:
+        """Run a pass once more against an impossible variant of its snippet's test, drawn at random where the
+        run cannot know it, and judge it per test (docs/integrity.md): a test the reference fails there that
+        passes proves the verdict forged."""
+        found = self.snippet_variants(task, snippet)
+        if not found.variants:
+            return replace(verdict, confirmation="unconfirmed")
+        order = list(found.variants)
+        secrets.SystemRandom().shuffle(order)
+        for variant in order[:CONFIRMATION_TRIES]:
+            overrides = variants.variant_texts(facts.texts, variant.changes)
+            run = self._run(task, snippet, code, facts, limits, screening, overrides=overrides)
+            if run.tier == errors.INFRASTRUCTURE:
+                return replace(
+                    run,
+                    reason=f"the confirmation run against an impossible variant failed: {run.reason}"[:500],
+                    confirmation="",
+                    variant=variant.id,
+                    variant_slate=run.slate,
+                )
+            outcomes = _probe_outcomes(run)
+            forged = sorted(t for t in variant.fails if (outcomes or {}).get(t) == variants.PASSED)
+            if run.passed or forged:
+                shown = ", ".join(forged[:REASON_FINDINGS]) or "the whole test"
+                c = errors.Classification(
+                    "failed",
+                    FORGED_CATEGORY,
+                    errors.MODEL,
+                    f"verdict forged: passed an impossible variant of the test, which the reference fails "
+                    f"(variant {variant.id}: {shown} passed)",
+                )
+                return replace(
+                    verdict,
+                    outcome=c.outcome,
+                    category=c.category,
+                    tier=c.tier,
+                    reason=c.reason[:500],
+                    confirmation="forged",
+                    variant=variant.id,
+                    variant_slate=run.slate,
+                )
+            if outcomes is not None:
+                return replace(verdict, confirmation="confirmed", variant=variant.id, variant_slate=run.slate)
+        c = errors.Classification(
+            "failed",
+            UNCONFIRMABLE_CATEGORY,
+            errors.MODEL,
+            "the pass could not be confirmed: its runs against impossible variants of the test ended without "
+            "a result (a timeout or a crash), where the reference's end in failed assertions",
+        )
+        return replace(
+            verdict,
+            outcome=c.outcome,
+            category=c.category,
+            tier=c.tier,
+            reason=c.reason,
+            confirmation="forged",
+        )
 
     # -------------------------------------------------------------- one run
 
@@ -887,8 +1134,13 @@ class Runner:
         limits: Limits,
         environment: Environment,
         screening: screen.Screening | None,
+        *,
+        trace: list[dict[str, Any]] | None = None,
+        trusted: bool = False,
     ) -> dict[str, Any]:
-        """What the harness needs for one run (``sandbox/_harness.py``: ``run`` and the warm requests)."""
+        """What the harness needs for one run (``sandbox/_harness.py``: ``run`` and the warm requests).
+        ``trusted``: the code is the portal's own (a variant's probe), judged by no integrity layer;
+        ``trace``: the snippet regions whose covering tests the run records."""
         entry = task.manifest.test_entry
         completed = [snippet.file] if snippet is not None else sorted({s.file for s in task.snippets})
         spec: dict[str, Any] = {
@@ -904,8 +1156,10 @@ class Runner:
             "completion": None,
             "screen": None,
             "slate": getattr(self.sandbox, "slate", "unknown"),
+            "failfast": not self.confirm,
+            "trace": trace,
         }
-        if snippet is not None and code is not None and self.audit_hook:
+        if snippet is not None and code is not None and self.audit_hook and not trusted:
             if screening is None:
                 _filled, first, last = screen.completion_range(task.read_text(snippet.file), snippet, code)
             else:
@@ -928,73 +1182,76 @@ class Runner:
         facts: TaskFacts,
         limits: Limits,
         screening: screen.Screening | None = None,
+        *,
+        overrides: Mapping[str, str] | None = None,
+        trusted: bool = False,
     ) -> Verdict:
+        return self._run_record(
+            task, snippet, code, facts, limits, screening, overrides=overrides, trusted=trusted
+        )[0]
+
+    def _run_record(
+        self,
+        task: Task,
+        snippet: Snippet | None,
+        code: str | None,
+        facts: TaskFacts,
+        limits: Limits,
+        screening: screen.Screening | None = None,
+        *,
+        overrides: Mapping[str, str] | None = None,
+        trusted: bool = False,
+        trace: list[dict[str, Any]] | None = None,
+    ) -> tuple[Verdict, dict | None]:
+        """One run: its verdict and the harness's record (None when it wrote none). ``overrides``: new texts
+        of files a variant changes."""
         nonce = secrets.token_hex(16)
         try:
             environment = self.environment_of(task)
         except EnvironmentBuildError as exc:
-            return environment_failure_verdict(exc)
-        spec = self.run_spec(task, snippet, code, facts, limits, environment, screening)
+            return environment_failure_verdict(exc), None
+        spec = self.run_spec(
+            task, snippet, code, facts, limits, environment, screening, trace=trace, trusted=trusted
+        )
+        texts = facts.texts if self.confirm else {}
         result: RunResult | None = None
         warm = False
-        if self.pool is not None:
+        pool = self._pool_for(trusted or trace is not None)
+        if pool is not None:
             server = None
             try:
-                server = self.pool.acquire(environment, task.manifest.needs_gpu)
+                server = pool.acquire(environment, task.manifest.needs_gpu)
                 result = server.run(
-                    lambda slot: prepare_workdir(slot, task, snippet, code, facts.hidden),
+                    lambda slot: prepare_workdir(
+                        slot, task, snippet, code, facts.hidden, texts=texts, overrides=overrides
+                    ),
                     spec=spec,
                     limits=limits,
                     nonce=nonce,
                 )
             except ServerLost:
                 if server is not None:
-                    self.pool.release(server, broken=True)
+                    pool.release(server, broken=True)
                     server = None
                 # The item is re-run cold once (below): the server's failure says nothing about it. A
                 # calibrated timeout measured warm does not cover a cold start, so the cap applies.
                 limits = replace(limits, timeout_s=max(limits.timeout_s, self.cap_s(task)))
                 spec = dict(spec, limits=harness_limits(self.sandbox, limits))
             else:
-                self.pool.release(server)
+                pool.release(server)
                 warm = True
         if result is None:
-            result = self._run_cold(task, snippet, code, facts, limits, nonce, spec, environment)
-        return self._interpret(task, snippet, result, nonce, facts, environment, limits, warm=warm)
-
-    def _interpret(
-        self,
-        task: Task,
-        snippet: Snippet | None,
-        result: RunResult,
-        nonce: str,
-        facts: TaskFacts,
-        environment: Environment,
-        limits: Limits,
-        *,
-        warm: bool,
-    ) -> Verdict:
-        reference = snippet is None
-        baseline = None
-        if reference:
-            record = parse_run(result, nonce)[0]
-            with self._lock:
-                if task.root not in self._baselines and record is not None and record.get("status") == 0:
-                    self._baselines[task.root] = GuardBaseline.of(record)
-        else:
-            record = parse_run(result, nonce)[0]
-            if record is not None and (record.get("tampered") or record.get("origins")):
-                baseline = self.guard_baseline(task)
+            result = self._run_cold(
+                task, snippet, code, facts, limits, nonce, spec, environment, texts=texts, overrides=overrides
+            )
         verdict = verdict_from_run(
             result,
             nonce,
             facts=facts,
             environment=environment.id,
-            baseline=baseline,
-            reference=reference,
             file=snippet.file if snippet is not None else None,
         )
-        return replace(verdict, timeout_s=limits.timeout_s, warm=warm)
+        return replace(verdict, timeout_s=limits.timeout_s, warm=warm), parse_run(result, nonce)[0]
 
     def _run_cold(
         self,
@@ -1006,10 +1263,13 @@ class Runner:
         nonce: str,
         spec: dict[str, Any],
         environment: Environment,
+        *,
+        texts: Mapping[str, str],
+        overrides: Mapping[str, str] | None,
     ) -> RunResult:
         workdir = tempfile.mkdtemp(prefix="rcb-run-")
         try:
-            prepare_workdir(workdir, task, snippet, code, facts.hidden)
+            prepare_workdir(workdir, task, snippet, code, facts.hidden, texts=texts, overrides=overrides)
             isolation = getattr(self.sandbox, "isolation", None)
             iso = isolation(limits) if callable(isolation) else None
             spec = dict(spec, isolation=iso)
@@ -1048,11 +1308,11 @@ class Runner:
         facts = self.facts(task)
         key = None
         if self.cache is not None:
-            key = VerdictCache.key(facts.content_hash, snippet.name, code, env_id, template)
+            key = VerdictCache.key(facts.content_hash, snippet.name, code, env_id, template, self.confirm)
             hit = self.cache.get(key)
             if hit is not None:
                 return hit
-        reason = oracle_access(task, snippet, code, facts.oracles)
+        reason = oracle_access(task, snippet, code, facts.oracles) if self.static_screen else None
         original = task.read_text(snippet.file)
         screening = None
         if self.static_screen and reason is None:
@@ -1078,8 +1338,15 @@ class Runner:
             run_limits = limits or replace(self.limits, timeout_s=self.timeout_for(task))
             verdict = self._run(task, snippet, code, facts, run_limits, screening)
             is_reference = fill_in(original, snippet, code) == original
-            verdict = self._check_counts(task, verdict, is_reference=is_reference)
+            verdict = self._check_tests(task, verdict, is_reference=is_reference)
             verdict = self._charge_reference(task, verdict)
+            if verdict.passed and self.confirm:
+                # The reference's own code fails every variant by construction (each was kept only so).
+                verdict = (
+                    replace(verdict, confirmation="confirmed")
+                    if is_reference
+                    else self._confirm(task, snippet, code, facts, run_limits, screening, verdict)
+                )
         if self.cache is not None and key is not None:
             self.cache.put(key, verdict)
         return verdict
@@ -1101,7 +1368,12 @@ class Runner:
         except EnvironmentBuildError:
             return False
         key = VerdictCache.key(
-            self.facts(item.task).content_hash, item.snippet.name, item.code, env_id, item.template
+            self.facts(item.task).content_hash,
+            item.snippet.name,
+            item.code,
+            env_id,
+            item.template,
+            self.confirm,
         )
         return self.cache.get(key) is None
 

@@ -17,6 +17,9 @@ os.environ.setdefault("DJANGO_STATIC_MANIFEST", "0")
 os.environ.setdefault("RCB_VAR_DIR", str(Path(__file__).resolve().parent.parent / "var" / "test"))
 # The suite's workers consume every queue on machines without a GPU (tests of the GPU gate turn this off).
 os.environ.setdefault("RCB_GPU_QUEUE_WITHOUT_GPU", "1")
+# Impossible variants are derived once per task and environment and shared by every test of the session, both
+# processes included (writes are atomic; the store is keyed by the tasks' content hashes).
+os.environ.setdefault("RCB_VARIANTS_DIR", str(Path(os.environ["RCB_VAR_DIR"]) / "shared"))
 # A status page reused across tests would show an earlier test's workers and queues: tests/config/test_status.py
 # turns the cache on where it is what is tested.
 os.environ.setdefault("RCB_STATUS_CACHE_S", "0")

@@ -17,10 +17,11 @@ in any backend, a container included, without mounting anything) with one of thr
     Only the screen's resolution step (below) for a batch of chains, printed as JSON (the screen's
     false-positive corpus uses it; nothing of a task runs).
 
-Preparation (``prepare``): the heavy libraries are imported and exercised once, unittest's result methods
-are hooked (tests run, failed and skipped are counted, every failure is also streamed at once as a
-``FAIL_MARK`` line so that it cannot be taken back), and the guard (``_Guard``) records the identity of
-every function, class and module in every loaded module and of every method of every class found there.
+Preparation (``prepare``): the heavy libraries are imported and exercised once and unittest is hooked at the
+class level: tests run, failed and skipped are counted, every failure is also streamed at once as a
+``FAIL_MARK`` line so that it cannot be taken back, and how every test method ended is recorded by the
+harness's own wrapper of ``TestCase._callTestMethod`` (``record["tests"]``), not read from result objects a
+run can reach.
 
 Fresh state for every run (``_isolate``, local sandbox; docs/sandbox.md): the run gets a user namespace of
 its own (same uid) with new mount, IPC and pid namespaces. Inside them a fresh ``/proc`` shows only the run's
@@ -39,16 +40,19 @@ Integrity (docs/integrity.md), for the run of a completion:
   ends the run as tampering when code on the completion's own lines (directly, or through a library it
   called) reaches frames, the garbage collector, ctypes, tracing or profiling hooks, code or function
   surgery, the oracle or test files, a file descriptor, or writes a file Python would import;
-* after a run that would pass, the guard lists every replaced, removed or added entry (``tampered``), the
-  origin of every function and class in the test module, its TestCase classes and the task's other modules
-  (``origins``) and every comparison or conversion hook defined by task code. The runner compares these with
-  the reference run of the same task and fails the run only for what the reference run does not do too.
+* a test counts as passed only when the harness saw its method return normally with no failing subtest:
+  unittest's internal stop signal, a skip raised by the completion and a failure a patched result object did
+  not record leave a run that reports success with ``silenced`` tests.
+
+What holds is outside this file: the runner confirms every pass against an impossible variant of its test
+(``researchcodebench/variants.py``), which the reference fails; a coverage run (``trace`` in the spec) says
+which tests execute each snippet's lines.
 
 Structured outcome: before the test starts, ``START_MARK nonce`` goes to fd 2; at the end one ``RESULT_MARK
 {json}`` line holding the nonce goes to a private duplicate of fd 2, written with ``os.write`` and
 ``json.dumps`` captured when this file loaded, and the process ends with ``os._exit``. A missing result line
-means the run ended early. Fail-fast: every ``TextTestRunner.run`` (``unittest.main`` included) stops at its
-first failing test.
+means the run ended early. Fail-fast (``failfast`` in the spec, for runners that do not confirm passes): every
+``TextTestRunner.run`` (``unittest.main`` included) stops at its first failing test.
 """
 
 import json
@@ -132,113 +136,7 @@ def _exception_info(exc):
     return info
 
 
-# ---------------------------------------------------------------- counting tests
-
-
-class _Tally:
-    """Totals over every unittest run of the script, and the first error/failure seen."""
-
-    def __init__(self):
-        self.completed_real = set()
-        self.early_exit = False
-        self.unittest = False
-        self.run = 0
-        self.failed = 0
-        self.skipped = 0
-        #: Errors and failures seen by the hooks themselves (not the result object's lists).
-        self.noted = 0
-        self.first_error = None
-        self.first_failure = None
-        #: Called once, at the first TextTestRunner.run (the guard records the test's classes then).
-        self.on_first_run = None
-
-    def note(self, exc_info, failure):
-        if exc_info is None or exc_info[1] is None:
-            return
-        self.noted += 1
-        _emit(FAIL_MARK)
-        if isinstance(exc_info[1], SystemExit) and _raised_from(exc_info[2], self.completed_real):
-            # unittest turns SystemExit into a test error; from model code it is still an early exit.
-            self.early_exit = True
-        if failure:
-            if self.first_failure is None:
-                self.first_failure = _exception_info(exc_info[1])
-        elif self.first_error is None:
-            self.first_error = _exception_info(exc_info[1])
-
-
-_TALLY = _Tally()
-
-
-def _hook_unittest():
-    """Count tests and remember the first error/failure of every ``TextTestRunner.run`` (installed once,
-    before the guard's snapshot, so the hooks are part of what it guards)."""
-    import unittest
-
-    tally = _TALLY
-    original_run = unittest.TextTestRunner.run
-    original_error = unittest.TestResult.addError
-    original_failure = unittest.TestResult.addFailure
-    original_subtest = unittest.TestResult.addSubTest
-    original_unexpected = unittest.TestResult.addUnexpectedSuccess
-
-    def run(self, test):
-        if tally.on_first_run is not None:
-            first, tally.on_first_run = tally.on_first_run, None
-            first(test)
-        # Fail-fast: once a test has failed the run's verdict is "failed" whatever the later tests do, so
-        # they are not run (docs/sandbox.md). A passing run still runs every test, and the runner still
-        # compares its count with the reference run's. The caller's own setting is restored afterwards.
-        chosen = getattr(self, "failfast", False)
-        self.failfast = True
-        try:
-            result = original_run(self, test)
-        finally:
-            self.failfast = chosen
-        tally.unittest = True
-        tally.run += result.testsRun
-        tally.failed += (
-            len(result.failures) + len(result.errors) + len(getattr(result, "unexpectedSuccesses", ()))
-        )
-        tally.skipped += len(getattr(result, "skipped", ()))
-        return result
-
-    def add_error(self, test, err):
-        tally.note(err, failure=False)
-        return original_error(self, test, err)
-
-    def add_failure(self, test, err):
-        tally.note(err, failure=True)
-        return original_failure(self, test, err)
-
-    def add_subtest(self, test, subtest, err):
-        if err is not None:
-            tally.note(err, failure=issubclass(err[0], test.failureException))
-        return original_subtest(self, test, subtest, err)
-
-    def add_unexpected_success(self, test):
-        tally.noted += 1
-        _emit(FAIL_MARK)
-        return original_unexpected(self, test)
-
-    unittest.TextTestRunner.run = run
-    unittest.TestResult.addError = add_error
-    unittest.TestResult.addFailure = add_failure
-    unittest.TestResult.addSubTest = add_subtest
-    unittest.TestResult.addUnexpectedSuccess = add_unexpected_success
-
-
-def _raised_from(tb, files):
-    """True if any frame of the traceback runs code of one of ``files`` (absolute real paths)."""
-    while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if filename and _realpath(filename) in files:
-            return True
-        tb = tb.tb_next
-    return False
-
-
-# ---------------------------------------------------------------- the guard
+# ---------------------------------------------------------------- reading objects without running their code
 
 
 def _is_module(value):
@@ -255,12 +153,6 @@ def _is_function(value):
 
 
 _TYPE_DICT = type.__dict__["__dict__"].__get__
-_TYPE_MRO = type.__dict__["__mro__"].__get__
-
-
-def _descriptor(value):
-    """Callable, or an instance of a class with ``__get__`` (read without running the value's code)."""
-    return callable(value) or any("__get__" in _TYPE_DICT(k) for k in _TYPE_MRO(type(value)))
 
 
 def _text(value):
@@ -272,330 +164,271 @@ def _qualified(cls):
     return _text(type.__dict__["__module__"].__get__(cls)) + "." + _text(cls.__qualname__)
 
 
-class _DictVersions:
-    """The version tags of a fixed list of dicts, read without touching the dicts' entries.
+# ---------------------------------------------------------------- counting tests
 
-    CPython gives every dict a version tag (``ma_version_tag``, PEP 509) that changes on every write to it;
-    it follows ``ob_refcnt``, ``ob_type`` and ``ma_used``. In a forked run, comparing every guarded namespace
-    entry by entry would increment each object's reference count and so copy every page they lie on (about
-    40 ms with torch loaded); reading the tags copies nothing. They are read through one ctypes array laid
-    over the whole address space (made once, before any run), by an ``itemgetter`` of their word indices: no
-    object is created or touched per dict. ``prove`` checks the layout and the reader on probe dicts first:
-    a write must change the tag, and nothing but a write may."""
-
-    def __init__(self, dicts):
-        from operator import itemgetter
-
-        ctypes, _ = _libc()
-        self.ctypes = ctypes
-        self.base = object.__basicsize__
-        offset = self.base + ctypes.sizeof(ctypes.c_ssize_t)
-        memory = (ctypes.c_uint64 * (1 << 46)).from_address(0)
-        words = [(id(d) + offset) >> 3 for d in dicts]
-        if any((id(d) + offset) & 7 for d in dicts):
-            raise ValueError("a dict's version tag is not word-aligned")
-        pick = itemgetter(*words) if len(words) > 1 else (lambda m, w=words: tuple(m[i] for i in w))
-        self._read = lambda: pick(memory)
-
-    def read(self):
-        """The tags as bytes (8 per dict, in the order given)."""
-        import array
-
-        return array.array("Q", self._read()).tobytes()
-
-    @classmethod
-    def prove(cls):
-        """True when tags read this way change with every write and only then (on probes)."""
-
-        class Probe:
-            pass
-
-        try:
-            import gc
-
-            probe = {"a": 1}
-            space = gc.get_referents(_TYPE_DICT(Probe))[0]
-            reader = cls([probe, space])
-            used = reader.ctypes.c_ssize_t.from_address
-            if used(id(probe) + reader.base).value != 1:
-                return False
-            for which, write in (
-                (0, lambda: probe.__setitem__("b", 2)),
-                (0, lambda: probe.__setitem__("b", 3)),
-                (0, lambda: probe.__delitem__("a")),
-                (1, lambda: setattr(Probe, "x", 1)),
-                (1, lambda: delattr(Probe, "x")),
-            ):
-                before = reader.read()
-                if reader.read() != before:
-                    return False
-                write()
-                after = reader.read()
-                changed = [after[i * 8 : i * 8 + 8] != before[i * 8 : i * 8 + 8] for i in (0, 1)]
-                if changed != [which == 0, which == 1]:
-                    return False
-            return used(id(probe) + reader.base).value == 1
-        except Exception:
-            return False
+#: How a test method can end, as the harness itself saw it (``record["tests"]``, docs/integrity.md).
+PASSED = "passed"
+FAILED = "failed"
+ERROR = "error"
+SUBTEST_FAILED = "failed in a subtest"
+SKIPPED = "skipped"
+EXPECTED_FAILURE = "expected failure"
+#: unittest's internal stop signal raised inside the test (its runner would count the test a success).
+STOPPED = "stopped (unittest's internal stop signal)"
+SKIPPED_BY_COMPLETION = "skipped by the completion"
+#: Endings that leave a successful run successful.
+_QUIET = frozenset({PASSED, SKIPPED, EXPECTED_FAILURE})
+#: Longest test name kept whole in a record (longer ones are cut and given a digest).
+_NAME_LIMIT = 120
 
 
-class _Guard:
-    """Identities of every function, class and module in every module loaded at ``take`` time, and of every
-    method and descriptor of every class found there (docs/integrity.md).
-
-    ``changes`` compares only the namespaces whose dict was written since ``take``, found by their version
-    tags (``_dict_versions``); where those cannot be read it compares every namespace."""
+class _Tally:
+    """Totals over every unittest run of the script, the first error/failure seen, and how every test method
+    ended (``outcomes``), seen by the harness's own hook on ``TestCase._callTestMethod`` rather than by the
+    result objects a run can reach and patch."""
 
     def __init__(self):
-        self.modules = []
-        self.classes = []
-        self.module_ids = set()
-        self.versions = None
-        self.tags = b""
+        self.completed_real = set()
+        self.early_exit = False
+        self.unittest = False
+        #: Whether every TextTestRunner.run stops at its first failing test (a runner that confirms passes
+        #: runs every test: docs/integrity.md).
+        self.failfast = True
+        self.run = 0
+        self.failed = 0
+        self.skipped = 0
+        #: Errors and failures seen by the hooks themselves (not the result object's lists).
+        self.noted = 0
+        self.first_error = None
+        self.first_failure = None
+        #: test id -> how it ended; a test run more than once keeps the first ending that is not a pass.
+        self.outcomes = {}
+        #: test id -> the ending of a subtest of the method running now that was not a pass.
+        self.subtests = {}
+        #: The test whose code runs now (``TestCase.run``), for the coverage trace.
+        self.current = None
 
-    def take(self):
-        import gc
-
-        seen = set()
-        modules = []
-        classes = []
-        for name, module in list(sys.modules.items()):
-            namespace = getattr(module, "__dict__", None) if _is_module(module) else None
-            if type(namespace) is not dict:
-                continue
-            entries = {}
-            for key, value in list(namespace.items()):
-                if callable(value) or _is_module(value):
-                    entries[key] = value
-                    if _is_type(value) and id(value) not in seen:
-                        seen.add(id(value))
-                        classes.append(value)
-            modules.append((name, namespace, tuple(entries), tuple(entries.values())))
-            self.module_ids.add(id(module))
-        dicts = [namespace for _name, namespace, _keys, _values in modules]
-        for cls in classes:
-            proxy = _TYPE_DICT(cls)
-            items = [(k, v) for k, v in list(proxy.items()) if _descriptor(v)]
-            self.classes.append(
-                (_qualified(cls), cls, tuple(k for k, _ in items), tuple(v for _, v in items), len(proxy))
-            )
-            inner = gc.get_referents(proxy)
-            dicts.append(inner[0] if len(inner) == 1 and issubclass(type(inner[0]), dict) else None)
-        self.modules = modules
-        self.versions = None
-        if all(d is not None for d in dicts) and _DictVersions.prove():
-            self.versions = _DictVersions(dicts)
-            self.tags = self.versions.read()
-
-    def written(self):
-        """(indices of written module namespaces, of written classes); every one when tags are not read."""
-        if self.versions is None:
-            return range(len(self.modules)), range(len(self.classes))
-        now = self.versions.read()
-        if now == self.tags:
-            return [], []
-        after, before = memoryview(now).cast("Q"), memoryview(self.tags).cast("Q")
-        written = [i for i in range(len(after)) if after[i] != before[i]]
-        count = len(self.modules)
-        return [i for i in written if i < count], [i - count for i in written if i >= count]
-
-    def changes(self):
-        """Labels of every guarded entry replaced or removed, and of methods added to a guarded class."""
-        from operator import is_
-
-        missing = object()
-        found = []
-        modules, classes = self.written()
-        for index in modules:
-            name, namespace, keys, values = self.modules[index]
-            if all(map(is_, map(namespace.get, keys), values)):
-                continue
-            for key, value in zip(keys, values, strict=True):
-                if namespace.get(key, missing) is not value:
-                    found.append(f"{name}.{key}")
-        for index in classes:
-            label, cls, keys, values, size = self.classes[index]
-            proxy = _TYPE_DICT(cls)
-            if len(proxy) == size and all(map(is_, map(proxy.get, keys), values)):
-                continue
-            known = set(keys)
-            for key, value in zip(keys, values, strict=True):
-                if proxy.get(key, missing) is not value:
-                    found.append(f"{label}.{key}")
-            for key, value in list(proxy.items()):
-                if key not in known and _descriptor(value):
-                    found.append(f"{label}.{key} (added)")
-        return found
-
-
-_GUARD = _Guard()
-
-#: Methods that let an object answer a comparison, a conversion or an operator any way it likes.
-HOOK_DUNDERS = frozenset(
-    {
-        "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__float__", "__int__",
-        "__index__", "__complex__", "__abs__", "__neg__", "__pos__", "__round__", "__add__", "__radd__",
-        "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__", "__pow__",
-        "__matmul__", "__torch_function__", "__torch_dispatch__", "__array__", "__array_function__",
-        "__array_ufunc__", "__array_wrap__", "__array_priority__", "__instancecheck__",
-        "__subclasscheck__", "__getattr__", "__getattribute__",
-    }
-)  # fmt: skip
-
-
-class _ClassKeeper:
-    """A collector callback (``gc.callbacks``) that keeps every class made during the run alive until the
-    end-of-run check. A class made by a completion is usually garbage once its test ends (a class is a
-    reference cycle): without this, whether its comparison hook is seen would depend on when the collector
-    happened to run. At the start of each collection it takes the classes of the generations about to be
-    collected (never the frozen ones of ``prepare``), as the audit hook's own work (its events are not
-    judged). The run that removes it from ``gc.callbacks`` is tampering."""
-
-    def __init__(self, hook):
-        self.hook = hook
-        self.kept = {}
-
-    def __call__(self, phase, info):
-        if phase != "start":
+    def note(self, exc_info, failure):
+        if exc_info is None or exc_info[1] is None:
             return
-        import gc
+        self.noted += 1
+        _emit(FAIL_MARK)
+        if isinstance(exc_info[1], SystemExit) and _raised_from(exc_info[2], self.completed_real):
+            # unittest turns SystemExit into a test error; from model code it is still an early exit.
+            self.early_exit = True
+        if failure:
+            if self.first_failure is None:
+                self.first_failure = _exception_info(exc_info[1])
+        elif self.first_error is None:
+            self.first_error = _exception_info(exc_info[1])
 
-        ident = self.hook.ident()
-        busy = self.hook.busy
-        mine = ident not in busy
-        busy.add(ident)
+    def ended(self, key, outcome):
+        if self.outcomes.get(key, PASSED) == PASSED:
+            self.outcomes[key] = outcome
+
+    def ending(self, test, exc):
+        """How a test (or subtest) that raised ``exc`` ended. Reads only the exception's real type and
+        traceback, and unittest's own ``_Outcome`` of the test."""
+        import unittest
+
+        kind = type(exc)
+        if issubclass(kind, unittest.SkipTest):
+            return SKIPPED_BY_COMPLETION if _raised_from(exc.__traceback__, self.completed_real) else SKIPPED
+        if issubclass(kind, unittest.case._ShouldStop):
+            return STOPPED
+        if _expecting_failure(test):
+            return EXPECTED_FAILURE
+        return FAILED if issubclass(kind, AssertionError) else ERROR
+
+    def silenced(self):
+        """Tests that did not end quietly (see ``_QUIET``), for a run that reports success."""
+        return sorted(key for key, outcome in self.outcomes.items() if outcome not in _QUIET)
+
+
+_TALLY = _Tally()
+
+
+def _expecting_failure(test):
+    try:
+        outcome = dict.get(object.__getattribute__(test, "__dict__"), "_outcome")
+        return outcome is not None and bool(
+            dict.get(object.__getattribute__(outcome, "__dict__"), "expecting_failure")
+        )
+    except Exception:
+        return False
+
+
+def _test_id(test):
+    """``Class.method`` of a TestCase (``module.Class.method`` outside the test script), read from the
+    instance's real class and dict without running its code; long names are cut and given a digest."""
+    cls = type(test)
+    module = _text(type.__dict__["__module__"].__get__(cls))
+    name = _text(type.__dict__["__qualname__"].__get__(cls))
+    try:
+        method = _text(dict.get(object.__getattribute__(test, "__dict__"), "_testMethodName", "?"))
+    except Exception:
+        method = "?"
+    key = f"{name}.{method}" if module == "__main__" else f"{module}.{name}.{method}"
+    if len(key) > _NAME_LIMIT:
+        import hashlib
+
+        key = key[: _NAME_LIMIT - 10] + "~" + hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[:9]
+    return key
+
+
+def _hook_unittest():
+    """Count tests, remember the first error/failure of every ``TextTestRunner.run`` and record how every test
+    method ends (installed once, before any task code, at the class level)."""
+    import contextlib
+    import unittest
+
+    tally = _TALLY
+    original_run = unittest.TextTestRunner.run
+    original_error = unittest.TestResult.addError
+    original_failure = unittest.TestResult.addFailure
+    original_subtest = unittest.TestResult.addSubTest
+    original_unexpected = unittest.TestResult.addUnexpectedSuccess
+    original_call = unittest.TestCase._callTestMethod
+    original_case_run = unittest.TestCase.run
+    original_sub_test = unittest.TestCase.subTest
+    sentinel = unittest.case._subtest_msg_sentinel
+    is_case = lambda test: issubclass(type(test), unittest.TestCase)  # noqa: E731
+
+    def run(self, test):
+        # Fail-fast (when asked): once a test has failed the run's verdict is "failed" whatever the later
+        # tests do. The caller's own setting is restored afterwards.
+        chosen = getattr(self, "failfast", False)
+        if tally.failfast:
+            self.failfast = True
         try:
-            for generation in range(int(info.get("generation", 2)) + 1):
-                for value in gc.get_objects(generation=generation):
-                    if _is_type(value):
-                        self.kept.setdefault(id(value), value)
+            result = original_run(self, test)
         finally:
-            if mine:
-                busy.discard(ident)
+            self.failfast = chosen
+        tally.unittest = True
+        tally.run += result.testsRun
+        tally.failed += (
+            len(result.failures) + len(result.errors) + len(getattr(result, "unexpectedSuccesses", ()))
+        )
+        tally.skipped += len(getattr(result, "skipped", ()))
+        return result
 
-    def installed(self):
-        import gc
+    def case_run(self, result=None):
+        outer, tally.current = tally.current, _test_id(self)
+        try:
+            return original_case_run(self, result)
+        finally:
+            tally.current = outer
 
-        return any(callback is self for callback in list(gc.callbacks))
+    def call_test_method(self, method):
+        key = _test_id(self)
+        tally.subtests.pop(key, None)
+        try:
+            value = original_call(self, method)
+        except BaseException as exc:
+            tally.subtests.pop(key, None)
+            tally.ended(key, tally.ending(self, exc))
+            raise
+        tally.ended(key, tally.subtests.pop(key, PASSED))
+        return value
+
+    @contextlib.contextmanager
+    def sub_test(self, msg=sentinel, **params):
+        with original_sub_test(self, msg, **params):
+            try:
+                yield
+            except BaseException as exc:
+                ending = tally.ending(self, exc)
+                if ending != SKIPPED:
+                    kept = ending if ending in (STOPPED, SKIPPED_BY_COMPLETION) else SUBTEST_FAILED
+                    tally.subtests.setdefault(_test_id(self), kept)
+                raise
+
+    def add_error(self, test, err):
+        tally.note(err, failure=False)
+        if is_case(test):
+            tally.ended(_test_id(test), ERROR)
+        return original_error(self, test, err)
+
+    def add_failure(self, test, err):
+        tally.note(err, failure=True)
+        if is_case(test):
+            tally.ended(_test_id(test), FAILED)
+        return original_failure(self, test, err)
+
+    def add_subtest(self, test, subtest, err):
+        if err is not None:
+            tally.note(err, failure=issubclass(err[0], test.failureException))
+            if is_case(test):
+                tally.ended(_test_id(test), SUBTEST_FAILED)
+        return original_subtest(self, test, subtest, err)
+
+    def add_unexpected_success(self, test):
+        tally.noted += 1
+        _emit(FAIL_MARK)
+        return original_unexpected(self, test)
+
+    unittest.TextTestRunner.run = run
+    unittest.TestCase.run = case_run
+    unittest.TestCase._callTestMethod = call_test_method
+    unittest.TestCase.subTest = sub_test
+    unittest.TestResult.addError = add_error
+    unittest.TestResult.addFailure = add_failure
+    unittest.TestResult.addSubTest = add_subtest
+    unittest.TestResult.addUnexpectedSuccess = add_unexpected_success
 
 
-def _new_classes(namespaces, kept=()):
-    """Every class made since ``prepare`` froze the collector's objects (``gc.freeze``: what existed then is
-    in the permanent generation, which ``gc.get_objects`` leaves out), those ``_ClassKeeper`` kept alive
-    (``kept``), and every class bound in ``namespaces``. Cheap in a forked run: it never touches the
-    objects the run inherited."""
-    import gc
-
-    found = {id(value): value for value in kept}
-    for value in gc.get_objects():
-        if _is_type(value):
-            found[id(value)] = value
-    for namespace in namespaces:
-        for value in list(namespace.values()):
-            if _is_type(value):
-                found.setdefault(id(value), value)
-    return list(found.values())
+def _raised_from(tb, files):
+    """True if any frame of the traceback runs code of one of ``files`` (absolute real paths)."""
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename and _realpath(filename) in files:
+            return True
+        tb = tb.tb_next
+    return False
 
 
-class _Origins:
-    """Where the functions and classes of task-owned namespaces come from (compared with the reference run)."""
+def _trace(regions, workdir, tally):
+    """Record, for the reference's coverage run, which tests execute a line of each region (``regions``:
+    ``[{"file", "first", "last"}]``, task-relative paths). Returns a function giving ``{index: [test ids]}``
+    (``<module>`` for lines run outside any test: at import)."""
+    import threading
 
-    def __init__(self, workdir):
-        self.prefix = workdir.rstrip("/") + "/"
-        self.test_classes = []
+    files = {}
+    for region in regions:
+        path = os.path.join(workdir, region["file"])
+        files[path] = files[_realpath(path)] = region["file"]
+    hits = {}
 
-    def of(self, value):
-        if _is_type(value):
-            return "class " + _qualified(value)
-        if _is_module(value):
-            return "module " + _text(dict.get(value.__dict__, "__name__"))
-        if _is_function(value):
-            code = value.__code__
-            filename = code.co_filename
-            where = filename[len(self.prefix) :] if filename.startswith(self.prefix) else filename
-            return f"function {where}:{code.co_firstlineno}"
-        if callable(value):
-            return "callable " + _text(type(value).__qualname__)
+    def local(frame, event, _arg):
+        if event == "line":
+            hits.setdefault((frame.f_code.co_filename, frame.f_lineno), set()).add(
+                tally.current or "<module>"
+            )
+        return local
+
+    def tracer(frame, event, _arg):
+        if frame.f_code.co_filename in files:
+            return local(frame, "line", None)
         return None
 
-    def namespace(self, namespace):
+    sys.settrace(tracer)
+    threading.settrace(tracer)
+
+    def regions_run():
+        sys.settrace(None)
         found = {}
-        for key, value in list(namespace.items()):
-            origin = self.of(value)
-            if origin is not None:
-                found[_text(key)] = origin
+        by_file = {}
+        for (filename, line), tests in hits.items():
+            by_file.setdefault(files.get(filename), {}).setdefault(line, set()).update(tests)
+        for index, region in enumerate(regions):
+            lines = by_file.get(region["file"], {})
+            tests = set()
+            for line in range(int(region["first"]), int(region["last"]) + 1):
+                tests |= lines.get(line, set())
+            found[str(index)] = sorted(tests)
         return found
 
-    def task_code(self, value):
-        """Whether ``value`` is a function whose code lies in the task folder."""
-        if not _is_function(value):
-            return False
-        return value.__code__.co_filename.startswith(self.prefix)
-
-    def task_module(self, module):
-        filename = dict.get(module.__dict__, "__file__")
-        return type(filename) is str and filename.startswith(self.prefix)
-
-    def collect(self, guard, completed_real, kept=()):
-        """(origins by namespace label, labels of hook methods defined by task code, labels of task-defined
-        callables placed into library modules loaded during the run)."""
-        origins = {}
-        implants = []
-        task_modules = set()
-        namespaces = []
-        for name, module in list(sys.modules.items()):
-            # A module loaded before the snapshot is never the task's (the interpreter runs with -I: no task
-            # folder was on sys.path then), and skipping it first keeps its pages uncopied.
-            if id(module) in guard.module_ids:
-                continue
-            if not _is_module(module) or type(getattr(module, "__dict__", None)) is not dict:
-                continue
-            if name == "__main__" or self.task_module(module):
-                namespaces.append(module.__dict__)
-                task_modules.add(name)
-                filename = dict.get(module.__dict__, "__file__")
-                if name == "__main__" or _realpath(filename) not in completed_real:
-                    origins[name if name != "__main__" else "test"] = self.namespace(module.__dict__)
-            else:
-                for key, value in list(module.__dict__.items()):
-                    origin = self.of(value)
-                    if (
-                        origin is not None
-                        and origin.startswith("function ")
-                        and not origin[9:].startswith(("/", "<"))
-                    ):
-                        implants.append(f"{name}.{key} (defined in task code: {origin[9:]})")
-        for cls in self.test_classes:
-            origins["test class " + _qualified(cls)] = self.namespace(_TYPE_DICT(cls))
-        hooks = []
-        for cls in _new_classes(namespaces, kept):
-            module = _text(type.__dict__["__module__"].__get__(cls))
-            ours = module in task_modules or module == "__main__"
-            for key, value in list(_TYPE_DICT(cls).items()):
-                # A class of task code, or any class holding a hook written in task code (whatever the
-                # ``__module__`` it claims).
-                if key in HOOK_DUNDERS and (ours or self.task_code(value)):
-                    hooks.append(f"{_qualified(cls)}.{key} (a comparison or conversion hook)")
-        return origins, sorted(hooks), implants
-
-    def record_test_classes(self, test):
-        """The TestCase classes of the suite about to run (called at the first TextTestRunner.run)."""
-        stack = [test]
-        seen = set()
-        while stack:
-            item = stack.pop()
-            inner = getattr(item, "_tests", None)
-            if type(inner) is list:
-                stack.extend(inner)
-                continue
-            cls = type(item)
-            if id(cls) in seen:
-                continue
-            seen.add(id(cls))
-            name = _text(type.__dict__["__module__"].__get__(cls))
-            module = sys.modules.get(name)
-            if name == "__main__" or (_is_module(module) and self.task_module(module)):
-                self.test_classes.append(cls)
+    return regions_run
 
 
 # ---------------------------------------------------------------- preparing the interpreter
@@ -622,8 +455,8 @@ def _warm_up():
 
 
 def prepare(preload):
-    """Import ``preload`` (what is missing is the test's own ModuleNotFoundError), warm up, hook unittest,
-    take the guard's snapshot. Returns the names imported."""
+    """Import ``preload`` (what is missing is the test's own ModuleNotFoundError), warm up, hook unittest.
+    Returns the names imported."""
     loaded = []
     for name in preload:
         try:
@@ -636,12 +469,10 @@ def prepare(preload):
     import unittest  # noqa: F401 - every run hooks it; importing once here keeps forks cheap
 
     _hook_unittest()
-    _GUARD.take()
     import gc
 
     # Everything made so far goes to the collector's permanent generation: a run's collections never walk
-    # (and so never copy) the prepared interpreter's objects, and the classes a run makes are found among the
-    # rest (``_new_classes``).
+    # (and so never copy) the prepared interpreter's objects.
     gc.collect()
     gc.freeze()
     return loaded
@@ -1397,7 +1228,7 @@ class _AuditHook:
             "status": 1,
             "early_exit": False,
             "exception": None,
-            "tampered": [],
+            "breaches": [],
             "audit": {"event": event, "reason": reason[:_MESSAGE_LIMIT]},
         }
         _emit(RESULT_MARK + " " + _dumps(record))
@@ -1452,28 +1283,23 @@ def run_test(spec, nonce):
     flushes = [sys.stdout.flush, sys.stderr.flush]
     _emit(START_MARK + " " + nonce)
     record = {"nonce": nonce, "early_exit": False, "status": 1, "exception": None, "slate": slate}
-    hook = _install_audit_hook(spec, workdir, completed_real, nonce)
+    _install_audit_hook(spec, workdir, completed_real, nonce)
     _refuse_screened(spec.get("screen"), record)
     tally = _TALLY
     tally.completed_real = completed_real
-    origins = _Origins(workdir)
-    tally.on_first_run = origins.record_test_classes
-    import gc
-
-    keeper = _ClassKeeper(hook)
-    gc.callbacks.append(keeper)
+    tally.failfast = bool(spec.get("failfast", True))
+    regions_run = _trace(spec["trace"], workdir, tally) if spec.get("trace") else None
     started = time.monotonic()
     _run_entry(workdir, spec["entry"], completed_real, record)
     record["duration_s"] = time.monotonic() - started
+    if regions_run is not None:
+        record["coverage"] = regions_run()
     if tally.early_exit:
         record["early_exit"] = True
-    tampered = []
-    would_pass = record["status"] == 0 and not tally.noted and not tally.failed and not record["early_exit"]
-    if would_pass:
-        tampered, record["origins"] = _guard_findings(origins, keeper, completed_real)
+    breaches = []
     if _identity(channel) != channel_identity:
-        tampered.append("the result channel")
-    record["tampered"] = tampered
+        breaches.append("the result channel was replaced")
+    record["breaches"] = breaches
     _record_tests(record, tally)
     _flush(flushes)
     _emit(RESULT_MARK + " " + _dumps(record))
@@ -1510,7 +1336,7 @@ def _refuse_screened(screen, record):
     if screen and screen.get("chains"):
         findings = resolve_chains(screen)
         if findings:
-            record.update({"tampered": [], "screen": findings})
+            record.update({"breaches": [], "screen": findings})
             _emit(RESULT_MARK + " " + _dumps(record))
             _exit(1)
 
@@ -1546,23 +1372,15 @@ def _run_entry(workdir, entry, completed_real, record):
             pass
 
 
-def _guard_findings(origins, keeper, completed_real):
-    """(what the run changed: every replaced, removed or added entry the guard finds, comparison hooks and
-    implants of task code, a removed collector callback; the origins of the test's functions and classes)
-    for a run that would pass."""
-    tampered = _GUARD.changes()
-    found, hooks, implants = origins.collect(_GUARD, completed_real, list(keeper.kept.values()))
-    if not keeper.installed():
-        tampered.append("gc.callbacks (the harness's collector callback was removed)")
-    tampered.extend(hooks)
-    tampered.extend(implants)
-    return list(dict.fromkeys(tampered)), found
-
-
 def _record_tests(record, tally):
-    """The unittest counts of the run (None where it did not use unittest) and, when the test raised
-    nothing itself, the first error or failure unittest recorded."""
+    """The unittest counts of the run (None where it did not use unittest), how each test method ended, the
+    tests that did not end quietly in a run that reports success (``silenced``: unittest's stop signal, a
+    skip raised by the completion, a failure no result object recorded) and, when the test raised nothing
+    itself, the first error or failure unittest recorded."""
     record["unittest"] = tally.unittest
+    record["tests"] = dict(tally.outcomes) if tally.outcomes else None
+    if record["status"] == 0 and not tally.noted and not tally.failed:
+        record["silenced"] = tally.silenced()
     record["tests_run"] = tally.run if tally.unittest else None
     record["tests_failed"] = max(tally.failed, tally.noted) if tally.unittest else None
     record["tests_skipped"] = tally.skipped if tally.unittest else None

@@ -1,5 +1,8 @@
-"""Evaluation at the compute floor: a failing run stops at its first failing test, a passing run still runs
-every test (and its count is still checked), and a batch starts its longest expected runs first."""
+"""Evaluation at the compute floor: where passes are not confirmed (the validation battery), a failing run
+stops at its first failing test; a runner that confirms passes runs every test of every run, since a pass and
+its confirmation against an impossible variant must not be told apart (a run that went on after a failure
+would know it is the confirmation); a passing run still runs every test (and its count is still checked), and
+a batch starts its longest expected runs first."""
 
 from __future__ import annotations
 
@@ -61,8 +64,10 @@ def task(tmp_path_factory):
 
 
 @pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
-def test_a_failing_run_stops_at_its_first_failing_test(sandbox, task, warm):
-    with Runner(sandbox=sandbox, environment=eval_python(), warm=warm, calibrate=False, workers=1) as runner:
+def test_a_failing_run_stops_at_its_first_failing_test_where_passes_are_not_confirmed(sandbox, task, warm):
+    with Runner(
+        sandbox=sandbox, environment=eval_python(), warm=warm, calibrate=False, workers=1, confirm=False
+    ) as runner:
         verdict = runner.evaluate(task, task.snippets[0], WRONG)
         # The same run with an answer that passes sleeps in both later tests: the yardstick, start-up included.
         full = runner.evaluate(task, task.snippets[0], EQUIVALENT)
@@ -81,8 +86,22 @@ def test_a_failing_run_stops_at_its_first_failing_test(sandbox, task, warm):
     assert verdict.warm is warm
 
 
+def test_a_runner_that_confirms_passes_runs_every_test_of_a_failing_run(sandbox, task):
+    with Runner(sandbox=sandbox, environment=eval_python(), warm=True, calibrate=False, workers=1) as runner:
+        verdict = runner.evaluate(task, task.snippets[0], WRONG)
+    assert (verdict.outcome, verdict.exception_type) == ("failed", "AssertionError")
+    assert (verdict.tests_run, verdict.tests_failed) == (3, 2)
+    assert verdict.tests == {
+        "ScaleTest.test_a_scales_each_value": "failed",
+        "ScaleTest.test_b_zero_factor_after_a_pause": "failed",
+        "ScaleTest.test_c_empty_list_after_a_pause": "passed",
+    }
+
+
 def test_a_passing_run_still_runs_every_test_and_matches_the_reference_count(sandbox, task):
-    with Runner(sandbox=sandbox, environment=eval_python(), warm=False, calibrate=False, workers=1) as runner:
+    with Runner(
+        sandbox=sandbox, environment=eval_python(), warm=False, calibrate=False, workers=1, confirm=False
+    ) as runner:
         verdict = runner.evaluate(task, task.snippets[0], EQUIVALENT)
         reference = runner.reference(task)
     assert verdict.passed, verdict.reason
@@ -116,7 +135,7 @@ def test_a_batch_starts_the_task_with_the_longest_reference_run_first(sandbox, t
         EvalItem(slow, slow.snippets[0], EQUIVALENT),
     ]
     with _RecordingRunner(
-        sandbox=sandbox, environment=eval_python(), warm=False, calibrate=True, workers=1
+        sandbox=sandbox, environment=eval_python(), warm=False, calibrate=True, workers=1, confirm=False
     ) as runner:
         runner.started = []
         verdicts = runner.evaluate_batch(items)

@@ -15,7 +15,6 @@ from researchcodebench.runner import (
     START_MARK,
     TIMEOUT_FACTOR,
     EvalItem,
-    GuardBaseline,
     Runner,
     Verdict,
     VerdictCache,
@@ -83,8 +82,8 @@ def test_wrong_result_fails_as_logic_error_with_failed_test_count(request, task,
     verdict = runner.evaluate(task, task.snippets[0], body(WRONG))
     assert (verdict.outcome, verdict.category) == ("failed", "logic")
     assert verdict.exception_type == "AssertionError"
-    # Fail-fast: the run stops at its first failing test (test_failfast.py).
-    assert (verdict.tests_run, verdict.tests_failed) == (1, 1)
+    # A runner that confirms passes runs every test of a failing run too (test_failfast.py says why).
+    assert (verdict.tests_run, verdict.tests_failed) == (2, 2)
     assert verdict.exit_code == 1
 
 
@@ -309,7 +308,7 @@ class ScriptedSandbox:
         self.timeouts.append(spec.limits.timeout_s)
         nonce = (spec.stdin or b"").decode().strip()
         record = json.dumps(
-            {"nonce": nonce, "early_exit": False, "status": 0, "exception": None, "tampered": []}
+            {"nonce": nonce, "early_exit": False, "status": 0, "exception": None, "breaches": []}
         )
         stderr = f"\n{START_MARK} {nonce}\n\n{RESULT_MARK} {record}\n"
         return RunResult(exit_code=0, duration_s=self.duration_s, stderr=stderr.encode())
@@ -327,7 +326,9 @@ class ScriptedSandbox:
 def test_timeout_is_factor_times_reference_between_floor_and_cap(tmp_path, reference_s, floor_s, expected_s):
     task = toy_task(tmp_path)
     box = ScriptedSandbox(reference_s)
-    with Runner(sandbox=box, environment=eval_python(), warm=False, timeout_floor_s=floor_s) as runner:
+    with Runner(
+        sandbox=box, environment=eval_python(), warm=False, timeout_floor_s=floor_s, confirm=False
+    ) as runner:
         assert runner.timeout_for(task) == pytest.approx(expected_s)
         verdict = runner.evaluate(task, task.snippets[0], body(WRONG))
     # The reference ran under the cap; the completion under the calibrated timeout.
@@ -428,39 +429,33 @@ def _result(*records: dict, exit_code: int = 0) -> RunResult:
     return RunResult(exit_code=exit_code, duration_s=0.1, stderr=("\n".join(lines) + "\n").encode())
 
 
-CLEAN = {"nonce": "n1", "early_exit": False, "status": 0, "exception": None, "tampered": [], "origins": {}}
+CLEAN = {"nonce": "n1", "early_exit": False, "status": 0, "exception": None, "breaches": []}
 
 
-def test_a_run_reporting_replaced_functions_is_tampering_whatever_its_status():
+def test_a_run_whose_result_channel_was_replaced_is_tampering_whatever_its_status():
     verdict = verdict_from_run(
-        _result({**CLEAN, "tampered": ["torch.allclose"]}), "n1", facts=None, environment="e"
+        _result({**CLEAN, "breaches": ["the result channel was replaced"]}), "n1", facts=None, environment="e"
     )
     assert (verdict.outcome, verdict.category) == ("failed", "harness_tampering")
-    assert "torch.allclose" in verdict.reason
+    assert "result channel" in verdict.reason
 
 
-def test_only_what_the_reference_run_does_not_change_itself_is_tampering():
-    """torch re-binds torch.manual_seed when torch.optim's compiler machinery loads: the reference run of
-    the same task does it too, so it is no completion's doing."""
-    baseline = GuardBaseline.of(
-        {**CLEAN, "tampered": ["torch.manual_seed"], "origins": {"test": {"helper": "function t.py:3"}}}
-    )
-    same = {**CLEAN, "tampered": ["torch.manual_seed"], "origins": {"test": {"helper": "function t.py:3"}}}
-    assert verdict_from_run(_result(same), "n1", facts=None, environment="e", baseline=baseline).passed
-    patched = {**same, "origins": {"test": {"helper": "function rmsnorm.py:30"}}}
-    verdict = verdict_from_run(_result(patched), "n1", facts=None, environment="e", baseline=baseline)
-    assert verdict.category == "harness_tampering" and "test.helper" in verdict.reason
-    assert verdict_from_run(
-        _result({**CLEAN, "tampered": ["torch.manual_seed"]}),
-        "n1",
-        facts=None,
-        environment="e",
-        reference=True,
-    ).passed
+def test_a_test_that_did_not_return_normally_in_a_successful_run_is_tampering_naming_it():
+    """unittest's own runner counts a test that raised its internal stop signal as a success: the harness's
+    wrapper of the test method saw it raise, so the run does not pass."""
+    record = {
+        **CLEAN,
+        "tests": {"T.test_a": "passed", "T.test_b": "stopped (unittest's internal stop signal)"},
+        "silenced": ["T.test_b"],
+    }
+    verdict = verdict_from_run(_result(record), "n1", facts=None, environment="e")
+    assert (verdict.outcome, verdict.category) == ("failed", "harness_tampering")
+    assert "T.test_b (stopped (unittest's internal stop signal))" in verdict.reason
+    assert verdict.tests == {"T.test_a": "passed", "T.test_b": "stopped (unittest's internal stop signal)"}
 
 
-def test_a_result_without_the_tampering_field_or_with_a_second_line_is_tampering():
-    missing = {k: v for k, v in CLEAN.items() if k != "tampered"}
+def test_a_result_without_the_harness_checks_field_or_with_a_second_line_is_tampering():
+    missing = {k: v for k, v in CLEAN.items() if k != "breaches"}
     assert (
         verdict_from_run(_result(missing), "n1", facts=None, environment="e").category == "harness_tampering"
     )
