@@ -4,9 +4,12 @@ AST mutants of it (researchcodebench/mutants.py: operator swap, constant change,
 (a) original: for each completion, a fresh copy of the task folder with the completion filled in, then a
     cold ``python paper2code_test.py`` (sequential, 60 s timeout); passed = exit 0 and none of the
     substrings ``Error:``, ``Exception:``, ``Traceback``, ``failed`` in stdout/stderr (docs/sandbox.md);
-(b) ours: ``Runner`` with the local sandbox, warm interpreters, calibrated timeouts, fail-fast, runs
+(b) ours: ``Runner`` with the local sandbox, warm interpreters, calibrated timeouts, every pass confirmed
+    against an impossible variant of its test (and so every test of every run run: no fail-fast), runs
     scheduled longest expected first, ``--workers`` parallel runs (2 by default) and no verdict cache. Its
-    time includes starting the warm servers and the calibration (reference) runs.
+    time includes starting the warm servers and the calibration (reference) runs. The variants are derived
+    before, as validation stores them with a task version before any model is evaluated; their derivation
+    time is reported apart.
 
 Prints both wall times, the speed-up, the compute floor (the sum of our runs' own durations, the reference
 runs' included, divided by the workers: what perfect scheduling with no overhead would take) and the verdict
@@ -39,6 +42,7 @@ from researchcodebench.problems import fill_in  # noqa: E402
 from researchcodebench.pset import read_pset  # noqa: E402
 from researchcodebench.runner import EvalItem, Runner  # noqa: E402
 from researchcodebench.sandbox.local import LocalSandbox  # noqa: E402
+from researchcodebench.variants import VariantStore  # noqa: E402
 
 ORIGINAL_TIMEOUT_S = 60
 FAILURE_SUBSTRINGS = ("Error:", "Exception:", "Traceback", "failed")
@@ -128,9 +132,27 @@ def main(argv: list[str] | None = None) -> int:
     original = [original_verdict(i.task, i.snippet, i.code or "", python)[0] for i in items]
     original_s = time.monotonic() - started
 
+    store_root = tempfile.mkdtemp(prefix="rcb-variants-")
     started = time.monotonic()
     with Runner(
-        sandbox=LocalSandbox(), environment=environment, warm=True, calibrate=True, workers=args.workers
+        sandbox=LocalSandbox(),
+        environment=environment,
+        workers=args.workers,
+        variant_store=VariantStore(store_root),
+    ) as deriving:
+        derived = [
+            deriving.snippet_variants(task, snippet) for task in pset.tasks for snippet in task.snippets
+        ]
+    variants_s = time.monotonic() - started
+
+    started = time.monotonic()
+    with Runner(
+        sandbox=LocalSandbox(),
+        environment=environment,
+        warm=True,
+        calibrate=True,
+        workers=args.workers,
+        variant_store=VariantStore(store_root),
     ) as r:
         startup_s = start_servers(r, environment, args.workers)
         batch_started = time.monotonic()
@@ -140,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         references = [
             r.expected_duration_s(task) or 0.0 for task in {i.task.root: i.task for i in items}.values()
         ]
+    shutil.rmtree(store_root, ignore_errors=True)
     run_s = sum(v.duration_s for v in ours if not v.cached) + sum(references)
     floor_s = run_s / max(1, args.workers)
 
@@ -181,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         "batch_s": round(batch_s, 2),
         "floor_s": round(floor_s, 2),
         "speedup": round(original_s / ours_s, 2) if ours_s else None,
+        "variants_s": round(variants_s, 2),
+        "snippets_with_variants": sum(1 for found in derived if found.variants),
+        "confirmations": dict(Counter(v.confirmation for v in ours if v.confirmation)),
         "over_floor": round(ours_s / floor_s, 2) if floor_s else None,
         "batch_over_floor": round(batch_s / floor_s, 2) if floor_s else None,
         "agreement": round(sum(agree) / len(agree), 4),
@@ -205,6 +231,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"    of which starting the warm servers:  {startup_s:8.2f} s, the batch {batch_s:.2f} s")
         print(f"    compute floor (run time / workers):  {floor_s:8.2f} s")
+        print(
+            f"    variants derived before (not in (b)): {variants_s:8.2f} s, "
+            f"{report['snippets_with_variants']} of {report['snippets']} snippets have some; "
+            f"passes: {report['confirmations']}"
+        )
         print(
             f"speed-up {report['speedup']}x; {report['over_floor']}x the floor "
             f"(the batch after start-up {report['batch_over_floor']}x); "

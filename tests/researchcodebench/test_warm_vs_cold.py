@@ -2,8 +2,8 @@
 identical verdicts: every example snippet with its reference, the first two snippets of each task with a
 blank body (every snippet's with RCB_FULL_BATTERY=1, ``make batteries``), plus mutated completions for a
 deterministic subset (the first snippet of each task, and one AST mutant per task: an operator swap, a
-constant change or a comparison flip). Fail-fast applies to both paths alike, so the tests run and failed
-are compared too.
+constant change or a comparison flip). Both paths confirm every pass against an impossible variant of its
+test and run every test of every run, so the confirmation and the tests run and failed are compared too.
 
 Cold runs import torch afresh (~1-3 s of CPU each), so identical inputs are run cold once: every reference
 completion of a task yields the same filled-in folder, and the test groups items by the exact file they
@@ -119,9 +119,14 @@ def test_warm_and_cold_runs_give_identical_verdicts(tmp_path):
     mismatches = []
     for item, verdict in zip(items, warm_verdicts, strict=True):
         other = cold_by_key[_content_key(item)]
-        if not verdict.same_result(other) or (verdict.tests_run, verdict.tests_failed) != (
+        if not verdict.same_result(other) or (
+            verdict.tests_run,
+            verdict.tests_failed,
+            verdict.confirmation,
+        ) != (
             other.tests_run,
             other.tests_failed,
+            other.confirmation,
         ):
             mismatches.append(
                 (item.task.id, item.snippet.name, item.completion_idx, verdict.reason, other.reason)
@@ -132,6 +137,7 @@ def test_warm_and_cold_runs_give_identical_verdicts(tmp_path):
     tasks = read_pset(EXAMPLES).tasks
     assert len(references) == sum(len(t.snippets) for t in tasks)
     assert references and all(v.outcome == "passed" for v in references)
+    assert all(v.confirmation == "confirmed" for v in references)
     assert blanks and not any(v.outcome == "passed" for v in blanks)
     sampled = sum(min(len(t.snippets), BLANKS_PER_TASK) for t in tasks)
     assert len(blanks) == (len(references) if full else sampled)
