@@ -249,8 +249,11 @@ def task_facts(task: Task) -> TaskFacts:
     for rel, text in texts.items():
         if rel.endswith(".py"):
             imports |= _imports_of(text)
-    confirmable = [task.manifest.test_entry] + [
-        o for o in oracles if o.endswith(".py") and o not in hidden and o != task.manifest.test_entry
+    # A file that holds snippets is written by the fill-in, never re-emitted (a variant never changes it).
+    confirmable = [
+        rel
+        for rel in dict.fromkeys([task.manifest.test_entry, *oracles])
+        if rel.endswith(".py") and rel not in hidden and rel not in annotated and rel in files
     ]
     public = {}
     for rel in confirmable:

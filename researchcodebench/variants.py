@@ -645,8 +645,8 @@ def derive_snippet(
         work.runs += 1
         return probe(overrides, snippet=snippet if code is not None else None, code=code)
 
-    test_text = texts[test_file]
-    sites = expected_sites(test_text, sorted(tests))
+    test_text = texts.get(test_file, "")
+    sites = expected_sites(test_text, sorted(tests)) if test_file in texts else {}
     settled = _settle(test_file, test_text, sites, tests, run, rng)
     variants: list[Variant] = []
     for oracle_file in oracle_files:
