@@ -766,7 +766,8 @@ class Runner:
         # alone catches forged verdicts and for the sandbox's own tests; every evaluation path of the portal
         # and the CLI keeps both (docs/integrity.md). ``confirm=False`` runs no pass against a variant (the
         # validation battery, whose completions are the task's own blanks and mutants) and lets a failing
-        # run stop at its first failing test.
+        # run stop at its first failing test; the runs that derive variants (trusted probes, the coverage
+        # run) never stop early and always hold the re-emitted files, whatever ``confirm`` says.
         self.static_screen = static_screen
         self.audit_hook = audit_hook
         self.confirm = confirm
@@ -1156,7 +1157,8 @@ class Runner:
             "completion": None,
             "screen": None,
             "slate": getattr(self.sandbox, "slate", "unknown"),
-            "failfast": not self.confirm,
+            # A derivation run needs how every test ends: fail-fast would leave the later tests unseen.
+            "failfast": not self.confirm and not trusted and trace is None,
             "trace": trace,
         }
         if snippet is not None and code is not None and self.audit_hook and not trusted:
@@ -1213,7 +1215,9 @@ class Runner:
         spec = self.run_spec(
             task, snippet, code, facts, limits, environment, screening, trace=trace, trusted=trusted
         )
-        texts = facts.texts if self.confirm else {}
+        # A runner that confirms writes every run's public files anew (so no run tells it is a confirmation);
+        # a derivation run needs them too, since its ``overrides`` are versions of those files.
+        texts = facts.texts if self.confirm or trusted or trace is not None else {}
         result: RunResult | None = None
         warm = False
         pool = self._pool_for(trusted or trace is not None)
