@@ -30,6 +30,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
@@ -153,6 +154,11 @@ class Verdict:
             other.category,
             other.exception_type,
         )
+
+
+class DerivationOutOfTime(Exception):
+    """A derivation of variants reached its ``deadline`` before its runs were done: nothing of it is kept
+    (neither in the runner nor in its store), so a later call derives the snippet whole."""
 
 
 @dataclass(frozen=True)
@@ -990,9 +996,13 @@ class Runner:
         }
         return {"tests": tests, "covering": covering}
 
-    def snippet_variants(self, task: Task, snippet: Snippet) -> variants.SnippetVariants:
+    def snippet_variants(
+        self, task: Task, snippet: Snippet, *, deadline: float | None = None
+    ) -> variants.SnippetVariants:
         """The impossible variants of ``snippet``: this runner's, else the store's, else derived now with this
-        runner's sandbox, environment and workers (and stored)."""
+        runner's sandbox, environment and workers (and stored). ``deadline`` (``time.monotonic()``) bounds a
+        derivation: no run starts after it and none is given a timeout past it; one that reaches it raises
+        ``DerivationOutOfTime``."""
         facts = self.facts(task)
         key = (task.root, snippet.name)
         with self._lock:
@@ -1011,7 +1021,7 @@ class Runner:
             )
             source = "stored"
             if found is None:
-                found = self._derive(task, snippet, facts)
+                found = self._derive(task, snippet, facts, deadline=deadline)
                 source = "derived"
                 if self.variant_store is not None and self.coverage(task)["tests"]:
                     self.variant_store.put(facts.content_hash, env_id, found)
@@ -1027,16 +1037,33 @@ class Runner:
                 self._variants[(task.root, item.snippet)] = item
                 self.variant_sources[(task.root, item.snippet)] = "stored"
 
-    def _derive(self, task: Task, snippet: Snippet, facts: TaskFacts) -> variants.SnippetVariants:
+    def _derive(
+        self, task: Task, snippet: Snippet, facts: TaskFacts, *, deadline: float | None
+    ) -> variants.SnippetVariants:
+        limits = replace(self.limits, timeout_s=self.cap_s(task))
+
+        def within(limits: Limits) -> Limits:
+            """``limits`` with a timeout that ends by ``deadline``; raises when too little time is left."""
+            if deadline is None:
+                return limits
+            remaining = deadline - time.monotonic()
+            if remaining <= 0.5:
+                raise DerivationOutOfTime(f"{task.id} / {snippet.name}: the derivation reached its deadline")
+            return replace(limits, timeout_s=min(limits.timeout_s, remaining))
+
+        within(limits)
         covered = self.coverage(task)
         if not covered["tests"]:
             return variants.SnippetVariants(snippet.name, (), (), "the task's reference does not pass here")
-        limits = replace(self.limits, timeout_s=self.cap_s(task))
 
         def probe(
             overrides: Mapping[str, str], *, snippet: Snippet | None = None, code: str | None = None
         ) -> dict[str, str] | None:
-            verdict = self._run(task, snippet, code, facts, limits, overrides=overrides, trusted=True)
+            bounded = within(limits)
+            verdict = self._run(task, snippet, code, facts, bounded, overrides=overrides, trusted=True)
+            if verdict.outcome == "timeout" and bounded.timeout_s < limits.timeout_s:
+                # Cut short by the deadline, not by the task's own limit: it says nothing about the variant.
+                raise DerivationOutOfTime(f"{task.id} / {snippet.name}: the derivation reached its deadline")
             return _probe_outcomes(verdict)
 
         def parallel(thunks: Sequence[Callable[[], Any]]) -> list[Any]:
@@ -1492,6 +1519,7 @@ def make_sandbox(name: str, *, docker_image: str | None = None, allow_unsandboxe
 
 
 __all__ = [
+    "DerivationOutOfTime",
     "EvalItem",
     "environment_failure_verdict",
     "Runner",
