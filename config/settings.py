@@ -444,6 +444,9 @@ RCB_BENCHMARK_REPO = Path(env_str("RCB_BENCHMARK_REPO", str(VAR_DIR / "benchmark
 # sends its message again.
 RCB_LEASE_SECONDS = env_int("RCB_LEASE_SECONDS", 120, minimum=1)
 RCB_VERDICT_CACHE = env_bool("RCB_VERDICT_CACHE", default=True)
+#: where workers keep the impossible variants they derive (``researchcodebench.variants.VariantStore``: by task
+#: content hash and environment), beside the verdict cache; versions that store their own are seeded instead
+RCB_VARIANTS_DIR = Path(env_str("RCB_VARIANTS_DIR", str(VAR_DIR / "cache")))
 RCB_PENDING_RESEND_S = env_int("RCB_PENDING_RESEND_S", 900, minimum=1)
 # LLM calls: requests per completion (first try + retries), first backoff step, per-request timeout.
 RCB_LLM_MAX_REQUESTS = env_int("RCB_LLM_MAX_REQUESTS", 5, minimum=1)

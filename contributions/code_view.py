@@ -79,6 +79,9 @@ class SnippetNode:
     children: list[SnippetNode] = field(default_factory=list)
     #: the mutants of its reference the validation drew: {"killed", "total"}, None when none was judged
     mutation: Mapping[str, int] | None = None
+    #: its impossible variants (``researchcodebench.validation.variants_summary``: ``count``, ``described``,
+    #: ``note``), None when the validation derived none
+    variants: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -131,10 +134,12 @@ def revision_code(
     comments: Iterable[Comment] = (),
     checked: Mapping[str, bool | None] | None = None,
     mutation: Mapping[str, Mapping[str, int] | None] | None = None,
+    variants: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> RevisionCode:
     """The revision's files and snippet tree with ``findings`` (validation report findings) and
     ``comments`` (anchored ones) placed on their lines; ``checked`` is snippet name -> the mutation check's
-    answer and ``mutation`` snippet name -> its mutation score (both from the report's ``snippets``)."""
+    answer and ``mutation`` snippet name -> its mutation score (both from the report's ``snippets``);
+    ``variants`` snippet name -> the summary of its impossible variants (from the report's ``variants``)."""
     owner = f"proposal {revision.proposal.task_key} r{revision.number}"
     try:
         contents = blobs_read(revision.files or {}, owner=owner)
@@ -157,7 +162,9 @@ def revision_code(
         issue["anchor"] = file_anchor(issue["file"]) + (f"-L{issue['line']}" if issue["line"] else "")
     return RevisionCode(
         files=files,
-        snippet_tree=_snippet_tree(snippets, files=files, checked=checked or {}, mutation=mutation or {}),
+        snippet_tree=_snippet_tree(
+            snippets, files=files, checked=checked or {}, mutation=mutation or {}, variants=variants or {}
+        ),
         snippet_count=len(snippets),
         issues=issues,
         parse_error=parse_error,
@@ -297,6 +304,7 @@ def _snippet_tree(
     files: list[CodeFile],
     checked: Mapping[str, bool | None],
     mutation: Mapping[str, Mapping[str, int] | None],
+    variants: Mapping[str, Mapping[str, Any]],
 ) -> list[SnippetNode]:
     """The snippets nested under their parents, in document order, each linked to its first line."""
     anchors = {f.path: f.anchor for f in files}
@@ -310,6 +318,7 @@ def _snippet_tree(
             anchor=f"{anchors.get(s.file, file_anchor(s.file))}-L{s.start_line}",
             checked=checked.get(s.name),
             mutation=mutation.get(s.name),
+            variants=variants.get(s.name),
         )
         for s in snippets
     }

@@ -95,6 +95,12 @@ class TaskVersion(models.Model):
     environment_lock = models.TextField(blank=True)
     #: sha256 of ``environment_lock``: names the built environment
     environment_hash = models.CharField(max_length=64, blank=True, db_index=True)
+    #: snippet name -> its impossible variants (``researchcodebench.variants.SnippetVariants.to_dict()``),
+    #: which every pass on it is confirmed against (docs/integrity.md); set once, by the validation of the
+    #: contribution or ``import_pset --variants``; {} when never derived (workers then derive them)
+    variants = models.JSONField(default=dict, blank=True)
+    #: the ``Environment.id`` the variants were derived in (a worker seeds them only into that environment)
+    variants_environment = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
 

@@ -22,13 +22,17 @@ State = Proposal.State
 VStatus = ProposalRevision.ValidationStatus
 
 #: Validation findings a maintainer may accept with a written reason (per snippet): a snippet whose test
-#: does not notice a wrong fill. Every other error finding sends the proposal back to its author.
-OVERRIDABLE_CHECKS = frozenset({"mutation"})
+#: does not notice a wrong fill, or has no impossible variant to confirm a pass against (docs/validation.md).
+#: Every other error finding sends the proposal back to its author.
+OVERRIDABLE_CHECKS = frozenset({"mutation", "variants"})
 
 #: How to fix an error of each check of the validation battery (docs/validation.md), shown to the author.
 FIX_HINTS: Mapping[str, str] = {
     "mutation": "Make the test assert on the value the snippet computes (its result, not only that the code "
     "runs), so that a wrong implementation of the snippet fails the test.",
+    "variants": "Make a test that runs the snippet's code compare what it computes with an expected value (a "
+    "constant, a stored array or the result of the reference module) within a tolerance, so that a version of "
+    "the test the reference fails can be made to confirm every pass.",
     "annotations": "Fix the paper2code tags the report points at: every tag opened is closed, names are unique.",
     "oracle": "Keep the reference implementation out of the files a model is shown.",
     "sandbox": "Make the reference pass the test in the sandbox: the report's evidence shows the run's output.",

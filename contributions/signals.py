@@ -26,3 +26,11 @@ revision_submitted = Signal()
 # maintainer whose approval published it, or None). The evaluation app answers by queueing runs of the
 # active portal-run models on the new version; contributions cannot create runs itself.
 task_version_published = Signal()
+
+# ``variants_wanted``: sent by ``manage.py import_pset --variants`` once its import has committed, with
+# ``task_version_ids`` (in the release's order) and ``report`` (a callable taking one line to print). The
+# evaluation app answers by deriving each version's impossible variants with its runner, in the version's
+# environment, and storing them with it (``contributions.services.task_version_store_variants``), reporting a
+# line per task as it goes; it returns a one-line summary. Contributions cannot derive them itself: that
+# takes evaluation's runner.
+variants_wanted = Signal()

@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 
 from contributions.models import TaskVersion
-from contributions.signals import revision_submitted, task_version_published
+from contributions.signals import revision_submitted, task_version_published, variants_wanted
 from evaluation.services.runs import runs_create_for_new_task_version
 
 
@@ -33,6 +33,30 @@ def queue_new_task_version(
     runs_create_for_new_task_version(task_version=version, requester=requester)
 
 
+def derive_imported_variants(
+    sender: Any, *, task_version_ids: list[int], report: Any = None, **kwargs: Any
+) -> str:
+    """Derive and store the impossible variants of imported versions (``import_pset --variants``), with this
+    process's runner, stopped afterwards; returns the command's summary line."""
+    from evaluation.services.variants import task_versions_derive_variants
+    from evaluation.workspace import shared_runner, shared_runner_close
+
+    try:
+        outcomes = task_versions_derive_variants(
+            task_version_ids=task_version_ids, runner=shared_runner(), report=report
+        )
+    finally:
+        shared_runner_close()
+    snippets = sum(o.snippets for o in outcomes)
+    with_variants = sum(o.with_variants for o in outcomes)
+    seconds = sum(o.seconds for o in outcomes)
+    return (
+        f"impossible variants: {with_variants} of {snippets} snippet(s) of {len(outcomes)} task(s) have "
+        f"some ({seconds:.1f} s)"
+    )
+
+
 def connect() -> None:
     revision_submitted.connect(queue_validation, dispatch_uid="evaluation.queue_validation")
     task_version_published.connect(queue_new_task_version, dispatch_uid="evaluation.queue_new_task_version")
+    variants_wanted.connect(derive_imported_variants, dispatch_uid="evaluation.derive_imported_variants")

@@ -8,6 +8,11 @@ runs in are the catalogue's: ``contributions.task_folders.task_version_task``.
 built or reused under ``settings.RCB_ENV_DIR``, or, for a version with requirements but no lock, those
 requirements locked now; None for a version with neither (the runner's default interpreter).
 ``runner_assign_environment`` hands it (or why it cannot be built) to a runner before a task runs there.
+
+Impossible variants (docs/integrity.md): every portal runner keeps the variants it derives in the store under
+``settings.RCB_VARIANTS_DIR``; ``runner_seed_variants`` gives a runner the variants a task version stores
+(its validation's, or ``import_pset --variants``') when they were derived in the environment the runner
+runs the task in, so a worker does not derive them again.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from researchcodebench.pset import Task
 from researchcodebench.runner import Runner, VerdictCache, make_sandbox
 from researchcodebench.sandbox.base import Limits
 from researchcodebench.sandbox.docker import image_environment
+from researchcodebench.variants import SnippetVariants, VariantStore
 
 if TYPE_CHECKING:
     from contributions.models import TaskVersion
@@ -36,7 +42,8 @@ _lock = threading.Lock()
 
 
 def _runner_settings() -> dict:
-    """What every portal runner takes from the settings: the sandbox, the default interpreter, the limits."""
+    """What every portal runner takes from the settings: the sandbox, the default interpreter, the limits,
+    the store of impossible variants."""
     return {
         "sandbox": make_sandbox(
             settings.RCB_SANDBOX,
@@ -45,6 +52,7 @@ def _runner_settings() -> dict:
         ),
         "environment": settings.RCB_EVAL_PYTHON or None,
         "limits": Limits(task_dir_mb=settings.RCB_TASK_DIR_MB, cpu_quota=settings.RCB_CPU_QUOTA),
+        "variant_store": VariantStore(str(settings.RCB_VARIANTS_DIR)),
     }
 
 
@@ -149,6 +157,36 @@ def runner_assign_environment(*, runner: Runner, task: Task, task_version: TaskV
         return
     if environment is not None:
         runner.assign_environment(task, environment)
+
+
+def runner_seed_variants(*, runner: Runner, task: Task, task_version: TaskVersion) -> int:
+    """Give ``runner`` the impossible variants ``task_version`` stores for ``task`` (its materialised folder),
+    when they were derived in the environment the runner runs it in (after ``runner_assign_environment``)
+    and the runner has none of its own for the snippet yet; returns how many snippets were seeded. A version
+    without variants, or with variants of another environment, leaves the runner to derive (or read its
+    store)."""
+    stored = task_version.variants if isinstance(task_version.variants, dict) else {}
+    if not stored or not task_version.variants_environment:
+        return 0
+    try:
+        environment = runner.environment_of(task).id
+    except envs.EnvironmentBuildError:
+        return 0
+    if environment != task_version.variants_environment:
+        return 0
+    names = {s.name for s in task.snippets}
+    seeded = []
+    for name, data in stored.items():
+        if name not in names or (task.root, name) in runner.variant_sources:
+            continue
+        try:
+            seeded.append(SnippetVariants.from_dict(data))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            log.warning(
+                "%s: the stored variants of %r do not read; the worker derives them", task_version, name
+            )
+    runner.seed_variants(task, seeded)
+    return len(seeded)
 
 
 def environments_prune() -> list[str]:

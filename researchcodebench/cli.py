@@ -302,11 +302,13 @@ def _validation_tasks(path: str, wanted: Sequence[str] | None) -> list[Task]:
 
 def _print_validation(task: Task, report: ValidationReport, out: TextIO) -> None:
     checked = sum(1 for s in report.snippets if s["checked"] is True)
+    with_variants = sum(1 for found in report.variants.values() if found.get("variants"))
     timeout = "-" if report.timeout_s is None else f"{report.timeout_s:g} s"
     verdict = "OK" if report.ok else "NOT OK"
     out.write(
         f"{task.id}: {verdict} in {report.duration_s:.1f} s; {checked}/{len(report.snippets)} snippets "
-        f"checked by the test; reference runs {report.reference_durations_s}; timeout {timeout}\n"
+        f"checked by the test, {with_variants}/{len(report.snippets)} with impossible variants; "
+        f"reference runs {report.reference_durations_s}; timeout {timeout}\n"
     )
     for finding in report.findings:
         where = f" {finding.location()}" if finding.location() else ""
@@ -349,8 +351,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _register_validate(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "validate",
-        help="run the validation battery: repeated reference runs, per-snippet mutation check, oracle, "
-        "environment and sandbox checks (docs/validation.md)",
+        help="run the validation battery: repeated reference runs, per-snippet impossible variants and "
+        "mutation check, oracle, environment and sandbox checks (docs/validation.md)",
         description="Validate tasks through the sandboxed runner; exit 1 when any task is not ok.",
     )
     p.add_argument(

@@ -9,9 +9,14 @@ to the snippet) or ``{"task", "snippet", "completion_idx", "response"}`` (a raw 
 ``--template``). Exit 0 when the evaluation ran (whatever the verdicts), 2 for bad input (naming
 ``file:line``) or an unusable sandbox/interpreter.
 
+Every pass is confirmed against an impossible variant of its test (docs/integrity.md): the variants of a task
+are derived on its first pass and kept under the cache folder (``variants/``, by the task's content hash and
+environment, ``--no-cache`` or not); the command says per task whether they were derived now or read from
+there, and its scores count confirmed, unconfirmed (a snippet with no variant) and forged passes.
+
 Environment (read here, at the command line: the library itself takes these as arguments):
-``RCB_EVAL_PYTHON`` (the default of ``--python``), ``RCB_CACHE_DIR`` (the verdict cache, default
-``~/.cache/researchcodebench``), ``RCB_DOCKER_IMAGE`` (the docker sandbox's image) and
+``RCB_EVAL_PYTHON`` (the default of ``--python``), ``RCB_CACHE_DIR`` (the verdict cache and the variants,
+default ``~/.cache/researchcodebench``), ``RCB_DOCKER_IMAGE`` (the docker sandbox's image) and
 ``RCB_ALLOW_UNSANDBOXED=1`` (required by ``--sandbox none``). With ``--env auto`` each task runs in its own
 environment (docs/environments.md), built or reused under ``RCB_ENV_DIR`` (default: ``envs`` in the verdict
 cache folder) from the package sources ``RCB_ENV_INDEX_URL`` (replaces PyPI), ``RCB_ENV_EXTRA_INDEX_URLS``
@@ -56,6 +61,7 @@ from .runner import EvalItem, Runner, Verdict, VerdictCache, default_cache_dir, 
 from .sandbox.base import SandboxUnavailable
 from .sandbox.unsandboxed import ALLOW_VARIABLE
 from .scoring import SnippetResult, line_rates, per_paper, task_rates
+from .variants import VariantStore
 
 
 class EvaluateInputError(ValueError):
@@ -92,7 +98,11 @@ def register(subparsers: Any) -> None:
         choices=("auto",),
         help="auto: run each task in its own environment, built (uv) or reused from RCB_ENV_DIR",
     )
-    p.add_argument("--no-cache", action="store_true", help="ignore and do not fill the verdict cache")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="ignore and do not fill the verdict cache (the impossible variants stay cached)",
+    )
     p.add_argument("--json", action="store_true", help="print verdicts and scores as JSON")
     p.set_defaults(handler=run_evaluate)
 
@@ -180,7 +190,39 @@ def summarise(items: list[EvalItem], verdicts: list[Verdict]) -> dict[str, Any]:
         "outcomes": dict(sorted(Counter(v.outcome for v in verdicts).items())),
         "categories": dict(sorted(Counter(v.category for v in verdicts).items())),
         "per_paper": papers,
+        "confirmations": confirmation_counts(verdicts),
     }
+
+
+def confirmation_counts(verdicts: list[Verdict]) -> dict[str, int]:
+    """Passes confirmed against an impossible variant of their test, passes left unconfirmed (their snippet
+    has no variant), and passes found forged (they passed a variant, or every confirmation run ended
+    without a result: failed)."""
+    return {
+        "confirmed": sum(1 for v in verdicts if v.passed and v.confirmation == "confirmed"),
+        "unconfirmed": sum(1 for v in verdicts if v.passed and v.confirmation == "unconfirmed"),
+        "forged": sum(1 for v in verdicts if v.confirmation == "forged"),
+    }
+
+
+def variant_sources(runner: Runner, tasks: list[Task]) -> dict[str, dict[str, list[str]]]:
+    """Per task id, the snippets whose variants the run ``derived`` now and those it read from the
+    ``cache`` (tasks whose passes needed none are left out)."""
+    by_root: dict[str, dict[str, list[str]]] = {}
+    for (root, snippet), source in sorted(runner.variant_sources.items()):
+        kind = "derived" if source == "derived" else "cached"
+        by_root.setdefault(root, {"derived": [], "cached": []})[kind].append(snippet)
+    return {t.id: by_root[t.root] for t in tasks if t.root in by_root}
+
+
+def _print_variant_sources(sources: dict[str, dict[str, list[str]]], cache_root: str, stream: TextIO) -> None:
+    for task_id, found in sources.items():
+        parts = []
+        if found["derived"]:
+            parts.append(f"derived now for {len(found['derived'])} snippet(s)")
+        if found["cached"]:
+            parts.append(f"read from the cache for {len(found['cached'])} snippet(s)")
+        stream.write(f"impossible variants of {task_id}: {', '.join(parts)} ({cache_root})\n")
 
 
 def _verdict_row(item: EvalItem, verdict: Verdict) -> dict[str, Any]:
@@ -262,7 +304,11 @@ def run_evaluate(args: argparse.Namespace) -> int:
     progress = _progress(sys.stderr) if sys.stderr.isatty() else None
     with runner:
         verdicts = runner.evaluate_batch(items, progress=progress)
+    tasks = list({item.task.root: item.task for item in items}.values())
+    sources = variant_sources(runner, tasks)
+    _print_variant_sources(sources, _cache_root(), sys.stderr)
     scores = summarise(items, verdicts)
+    scores["variants"] = sources
     scores["environment"] = "auto" if environments is not None else environment.id
     if environments is not None:
         scores["environments"] = environments
@@ -315,9 +361,15 @@ def _evaluation_items(
         raise _cli_error(str(exc)) from exc
 
 
+def _cache_root() -> str:
+    """The cache folder: ``RCB_CACHE_DIR``, else ``~/.cache/researchcodebench``."""
+    return os.environ.get("RCB_CACHE_DIR") or default_cache_dir()
+
+
 def _make_runner(args: argparse.Namespace) -> tuple[Runner, Environment]:
-    """The runner of ``--sandbox``, ``--python`` (or ``RCB_EVAL_PYTHON``), ``--workers`` and the verdict
-    cache, with its default environment; a CLI error when the sandbox or interpreter is unusable."""
+    """The runner of ``--sandbox``, ``--python`` (or ``RCB_EVAL_PYTHON``), ``--workers``, the verdict cache
+    and the store of impossible variants, with its default environment; a CLI error when the sandbox or
+    interpreter is unusable."""
     try:
         sandbox = make_sandbox(
             args.sandbox,
@@ -328,8 +380,9 @@ def _make_runner(args: argparse.Namespace) -> tuple[Runner, Environment]:
         runner = Runner(
             sandbox=sandbox,
             environment=environment,
-            cache=None if args.no_cache else VerdictCache(os.environ.get("RCB_CACHE_DIR") or None),
+            cache=None if args.no_cache else VerdictCache(_cache_root()),
             workers=args.workers,
+            variant_store=VariantStore(_cache_root()),
         )
     except (SandboxUnavailable, EvalEnvironmentError) as exc:
         raise _cli_error(str(exc)) from exc
@@ -363,6 +416,11 @@ def _print_report(
         f"coverage {scores['coverage']}; environment {scores['environment']}"
     )
     print(f"Scaled Pass@1 {_shown(lr)}, Pass@1 {_shown(tr)}")
+    counts = scores["confirmations"]
+    print(
+        f"passes: {counts['confirmed']} confirmed against an impossible variant of the test, "
+        f"{counts['unconfirmed']} unconfirmed (no variant), {counts['forged']} forged (judged failed)"
+    )
     for paper, rate in scores["per_paper"].items():
         print(f"  {paper}: Scaled Pass@1 {_shown(rate)}")
     failed = {c: n for c, n in scores["categories"].items() if c != "passed"}

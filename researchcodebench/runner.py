@@ -30,6 +30,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
@@ -153,6 +154,11 @@ class Verdict:
             other.category,
             other.exception_type,
         )
+
+
+class DerivationOutOfTime(Exception):
+    """A derivation of variants reached its ``deadline`` before its runs were done: nothing of it is kept
+    (neither in the runner nor in its store), so a later call derives the snippet whole."""
 
 
 @dataclass(frozen=True)
@@ -769,7 +775,8 @@ class Runner:
         # alone catches forged verdicts and for the sandbox's own tests; every evaluation path of the portal
         # and the CLI keeps both (docs/integrity.md). ``confirm=False`` runs no pass against a variant (the
         # validation battery, whose completions are the task's own blanks and mutants) and lets a failing
-        # run stop at its first failing test.
+        # run stop at its first failing test; the runs that derive variants (trusted probes, the coverage
+        # run) never stop early and always hold the re-emitted files, whatever ``confirm`` says.
         self.static_screen = static_screen
         self.audit_hook = audit_hook
         self.confirm = confirm
@@ -992,9 +999,13 @@ class Runner:
         }
         return {"tests": tests, "covering": covering}
 
-    def snippet_variants(self, task: Task, snippet: Snippet) -> variants.SnippetVariants:
+    def snippet_variants(
+        self, task: Task, snippet: Snippet, *, deadline: float | None = None
+    ) -> variants.SnippetVariants:
         """The impossible variants of ``snippet``: this runner's, else the store's, else derived now with this
-        runner's sandbox, environment and workers (and stored)."""
+        runner's sandbox, environment and workers (and stored). ``deadline`` (``time.monotonic()``) bounds a
+        derivation: no run starts after it and none is given a timeout past it; one that reaches it raises
+        ``DerivationOutOfTime``."""
         facts = self.facts(task)
         key = (task.root, snippet.name)
         with self._lock:
@@ -1013,7 +1024,7 @@ class Runner:
             )
             source = "stored"
             if found is None:
-                found = self._derive(task, snippet, facts)
+                found = self._derive(task, snippet, facts, deadline=deadline)
                 source = "derived"
                 if self.variant_store is not None and self.coverage(task)["tests"]:
                     self.variant_store.put(facts.content_hash, env_id, found)
@@ -1029,16 +1040,33 @@ class Runner:
                 self._variants[(task.root, item.snippet)] = item
                 self.variant_sources[(task.root, item.snippet)] = "stored"
 
-    def _derive(self, task: Task, snippet: Snippet, facts: TaskFacts) -> variants.SnippetVariants:
+    def _derive(
+        self, task: Task, snippet: Snippet, facts: TaskFacts, *, deadline: float | None
+    ) -> variants.SnippetVariants:
+        limits = replace(self.limits, timeout_s=self.cap_s(task))
+
+        def within(limits: Limits) -> Limits:
+            """``limits`` with a timeout that ends by ``deadline``; raises when too little time is left."""
+            if deadline is None:
+                return limits
+            remaining = deadline - time.monotonic()
+            if remaining <= 0.5:
+                raise DerivationOutOfTime(f"{task.id} / {snippet.name}: the derivation reached its deadline")
+            return replace(limits, timeout_s=min(limits.timeout_s, remaining))
+
+        within(limits)
         covered = self.coverage(task)
         if not covered["tests"]:
             return variants.SnippetVariants(snippet.name, (), (), "the task's reference does not pass here")
-        limits = replace(self.limits, timeout_s=self.cap_s(task))
 
         def probe(
             overrides: Mapping[str, str], *, snippet: Snippet | None = None, code: str | None = None
         ) -> dict[str, str] | None:
-            verdict = self._run(task, snippet, code, facts, limits, overrides=overrides, trusted=True)
+            bounded = within(limits)
+            verdict = self._run(task, snippet, code, facts, bounded, overrides=overrides, trusted=True)
+            if verdict.outcome == "timeout" and bounded.timeout_s < limits.timeout_s:
+                # Cut short by the deadline, not by the task's own limit: it says nothing about the variant.
+                raise DerivationOutOfTime(f"{task.id} / {snippet.name}: the derivation reached its deadline")
             return _probe_outcomes(verdict)
 
         def parallel(thunks: Sequence[Callable[[], Any]]) -> list[Any]:
@@ -1159,7 +1187,8 @@ class Runner:
             "completion": None,
             "screen": None,
             "slate": getattr(self.sandbox, "slate", "unknown"),
-            "failfast": not self.confirm,
+            # A derivation run needs how every test ends: fail-fast would leave the later tests unseen.
+            "failfast": not self.confirm and not trusted and trace is None,
             "trace": trace,
         }
         if snippet is not None and code is not None and self.audit_hook and not trusted:
@@ -1216,7 +1245,9 @@ class Runner:
         spec = self.run_spec(
             task, snippet, code, facts, limits, environment, screening, trace=trace, trusted=trusted
         )
-        texts = facts.texts if self.confirm else {}
+        # A runner that confirms writes every run's public files anew (so no run tells it is a confirmation);
+        # a derivation run needs them too, since its ``overrides`` are versions of those files.
+        texts = facts.texts if self.confirm or trusted or trace is not None else {}
         result: RunResult | None = None
         warm = False
         pool = self._pool_for(trusted or trace is not None)
@@ -1491,6 +1522,7 @@ def make_sandbox(name: str, *, docker_image: str | None = None, allow_unsandboxe
 
 
 __all__ = [
+    "DerivationOutOfTime",
     "EvalItem",
     "environment_failure_verdict",
     "Runner",

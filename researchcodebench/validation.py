@@ -12,6 +12,13 @@
   or is flaky, with the failing output); the slowest run sets the task timeout;
 * **sandbox**: a failing reference run that used the network, wrote outside its folder or ran over the
   time or memory limit says so; a reference too slow for a tenfold margin under the cap is a warning;
+* **variants**: for every snippet, the impossible variants of its test (``variants.py``: versions of the
+  test the reference fails, every time, by a failed assertion, only in tests that run the snippet's code),
+  derived with the battery's runner (``Runner.snippet_variants``) or read from its store; every pass of a
+  model is confirmed against one of them. A snippet with none is an error at its line, saying why (a test
+  that does not run its code, or none that compares with a value that can be perturbed): a maintainer may
+  accept it as a snippet its test does not check. The report holds the whole set (``variants``, per snippet
+  ``SnippetVariants.to_dict()``, derived in the environment ``variants_environment``);
 * **mutation**: for every snippet, the placeholder (the masked file a model sees) and trivially wrong
   fills (``pass``, ``return None``, returning the first input unchanged, ``raise NotImplementedError``)
   must each fail the test, and so must most of ``MUTANTS_PER_SNIPPET`` mutants of the snippet's own
@@ -21,9 +28,10 @@
   of its mutants through, is "not checked by the test"; its record has the mutation score. The mutation
   runs only when the reference passed every time (otherwise their verdicts mean nothing).
 
-Findings of severity ``error`` block approval (the portal lets a maintainer override a mutation finding
-with a written reason; that decision is not the core's). Runs go through ``Runner.evaluate`` in parallel,
-so the battery costs about one warm start plus (5 + 9 x snippets) fork-per-run tests.
+Findings of severity ``error`` block approval (the portal lets a maintainer override a mutation or a variants
+finding with a written reason; that decision is not the core's). Runs go through ``Runner.evaluate`` in
+parallel, so the battery costs about one warm start plus (5 + 9 x snippets) fork-per-run tests, and the
+derivation of variants about 10 to 20 runs per snippet more (none when the runner's store has them).
 """
 
 from __future__ import annotations
@@ -42,14 +50,32 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from . import errors, mutants
+from . import errors, mutants, variants
 from .annotations import Snippet, split_lines
 from .gpu import gpu_uses
 from .problems import placeholder_lines
 from .pset import MANIFEST, PAPER_FILES, Task
-from .runner import TIMEOUT_FACTOR, Runner, TaskFacts, Verdict, normalise_code, oracle_access
+from .runner import (
+    TIMEOUT_FACTOR,
+    DerivationOutOfTime,
+    Runner,
+    TaskFacts,
+    Verdict,
+    normalise_code,
+    oracle_access,
+)
 
-CHECKS = ("annotations", "reference", "flaky", "mutation", "oracle", "environment", "sandbox", "timeout")
+CHECKS = (
+    "annotations",
+    "reference",
+    "flaky",
+    "mutation",
+    "variants",
+    "oracle",
+    "environment",
+    "sandbox",
+    "timeout",
+)
 ERROR = "error"
 WARNING = "warning"
 #: Longest one-line message and longest detail (output, code) a finding keeps.
@@ -71,17 +97,27 @@ MUTANTS_CONFIRM = 12
 #: times the slowest reference run each fill or mutant may take on average.
 BATTERY_OVERHEAD_S = 60.0
 BATTERY_RUN_FACTOR = 3.0
+#: The most runs deriving one snippet's variants can take (``variants.derive_snippet``): settling its
+#: tests' perturbations (and their margin check), each mutant tried (alone, three repeats, its copy), and each
+#: perturbation drawn (three repeats).
+VARIANT_RUNS_PER_SNIPPET = (
+    variants.SETTLE_ROUNDS
+    + 1
+    + variants.MUTANT_TRIES * (variants.REPEATS + 2)
+    + (variants.PER_SNIPPET + 1) * variants.REPEATS
+)
 #: The result of a fill or mutant the battery had no time left to run.
 OUT_OF_TIME = "not run: the validation reached its time limit"
 
 
 def battery_budget_s(*, snippets: int, slowest_reference_s: float, workers: int = 1) -> float:
     """Seconds the fills and mutants of ``snippets`` snippets may take, once the slowest reference run is
-    known: every run they can need (each fill, the first draw and the confirmation draw of mutants)
-    at ``BATTERY_RUN_FACTOR`` times the slowest reference run (at least 1 s each), over ``workers``, plus
-    ``BATTERY_OVERHEAD_S``. A test that sleeps therefore cannot hold a worker for more than a few times
-    what its own reference takes per run."""
-    runs = max(0, snippets) * (len(FILL_KINDS) + MUTANTS_PER_SNIPPET + MUTANTS_CONFIRM)
+    known: every run they can need (each fill, the first draw and the confirmation draw of mutants, the
+    derivation of its variants) at ``BATTERY_RUN_FACTOR`` times the slowest reference run (at least 1 s each),
+    over ``workers``, plus ``BATTERY_OVERHEAD_S``. A test that sleeps therefore cannot hold a worker for more
+    than a few times what its own reference takes per run."""
+    per_snippet = len(FILL_KINDS) + MUTANTS_PER_SNIPPET + MUTANTS_CONFIRM + VARIANT_RUNS_PER_SNIPPET
+    runs = max(0, snippets) * per_snippet
     per_run = BATTERY_RUN_FACTOR * max(1.0, slowest_reference_s)
     return round(BATTERY_OVERHEAD_S + runs * per_run / max(1, workers), 1)
 
@@ -186,7 +222,10 @@ class ValidationReport:
     """The battery's result. ``ok``: no error finding. ``snippets``: one dict per snippet (name, file,
     start_line, end_line, lines, ``fills`` tried with their verdicts or the note why one was skipped,
     ``checked``: True / False / None when the mutation check did not run). ``timeout_s``: the task timeout
-    the reference runs set (None when the reference never passed)."""
+    the reference runs set (None when the reference never passed). ``variants``: snippet name -> its
+    impossible variants (``SnippetVariants.to_dict()``; a snippet left out was not derived: the reference did
+    not pass every time, or the battery ran out of time), derived in the environment ``variants_environment``
+    (an ``Environment.id``; the task version stores both)."""
 
     ok: bool
     findings: list[Finding]
@@ -197,6 +236,8 @@ class ValidationReport:
     environment: str
     #: the seed the snippets' mutants were drawn with (kept for a maintainer who wants the same draw again)
     mutation_seed: str = ""
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    variants_environment: str = ""
 
     @property
     def errors(self) -> list[Finding]:
@@ -212,6 +253,8 @@ class ValidationReport:
             "duration_s": self.duration_s,
             "environment": self.environment,
             "mutation_seed": self.mutation_seed,
+            "variants": {name: dict(found) for name, found in self.variants.items()},
+            "variants_environment": self.variants_environment,
         }
 
     @classmethod
@@ -226,6 +269,8 @@ class ValidationReport:
             duration_s=float(data.get("duration_s", 0.0)),
             environment=str(data.get("environment", "")),
             mutation_seed=str(data.get("mutation_seed", "")),
+            variants={str(k): dict(v) for k, v in (data.get("variants") or {}).items()},
+            variants_environment=str(data.get("variants_environment", "")),
         )
 
 
@@ -840,12 +885,14 @@ def validate_task(
 
     ``progress(stage, data)`` is called from this thread as each part finishes: "annotations",
     "environment", "oracle" (data: ``findings``), "reference" (``runs``, ``timeout_s``, ``findings``),
-    "mutation" once per snippet (``snippet``: its record, ``findings``), then "done" (``report``). A task
-    that cannot run at all (not on disk, no test script) goes from "annotations" to "reference" to "done".
+    "variants" once per snippet (``variants``: ``variants_summary``, ``findings``), "mutation" once per
+    snippet (``snippet``: its record, ``findings``), then "done" (``report``). A task that cannot run at all
+    (not on disk, no test script) goes from "annotations" to "reference" to "done".
     ``seed`` draws the snippets' mutants (default: a fresh random one, which never reaches the sandbox).
     ``deadline`` (``time.monotonic()``) is the latest the battery may end; once the reference runs are in,
     it becomes the earlier of that and ``battery_budget_s`` from now. No run starts after it and none is
-    given a timeout past it; fills and mutants left unrun make a ``timeout`` error.
+    given a timeout past it; fills and mutants left unrun, and variants left underived, make a ``timeout``
+    error. The variants are derived before the mutation check, with ``runner`` (its store first).
     Never raises for a bad task: every problem is a finding.
     """
     if repeats < 1:
@@ -861,15 +908,17 @@ def validate_task(
         states.append(_SnippetState(snippet, fills, first, reserve=reserve))
     runs: list[Verdict] = []
     timeout: float | None = None
+    found: dict[str, variants.SnippetVariants] = {}
     blocker = _cannot_run(task)
     if blocker is not None:
         stage("reference", [blocker], runs=[], timeout_s=None)
     else:
         runs, timeout = _reference_stages(task, runner, repeats, stage)
         if timeout is not None and all(v.passed for v in runs):
-            _budgeted_mutations(task, states, runner, runs, timeout, stage, deadline=deadline)
+            found = _budgeted_checks(task, states, runner, runs, timeout, stage, deadline=deadline)
         else:
             _skip_mutations(states, stage)
+    environment = runner.environment_of(task).id
     report = ValidationReport(
         ok=not any(f.is_error for f in stage.findings),
         findings=stage.findings,
@@ -877,8 +926,10 @@ def validate_task(
         timeout_s=timeout,
         snippets=[s.record() for s in states],
         duration_s=round(time.monotonic() - started, 3),
-        environment=runner.environment_of(task).id,
+        environment=environment,
         mutation_seed=seed,
+        variants={name: item.to_dict() for name, item in found.items()},
+        variants_environment=environment if found else "",
     )
     stage.emit("done", {"report": report.to_dict()})
     return report
@@ -925,7 +976,7 @@ def _reference_stages(
     return runs, timeout
 
 
-def _budgeted_mutations(
+def _budgeted_checks(
     task: Task,
     states: list[_SnippetState],
     runner: Runner,
@@ -934,9 +985,11 @@ def _budgeted_mutations(
     stage: _Stages,
     *,
     deadline: float | None,
-) -> None:
-    """The mutation check within the battery's budget (``battery_budget_s`` from now, or ``deadline`` when
-    earlier); fills and mutants it leaves unrun make a ``timeout`` error."""
+) -> dict[str, variants.SnippetVariants]:
+    """The variants, then the mutation check, within the battery's budget (``battery_budget_s`` from now, or
+    ``deadline`` when earlier); variants left underived and fills and mutants left unrun make a ``timeout``
+    error. Returns the variants derived, by snippet name. The variants come first: a runner that confirms
+    passes then finds them when a fill or mutant passes, rather than deriving them outside the deadline."""
     slowest = max(v.duration_s for v in runs)
     budget = battery_budget_s(
         snippets=len(task.snippets), slowest_reference_s=slowest, workers=runner.workers
@@ -944,24 +997,30 @@ def _budgeted_mutations(
     end = time.monotonic() + budget
     if deadline is not None and deadline < end:
         end, budget = deadline, max(0.0, deadline - time.monotonic())
+    found, underived = _derive_variants(task, runner, stage, deadline=end)
     skipped = _run_mutations(task, states, runner, timeout, stage, deadline=end)
-    if skipped:
+    if skipped or underived:
+        left = [f"{skipped} fills and mutants were not run"] if skipped else []
+        if underived:
+            left.append(f"the impossible variants of {underived} snippet(s) were not derived")
         stage(
             "timeout",
             [
                 Finding(
                     "timeout",
                     ERROR,
-                    f"validation timed out: {skipped} fills and mutants were not run within its "
+                    f"validation timed out: {' and '.join(left)} within its "
                     f"limit of {budget:.0f} s (derived from the slowest reference run, "
                     f"{slowest:.1f} s, and {len(task.snippets)} snippets); make the test faster",
                 )
             ],
         )
+    return found
 
 
 def _skip_mutations(states: list[_SnippetState], stage: _Stages) -> None:
-    """No mutation check (the reference did not pass every time): every fill says why, no mutant is kept."""
+    """No mutation check and no variants (the reference did not pass every time): every fill says why, no
+    mutant is kept."""
     for state in states:
         for index, fill in enumerate(state.fills):
             if fill.code is not None:
@@ -971,6 +1030,66 @@ def _skip_mutations(states: list[_SnippetState], stage: _Stages) -> None:
         "mutation",
         [Finding("mutation", WARNING, "mutation check not run: the reference must pass every time first")],
     )
+    stage(
+        "variants",
+        [Finding("variants", WARNING, "variants not derived: the reference must pass every time first")],
+    )
+
+
+def variants_summary(found: variants.SnippetVariants, source: str = "") -> dict[str, Any]:
+    """What a page or a progress line shows of a snippet's variants: ``snippet``, ``count``, each variant's
+    ``describe()``, the ``tests`` that run the snippet's code, the ``note`` saying why there is none, the
+    ``runs`` the derivation took and its ``source`` ("derived", "stored" or "")."""
+    return {
+        "snippet": found.snippet,
+        "count": len(found.variants),
+        "described": [v.describe() for v in found.variants],
+        "tests": len(found.tests),
+        "note": found.note,
+        "runs": found.runs,
+        "source": source,
+    }
+
+
+def _variants_findings(snippet: Snippet, found: variants.SnippetVariants) -> list[Finding]:
+    """An error at the snippet's line when it has no impossible variant: no pass on it can be confirmed."""
+    if found.variants:
+        return []
+    why = found.note or "no variant was found"
+    return [
+        Finding(
+            "variants",
+            ERROR,
+            f"snippet {snippet.name!r} is not checked by the test: its test has no impossible variant "
+            f"({why}), so no pass on it can be confirmed",
+            file=snippet.file,
+            line=snippet.start_line,
+            snippet=snippet.name,
+            detail=f"{why}.\nMake a test that runs this snippet's code compare what it computes with an "
+            "expected value (a constant, a stored array or data file, or the result of the *_ref module) "
+            "within a tolerance: a variant perturbs that value, and the reference must fail it.",
+        )
+    ]
+
+
+def _derive_variants(
+    task: Task, runner: Runner, stage: Callable[..., None], *, deadline: float
+) -> tuple[dict[str, variants.SnippetVariants], int]:
+    """Each snippet's impossible variants, derived with ``runner`` (or read from its store) by ``deadline``,
+    one "variants" stage per snippet; returns them by name and how many snippets were left underived."""
+    found: dict[str, variants.SnippetVariants] = {}
+    underived = 0
+    for snippet in task.snippets:
+        try:
+            item = runner.snippet_variants(task, snippet, deadline=deadline)
+        except DerivationOutOfTime:
+            underived += 1
+            stage("variants", [], variants={"snippet": snippet.name, "count": None, "note": OUT_OF_TIME})
+            continue
+        found[snippet.name] = item
+        source = runner.variant_sources.get((task.root, snippet.name), "")
+        stage("variants", _variants_findings(snippet, item), variants=variants_summary(item, source))
+    return found, underived
 
 
 def _fills_for(task: Task, snippet: Snippet) -> list[Fill]:
@@ -1099,6 +1218,7 @@ def _finish(state: _SnippetState, stage: Callable[..., None]) -> None:
 
 __all__ = [
     "CHECKS",
+    "VARIANT_RUNS_PER_SNIPPET",
     "FILL_KINDS",
     "MUTANTS_PER_SNIPPET",
     "Fill",
@@ -1106,4 +1226,5 @@ __all__ = [
     "ValidationReport",
     "mutation_fills",
     "validate_task",
+    "variants_summary",
 ]

@@ -18,6 +18,7 @@ from contributions.services.catalogue import (
     task_version_create_metadata_only,
     task_version_import,
     task_version_lock_environment,
+    task_version_store_variants,
 )
 from contributions.services.notifications import notifications_mark_read
 from contributions.services.proposal_validation import (
@@ -91,5 +92,6 @@ __all__ = [
     "task_get_or_create",
     "task_version_create_metadata_only",
     "task_version_import",
+    "task_version_store_variants",
     "version_file_bytes",
 ]

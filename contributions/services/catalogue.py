@@ -172,8 +172,14 @@ def task_version_import(
     task: rcb_pset.Task,
     origin: str = TaskVersion.Origin.IMPORTED,
     by: AbstractBaseUser | None = None,
+    variants: Mapping[str, Mapping[str, Any]] | None = None,
+    variants_environment: str = "",
 ) -> TaskVersion:
     """Store a task folder as an immutable ``TaskVersion`` (with its paper, task, files and snippets).
+
+    ``variants`` (snippet name -> ``SnippetVariants.to_dict()``, derived from this very folder in the
+    environment ``variants_environment``) are stored with a new version; an existing version gets them only
+    when it has none (``task_version_store_variants``).
 
     ``task`` is read from its folder, or from its files in memory (``pset.task_from_files``): both store
     the same version. Idempotent: when the task already has a version with the folder's content hash, that
@@ -204,8 +210,13 @@ def task_version_import(
         needs_gpu=task.manifest.needs_gpu,
         total_lines=sum(s.lines for s in task.snippets),
         created_by=by,
+        **_variants_fields(task, variants, variants_environment),
     )
     if not created:
+        if variants:
+            task_version_store_variants(
+                task_version=version, variants=variants, environment=variants_environment
+            )
         return version
     if not paper_created:
         paper_update(paper=paper, meta=task.meta)
@@ -284,6 +295,37 @@ def task_version_create_metadata_only(
             for i, (name, lines) in enumerate(snippets)
         )
     return version, created
+
+
+def _variants_fields(
+    task: rcb_pset.Task, variants: Mapping[str, Mapping[str, Any]] | None, environment: str
+) -> dict[str, Any]:
+    """The ``variants`` and ``variants_environment`` fields of a version of ``task``: the sets of its own
+    snippets (a name it lacks is dropped), or nothing without an environment to say where they hold."""
+    names = {s.name for s in task.snippets}
+    kept = {str(k): dict(v) for k, v in (variants or {}).items() if k in names and isinstance(v, Mapping)}
+    if not kept or not environment:
+        return {"variants": {}, "variants_environment": ""}
+    return {"variants": kept, "variants_environment": environment[:200]}
+
+
+@transaction.atomic
+def task_version_store_variants(
+    *, task_version: TaskVersion, variants: Mapping[str, Mapping[str, Any]], environment: str
+) -> bool:
+    """Store the impossible variants of ``task_version``'s snippets (snippet name ->
+    ``SnippetVariants.to_dict()``, derived from the version's own files in the environment ``environment``)
+    once: a version that has variants keeps them (a published version never changes what its passes are
+    confirmed against). True when they were stored."""
+    names = set(task_version.snippets.values_list("name", flat=True))
+    kept = {str(k): dict(v) for k, v in variants.items() if k in names and isinstance(v, Mapping)}
+    if not kept or not environment:
+        return False
+    stored = TaskVersion.objects.filter(pk=task_version.pk, variants_environment="").update(
+        variants=kept, variants_environment=environment[:200]
+    )
+    task_version.refresh_from_db(fields=["variants", "variants_environment"])
+    return bool(stored)
 
 
 # ---------------------------------------------------------------------------------------------- environments

@@ -46,8 +46,9 @@ def proposal_publish(*, proposal: Proposal, by: Any) -> TaskVersion:
     """approved -> published: create the task version of the approved revision and publish it.
 
     The version is the approved (newest submitted) revision's task folder with the proposal's registry
-    entry, origin ``contributed``, created by the proposal's author; a folder whose content is already a
-    version of the task reuses it. ``by`` is the maintainer publishing (the approver whose approval
+    entry, origin ``contributed``, created by the proposal's author, holding the impossible variants its
+    validation derived (and the environment they hold in); a folder whose content is already a version of
+    the task reuses it. ``by`` is the maintainer publishing (the approver whose approval
     completed it). Raises ``ProposalError`` when the proposal is not approved, and ``CatalogueError`` when
     the revision's files cannot become a version (nothing is changed then).
     """
@@ -61,7 +62,14 @@ def proposal_publish(*, proposal: Proposal, by: Any) -> TaskVersion:
     if revision is None:
         raise ProposalError("cannot publish a proposal without a submitted revision")
     task = revision_task_read(revision=revision)
-    version = task_version_import(task=task, origin=TaskVersion.Origin.CONTRIBUTED, by=locked.author)
+    report = revision.validation_report if isinstance(revision.validation_report, dict) else {}
+    version = task_version_import(
+        task=task,
+        origin=TaskVersion.Origin.CONTRIBUTED,
+        by=locked.author,
+        variants=report.get("variants") if isinstance(report.get("variants"), dict) else None,
+        variants_environment=str(report.get("variants_environment") or ""),
+    )
     snippets_mark_unchecked(task_version=version, accepted=accepted_unchecked(revision=revision))
     proposal_mark_published(proposal=locked, by=by, task_version=version)
     proposal.state, proposal.published_version = locked.state, version

@@ -47,6 +47,8 @@ from contributions.services import (
 )
 from contributions.services.proposals import MAX_REASON, MAX_TEXT
 from contributions.views.contribute import resume_url
+from researchcodebench.validation import variants_summary
+from researchcodebench.variants import SnippetVariants
 
 State = Proposal.State
 VStatus = ProposalRevision.ValidationStatus
@@ -257,6 +259,16 @@ def _progress_row(entry: dict[str, Any]) -> dict[str, Any]:
         parts.append(f"{passed} of {len(runs)} reference runs passed")
     if isinstance(data.get("timeout_s"), int | float):
         parts.append(f"timeout {data['timeout_s']:.1f} s")
+    found = data.get("variants")
+    if isinstance(found, dict) and found.get("snippet"):
+        count = found.get("count")
+        if isinstance(count, int) and count > 0:
+            what = f"{count} impossible variant{'s' if count != 1 else ''}"
+        elif isinstance(count, int):
+            what = "NO impossible variant"
+        else:
+            what = "variants not derived"
+        parts.append(f"snippet {str(found['snippet'])[:200]!r}: {what}")
     snippet = data.get("snippet")
     if isinstance(snippet, dict) and snippet.get("name"):
         checked = {True: "checked by the test", False: "NOT checked by the test"}.get(
@@ -341,8 +353,8 @@ def _status_context(request: HttpRequest, proposal: Proposal) -> dict[str, Any]:
 
 
 def _shown_code(shown: ProposalRevision, *, comments: list[Comment]) -> RevisionCode:
-    """The shown revision's code with its own report's findings and snippet answers (the mutation check's
-    and the mutation score) and the comments anchored to its lines."""
+    """The shown revision's code with its own report's findings and snippet answers (the mutation check's,
+    the mutation score and the impossible variants) and the comments anchored to its lines."""
     anchored = [c for c in comments if c.file and c.revision_id == shown.pk]
     report = dict(shown.validation_report or {})
     findings = [dict(f) for f in report.get("findings") or [] if isinstance(f, dict)]
@@ -355,8 +367,26 @@ def _shown_code(shown: ProposalRevision, *, comments: list[Comment]) -> Revision
         and all(isinstance(s["mutation_score"].get(k), int) for k in ("killed", "total"))
     }
     return revision_code(
-        revision=shown, findings=findings, comments=anchored, checked=checked, mutation=mutation
+        revision=shown,
+        findings=findings,
+        comments=anchored,
+        checked=checked,
+        mutation=mutation,
+        variants=_report_variants(report),
     )
+
+
+def _report_variants(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Snippet name -> the summary of its impossible variants (count, each one's description, why there is
+    none), from a validation report's ``variants``; a set that does not read is left out."""
+    out: dict[str, dict[str, Any]] = {}
+    stored = report.get("variants")
+    for name, data in (stored if isinstance(stored, dict) else {}).items():
+        try:
+            out[str(name)] = variants_summary(SnippetVariants.from_dict(data))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+    return out
 
 
 def _revisions_with_diffs(revisions: list[ProposalRevision]) -> list[tuple[ProposalRevision, Any]]:

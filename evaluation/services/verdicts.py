@@ -158,7 +158,7 @@ def completion_verdict(*, item: Completion, runner: Callable[[], AbstractContext
     the test up (metadata-only task, corrupt blob, sandbox or environment unavailable, the runner itself)
     becomes an ``infra_error`` verdict with its reason."""
     from contributions.task_folders import task_version_task
-    from evaluation.workspace import runner_assign_environment
+    from evaluation.workspace import runner_assign_environment, runner_seed_variants
 
     try:
         task = task_version_task(task_version=item.snippet.task_version)
@@ -168,6 +168,8 @@ def completion_verdict(*, item: Completion, runner: Callable[[], AbstractContext
             # The version's own environment (docs/environments.md); one that cannot be built gives an
             # infrastructure verdict naming the package, which no model is charged for.
             runner_assign_environment(runner=opened, task=task, task_version=item.snippet.task_version)
+            # The variants a pass is confirmed against: the version's own when it stores them.
+            runner_seed_variants(runner=opened, task=task, task_version=item.snippet.task_version)
             return opened.evaluate(task, snippet, code, template=item.run.template)
     except Exception as exc:  # any set-up failure becomes a recorded infrastructure verdict
         log.exception("could not test completion %s", item.pk)

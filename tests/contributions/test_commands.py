@@ -139,3 +139,34 @@ def test_import_pset_from_git_refuses_unsafe_sources_and_bad_arguments(
     with pytest.raises(CommandError, match=r"only https:// URLs are accepted"):
         call_command("import_pset", "--git", url, "--commit", sha, "--release", "v1")
     assert not Release.objects.exists()
+
+
+@pytest.mark.django_db
+def test_import_with_variants_stores_them_with_each_version_and_says_per_task_how_many(
+    small_pset, tmp_path, capsys, settings
+):
+    """Issue 32: ``--variants`` derives each imported version's impossible variants (or reads them from the
+    workers' store) and stores them with it; a snippet no test runs ('square root') has none, and says why."""
+    settings.RCB_BENCHMARK_REPO = tmp_path / "bench"
+    call_command("import_pset", str(small_pset()), "--release", "v1", "--variants")
+    out = capsys.readouterr().out
+    release = Release.objects.get(name="v1")
+    for entry in release.entries.select_related("task_version__task"):
+        version = entry.task_version
+        key = version.task.key
+        assert re.search(
+            rf"task {key}: impossible variants for 2 of 3 snippet\(s\), (derived|read from the store) in "
+            r"[\d.]+ s; none for 'square root' \(no test that the reference passes runs",
+            out,
+        ), out
+        assert version.variants_environment
+        assert set(version.variants) == {"scale input", "shift", "square root"}
+        assert [bool(version.variants[n]["variants"]) for n in ("scale input", "shift", "square root")] == [
+            True,
+            True,
+            False,
+        ]
+    assert "impossible variants: 4 of 6 snippet(s) of 2 task(s) have some" in out
+    # Imported again, the versions keep what they store.
+    call_command("import_pset", str(small_pset("again")), "--release", "v2", "--variants")
+    assert "stored with the version in 0.0 s" in capsys.readouterr().out

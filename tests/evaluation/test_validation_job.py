@@ -129,6 +129,10 @@ def test_a_worker_validates_submitted_revisions_end_to_end(start_worker):
     assert revision.validation_report["ok"] is True
     stages = [entry["stage"] for entry in revision.validation_progress]
     assert stages[0] == "annotations" and "reference" in stages and "mutation" in stages
+    # Every snippet of the example has impossible variants, derived in the worker's environment.
+    found = revision.validation_report["variants"]
+    assert found and all(item["variants"] for item in found.values()), found
+    assert revision.validation_report["variants_environment"]
     assert all("report" not in entry["data"] for entry in revision.validation_progress)
     print(f"rmsnorm validated by a worker in {elapsed:.1f} s")
 
@@ -140,6 +144,8 @@ def test_a_worker_validates_submitted_revisions_end_to_end(start_worker):
     }
     assert unchecked.state == State.READY_FOR_REVIEW, unchecked.events.last().reason
     assert flagged and all(name in unchecked.events.last().reason for name in flagged)
+    no_variants = {f["snippet"] for f in report["findings"] if f["check"] == "variants"}
+    assert no_variants == {"shift values"}
 
 
 def test_a_test_that_sleeps_is_stopped_at_the_validation_limit_and_the_page_says_so(

@@ -149,3 +149,24 @@ def test_human_output_lists_each_verdict_and_the_scores(pset, capsys):
     assert "0/1 passed" in out
     assert "Scaled Pass@1 0.00, Pass@1 0.00" in out and "  toy: Scaled Pass@1 0.00" in out
     assert "error categories: name 1" in out
+
+
+def test_passes_are_confirmed_against_variants_derived_once_then_read_from_the_cache(pset, tmp_path, capsys):
+    """Issue 32: the first pass derives its task's impossible variants (kept under RCB_CACHE_DIR), a second
+    evaluation reads them; both say which, and the summary counts the confirmed passes."""
+    honest = {"task": "toy", "snippet": "scale values", "code": "result = [factor * v for v in values]"}
+    path = tmp_path / "preds.jsonl"
+    path.write_text(json.dumps(honest) + "\n")
+    status, out, err = _run(capsys, str(pset), "--predictions", str(path), "--no-cache", "--json")
+    data = json.loads(out)
+    assert status == 0
+    (verdict,) = data["verdicts"]
+    assert (verdict["outcome"], verdict["confirmation"]) == ("passed", "confirmed") and verdict["variant"]
+    assert data["scores"]["confirmations"] == {"confirmed": 1, "unconfirmed": 0, "forged": 0}
+    assert data["scores"]["variants"] == {"toy": {"derived": ["scale values"], "cached": []}}
+    assert "impossible variants of toy: derived now for 1 snippet(s)" in err
+    assert (tmp_path / "cache" / "variants").is_dir()
+    status, out, err = _run(capsys, str(pset), "--predictions", str(path), "--no-cache")
+    assert status == 0
+    assert "impossible variants of toy: read from the cache for 1 snippet(s)" in err
+    assert "passes: 1 confirmed against an impossible variant of the test, 0 unconfirmed" in out

@@ -1,8 +1,9 @@
 """Evaluation at the compute floor: where passes are not confirmed (the validation battery), a failing run
 stops at its first failing test; a runner that confirms passes runs every test of every run, since a pass and
 its confirmation against an impossible variant must not be told apart (a run that went on after a failure
-would know it is the confirmation); a passing run still runs every test (and its count is still checked), and
-a batch starts its longest expected runs first."""
+would know it is the confirmation), and every run that derives variants does too, whatever the runner; a
+passing run still runs every test (and its count is still checked), and a batch starts its longest expected
+runs first."""
 
 from __future__ import annotations
 
@@ -95,6 +96,27 @@ def test_a_runner_that_confirms_passes_runs_every_test_of_a_failing_run(sandbox,
         "ScaleTest.test_a_scales_each_value": "failed",
         "ScaleTest.test_b_zero_factor_after_a_pause": "failed",
         "ScaleTest.test_c_empty_list_after_a_pause": "passed",
+    }
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_a_runner_that_does_not_confirm_derives_variants_from_runs_of_every_test(sandbox, tmp_path, warm):
+    # Derivation runs the reference on changed files and needs how every test ends: the runs of a fail-fast
+    # runner would have stopped at test_a, leaving test_b's perturbation unseen.
+    quick = slow_task(tmp_path, sleep=0)
+    with Runner(
+        sandbox=sandbox,
+        environment=eval_python(),
+        warm=warm,
+        calibrate=False,
+        workers=1,
+        confirm=False,
+        variant_store=None,
+    ) as runner:
+        found = runner.snippet_variants(quick, quick.snippets[0])
+    assert found.variants, found.note
+    assert {v.fails for v in found.variants} == {
+        ("ScaleTest.test_a_scales_each_value", "ScaleTest.test_b_zero_factor_after_a_pause")
     }
 
 

@@ -23,6 +23,7 @@ from researchcodebench.validation import (
     mutation_fills,
     validate_task,
 )
+from researchcodebench.variants import SnippetVariants
 
 from .runner_fixtures import checked_local_sandbox, eval_python
 
@@ -64,6 +65,12 @@ def test_every_example_task_validates_green_with_every_snippet_checked(runner, t
     )
     tried = {row["kind"] for s in report.snippets for row in s["fills"] if "skipped" not in row}
     assert tried == set(FILL_KINDS)
+    # Every snippet has impossible variants, each of which the reference fails in a test that runs its code.
+    assert report.variants_environment == report.environment
+    for snippet in task.snippets:
+        found = SnippetVariants.from_dict(report.variants[snippet.name])
+        assert len(found.variants) >= 2, (snippet.name, found.note)
+        assert all(set(v.fails) <= set(found.tests) and v.describe() for v in found.variants)
 
 
 # ---------------------------------------------------------------------------- broken tasks
@@ -82,6 +89,40 @@ def test_flags_the_snippet_the_test_ignores_with_its_name_and_the_fill_that_pass
     assert by_name["scale values"]["checked"] is True
     assert by_name["shift values"]["checked"] is False
     assert all(row["passed"] for row in by_name["shift values"]["fills"])
+
+
+def test_variants_are_derived_per_snippet_and_a_snippet_no_test_runs_has_none_with_an_error(
+    tmp_path, fixtures
+):
+    """The variants check (issue 32): the snippet the test calls gets variants its test fails; the one it
+    never calls gets none, an error at its line saying why, which a maintainer may accept like an unchecked
+    snippet. The stages stream each snippet's variants, before the mutation check."""
+    stages: list[tuple[str, dict]] = []
+    sandbox = checked_local_sandbox(tmp_path / "scratch")
+    # A runner of its own with no store: the variants are derived here, whatever the suite derived before.
+    with Runner(sandbox=sandbox, environment=eval_python(), workers=2, variant_store=None) as fresh:
+        task = fixtures.task("unchecked-snippet")
+        report = validate_task(task, runner=fresh, progress=lambda stage, data: stages.append((stage, data)))
+        sources = dict(fresh.variant_sources)
+    (finding,) = errors_of(report, "variants")
+    assert (finding.snippet, finding.file, finding.line) == ("shift values", "toy.py", 12)
+    assert "is not checked by the test" in finding.message
+    assert "no test that the reference passes runs this snippet's code" in finding.message
+    checked = SnippetVariants.from_dict(report.variants["scale values"])
+    assert checked.variants and checked.tests == ("ToyTest.test_scale",)
+    assert all(v.fails == ("ToyTest.test_scale",) for v in checked.variants)
+    assert SnippetVariants.from_dict(report.variants["shift values"]).variants == ()
+    assert report.variants_environment == report.environment
+    assert sources == {(task.root, "scale values"): "derived", (task.root, "shift values"): "derived"}
+    shown = [data["variants"] for stage, data in stages if stage == "variants"]
+    assert [(v["snippet"], v["count"] > 0) for v in shown] == [
+        ("scale values", True),
+        ("shift values", False),
+    ]
+    assert shown[0]["described"] and shown[0]["source"] == "derived"
+    names = [stage for stage, _ in stages]
+    assert max(i for i, n in enumerate(names) if n == "variants") < names.index("mutation")
+    assert ValidationReport.from_dict(json.loads(json.dumps(report.to_dict()))).variants == report.variants
 
 
 def test_a_test_that_only_recognises_the_fixed_fills_is_flagged_by_the_mutants(runner, fixtures):
@@ -183,6 +224,7 @@ def test_a_failing_reference_is_reported_with_its_output_and_no_mutation_verdict
     assert report.timeout_s is None
     assert all(s["checked"] is None for s in report.snippets)
     assert not errors_of(report, "mutation")
+    assert report.variants == {} and not errors_of(report, "variants")
 
 
 def test_a_flaky_reference_is_reported_as_flaky_with_a_failing_output(runner, fixtures):
@@ -217,8 +259,10 @@ def test_declaring_the_oracles_makes_that_task_green(runner, tmp_path, fixtures)
     shutil.copytree(FIXTURES, folder)
     (folder / "undeclared-oracle" / "task.yaml").write_text("oracle_files: [reference.py, expected.json]\n")
     report = validate_task(read_pset(folder).task("undeclared-oracle"), runner=runner)
-    assert report.ok, [f.to_dict() for f in report.findings]
     assert not [f for f in report.findings if f.check == "oracle"]
+    # Green but for the variants: test_shift compares with a value read from expected.json, which no
+    # variant perturbs (variants.py perturbs expected values written in the test and mutates oracle modules).
+    assert [(f.check, f.snippet) for f in report.findings if f.is_error] == [("variants", "shift values")]
 
 
 def test_a_declared_oracle_that_does_not_exist_is_reported_on_the_manifest(runner, tmp_path):
@@ -274,8 +318,23 @@ def test_progress_reports_each_stage_and_each_snippet_in_order(runner, fixtures)
         fixtures.task("checked"), runner=runner, progress=lambda s, d: events.append((s, d))
     )
     stages = [stage for stage, _ in events]
-    assert stages == ["annotations", "environment", "oracle", "reference", "mutation", "mutation", "done"]
+    assert stages == [
+        "annotations",
+        "environment",
+        "oracle",
+        "reference",
+        "variants",
+        "variants",
+        "mutation",
+        "mutation",
+        "done",
+    ]
     assert {d["snippet"]["name"] for s, d in events if s == "mutation"} == {"scale values", "shift values"}
+    assert [d["variants"]["snippet"] for s, d in events if s == "variants"] == [
+        "scale values",
+        "shift values",
+    ]
+    assert all(d["variants"]["count"] >= 1 for s, d in events if s == "variants")
     assert len(events[3][1]["runs"]) == 5
     assert events[-1][1]["report"] == report.to_dict()
     json.dumps(events)

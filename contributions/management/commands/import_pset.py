@@ -3,6 +3,10 @@
 ``manage.py import_pset --git URL --commit SHA --release NAME`` imports the pset at that commit of a git
 repository instead, through the same safe intake as the contribution form (``contributions.intake``): only that
 commit is fetched, into a quarantine folder that is removed afterwards, within the ``RCB_INTAKE_*`` limits.
+
+``--variants`` derives the impossible variants of every imported version in its environment (after
+``--infer-requirements`` locked it) and stores them with it; the evaluation app does the deriving
+(``contributions.signals.variants_wanted``), with its runner.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contributions import intake, selectors, services
 from contributions.models import Release
-from contributions.signals import bulk_write_finished
+from contributions.signals import bulk_write_finished, variants_wanted
 
 
 class Command(BaseCommand):
@@ -62,6 +66,13 @@ class Command(BaseCommand):
             "listed here for confirmation) and store the lock with its task version (docs/environments.md)",
         )
         parser.add_argument(
+            "--variants",
+            action="store_true",
+            help="derive the impossible variants of every task version imported (in its environment) and store "
+            "them with it, printing per task how many snippets got variants and how long it took; without it, "
+            "workers derive them on first use (docs/integrity.md)",
+        )
+        parser.add_argument(
             "--allow-errors",
             action="store_true",
             help="import even when validation finds errors (duplicate snippet names are still refused)",
@@ -91,6 +102,8 @@ class Command(BaseCommand):
             raise CommandError(f"{where}: cannot read: {exc.strerror}") from exc
         if options["infer_requirements"]:
             self._lock_environments(release)
+        if options["variants"]:
+            self._derive_variants(release)
         row = selectors.release_list().get(pk=release.pk)
         release.refresh_from_db()
         self.stdout.write(
@@ -122,6 +135,17 @@ class Command(BaseCommand):
                 self.stderr.write(f"warning: task {version.task.key}: {needs}: {outcome.error}")
             else:
                 self.stdout.write(f"task {version.task.key}: {needs}; environment {outcome.lock_hash[:12]}")
+
+    def _derive_variants(self, release: Release) -> None:
+        """Derive and store each version's impossible variants (by the evaluation app, which reports a line
+        per task as it goes)."""
+        ids = list(release.entries.order_by("position").values_list("task_version_id", flat=True))
+        answers = variants_wanted.send(sender=self.__class__, task_version_ids=ids, report=self.stdout.write)
+        if not answers:
+            self.stderr.write("warning: no installed app derives variants: none were stored")
+        for _receiver, summary in answers:
+            if summary:
+                self.stdout.write(str(summary))
 
     def _import_folder(self, *, path: str | Path, options: dict[str, Any]) -> Release:
         return services.release_create_from_pset(
