@@ -768,7 +768,7 @@ class Runner:
         audit_hook: bool = True,
         warm_memory_budget_mb: int | None = None,
         confirm: bool = True,
-        variant_store: variants.VariantStore | None | str = "environment",
+        variant_store: variants.VariantStore | None | str = "default",
     ) -> None:
         sandbox.check()
         # ``static_screen=False`` and ``audit_hook=False`` exist for the tests that prove the confirmation
@@ -780,10 +780,8 @@ class Runner:
         self.static_screen = static_screen
         self.audit_hook = audit_hook
         self.confirm = confirm
-        #: Where derived variants are kept ("environment": ``RCB_VARIANTS_DIR``'s store when it is set).
-        self.variant_store = (
-            variants.VariantStore.from_environment() if variant_store == "environment" else variant_store
-        )
+        #: Where derived variants are kept ("default": the process's default store, ``variants.default_store``).
+        self.variant_store = variants.default_store() if variant_store == "default" else variant_store
         self.timeout_floor_s = timeout_floor_s
         self.sandbox = sandbox
         self.environment = (

@@ -806,12 +806,6 @@ class VariantStore:
     def __init__(self, root: str) -> None:
         self.root = os.path.join(root, "variants", STORE_FORMAT)
 
-    @classmethod
-    def from_environment(cls) -> VariantStore | None:
-        """The store under ``RCB_VARIANTS_DIR`` when that is set (the test suite shares one per process)."""
-        root = os.environ.get("RCB_VARIANTS_DIR")
-        return cls(root) if root else None
-
     def _folder(self, task_hash: str, environment: str) -> str:
         safe = hashlib.sha256(environment.encode()).hexdigest()[:16]
         return os.path.join(self.root, task_hash, safe)
@@ -854,6 +848,19 @@ class VariantStore:
         self._write(
             os.path.join(self._folder(task_hash, environment), self._name(found.snippet)), found.to_dict()
         )
+
+
+_DEFAULT: list[VariantStore | None] = [None]
+
+
+def default_store() -> VariantStore | None:
+    """The store a ``Runner`` uses when it is given none (None unless ``use_default_store`` set one)."""
+    return _DEFAULT[0]
+
+
+def use_default_store(store: VariantStore | None) -> None:
+    """Make ``store`` the process's default: a test suite shares one across its runners."""
+    _DEFAULT[0] = store
 
 
 __all__ = [

@@ -18,7 +18,8 @@ os.environ.setdefault("RCB_VAR_DIR", str(Path(__file__).resolve().parent.parent 
 # The suite's workers consume every queue on machines without a GPU (tests of the GPU gate turn this off).
 os.environ.setdefault("RCB_GPU_QUEUE_WITHOUT_GPU", "1")
 # Impossible variants are derived once per task and environment and shared by every test of the session, both
-# processes included (writes are atomic; the store is keyed by the tasks' content hashes).
+# processes included (writes are atomic; the store is keyed by the tasks' content hashes): the core's runners
+# take it as their default store, the portal's workers through the setting.
 os.environ.setdefault("RCB_VARIANTS_DIR", str(Path(os.environ["RCB_VAR_DIR"]) / "shared"))
 # A status page reused across tests would show an earlier test's workers and queues: tests/config/test_status.py
 # turns the cache on where it is what is tested.
@@ -53,3 +54,12 @@ if _XDIST_WORKER:
         os.environ["CELERY_BROKER_URL"] = _own_vhost(
             os.environ["CELERY_BROKER_URL"], f"rcb_test_{_XDIST_WORKER}"
         )
+
+
+def _share_variants() -> None:
+    from researchcodebench import variants
+
+    variants.use_default_store(variants.VariantStore(os.environ["RCB_VARIANTS_DIR"]))
+
+
+_share_variants()
