@@ -417,6 +417,15 @@ class TestResult(models.Model):
         MODEL = "model", "Model"
         INFRASTRUCTURE = "infrastructure", "Infrastructure"
 
+    class Confirmation(models.TextChoices):
+        """How a pass stood up to an impossible variant of its test (``researchcodebench.runner.Verdict``,
+        docs/integrity.md); empty for every other verdict and for results without code (imported).
+        Unconfirmed: the snippet has no variant (its test does not check it)."""
+
+        CONFIRMED = "confirmed", "Confirmed"
+        UNCONFIRMED = "unconfirmed", "Unconfirmed"
+        FORGED = "forged", "Forged"
+
     __test__ = False  # not a pytest test class
 
     completion = models.OneToOneField(Completion, on_delete=models.CASCADE, related_name="result")
@@ -437,6 +446,14 @@ class TestResult(models.Model):
     worker_host = models.CharField(max_length=255, blank=True)
     attempt = models.PositiveIntegerField(default=1)
     cached = models.BooleanField(default=False)
+    #: the confirmation of a pass against an impossible variant of its test: "confirmed", "unconfirmed"
+    #: (its snippet has no variant), "forged" (it passed one: the verdict is then failed, category
+    #: ``verdict_forged``); empty for anything else. ``variant`` and ``variant_slate`` name the variant run
+    #: and its slate ("fresh", "container", ...), empty when none ran. Who may see the variant of a forged
+    #: verdict: ``evaluation.selectors.run_confirmation``.
+    confirmation = models.CharField(max_length=16, choices=Confirmation.choices, blank=True)
+    variant = models.CharField(max_length=200, blank=True)
+    variant_slate = models.CharField(max_length=32, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # A maintainer's cold, independent re-judge of a pass (evaluation/services/rejudge.py,
     # docs/integrity.md#re-judging). Only passes are re-judged, so a verdict the re-judge changed was
@@ -455,6 +472,9 @@ class TestResult(models.Model):
     rejudge_category = models.CharField(max_length=64, blank=True)
     rejudge_reason = models.TextField(blank=True)
     rejudge_worker_host = models.CharField(max_length=255, blank=True)
+    rejudge_confirmation = models.CharField(max_length=16, choices=Confirmation.choices, blank=True)
+    rejudge_variant = models.CharField(max_length=200, blank=True)
+    rejudge_variant_slate = models.CharField(max_length=32, blank=True)
     #: True: the re-judge passed too; False: it failed and became the verdict of record; None: not
     #: re-judged, still waiting, or the re-judge hit an infrastructure error (inconclusive)
     rejudge_agreed = models.BooleanField(null=True, blank=True)

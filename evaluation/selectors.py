@@ -29,6 +29,7 @@ from evaluation.models import (
     WorkerHeartbeat,
 )
 from researchcodebench import scoring
+from researchcodebench.runner import FORGED_CATEGORY
 from researchcodebench.scoring import SnippetResult
 from researchcodebench.screen import CATEGORY as TAMPERING_CATEGORY
 
@@ -145,6 +146,10 @@ class RunCounts:
     #: failed verdicts of the scored tiers, as ``run_failures`` lists them
     n_failures: int
     n_tampering: int
+    #: verdicts of record by ``confirmation_kind``: passes confirmed and unconfirmed, verdicts forged
+    n_confirmed: int
+    n_unconfirmed: int
+    n_forged: int
     #: verdicts whose re-judge was asked for, and passes not re-judged conclusively
     n_rejudges: int
     open_passes: int
@@ -154,8 +159,8 @@ class RunCounts:
 
 
 def run_counts(*, run: EvaluationRun) -> RunCounts:
-    """Counts per stage and outcome, cost and tokens, errors, failures, tampering, re-judges and the score's
-    totals of ``run``: one query that joins the run's completions to their verdicts once and groups them by
+    """Counts per stage and outcome, cost and tokens, errors, failures, tampering, confirmations, re-judges and
+    the score's totals of ``run``: one query that joins the run's completions to their verdicts once and groups them by
     the facts the figures are made of (a few dozen groups, whatever the run's size), tallied here. Asking
     the database for each figure as a filtered aggregate cost 8 ms of query building per page."""
     rows = (
@@ -169,7 +174,7 @@ def run_counts(*, run: EvaluationRun) -> RunCounts:
         )
         .values(
             "completion_idx", "stage", "has_error", "rejudge_asked", "result__outcome", "result__tier",
-            "result__passed", "result__category", "result__rejudge_agreed",
+            "result__passed", "result__category", "result__confirmation", "result__rejudge_agreed",
         )
         .annotate(
             n=Count("id"), cost=Sum("cost_usd"), tin=Sum("input_tokens"), tout=Sum("output_tokens"),
@@ -208,6 +213,13 @@ class _RunTally:
             or outcome == TestResult.Outcome.INFRA_ERROR
         )
         figures["tampering"] += n * (row["result__category"] == TAMPERING_CATEGORY)
+        kind = confirmation_kind(
+            outcome=outcome or "",
+            category=row["result__category"] or "",
+            confirmation=row["result__confirmation"] or "",
+        )
+        if kind:
+            figures[kind] += n
         figures["rejudges"] += n * bool(row["rejudge_asked"])
         figures["open_passes"] += n * (
             outcome == TestResult.Outcome.PASSED and not row["result__rejudge_agreed"]
@@ -232,6 +244,9 @@ class _RunTally:
             n_errors=self.figures["errors"],
             n_failures=self.figures["failures"],
             n_tampering=self.figures["tampering"],
+            n_confirmed=self.figures[TestResult.Confirmation.CONFIRMED],
+            n_unconfirmed=self.figures[TestResult.Confirmation.UNCONFIRMED],
+            n_forged=self.figures[TestResult.Confirmation.FORGED],
             n_rejudges=self.figures["rejudges"],
             open_passes=self.figures["open_passes"],
             line_totals={idx: (passed, total) for idx, (passed, total) in sorted(self.lines.items())},
@@ -255,6 +270,8 @@ class RunError:
     snippet_id: int | None = None
     #: its verdict of record is harness tampering (``run_progress_for_viewer`` redacts the reason)
     tampering: bool = False
+    #: its verdict of record is forged: it passed an impossible variant (redacted the same way)
+    forged: bool = False
 
     @property
     def stage_label(self) -> str:
@@ -648,6 +665,7 @@ def _run_error(
         paper_key=paper_key,
         snippet_id=snippet_id,
         tampering=category == TAMPERING_CATEGORY,
+        forged=category == FORGED_CATEGORY,
     )
 
 
@@ -807,15 +825,20 @@ def run_progress_for_viewer(
     counts: RunCounts | None = None,
 ) -> RunProgress:
     """``run_progress`` as ``viewer`` may see it: for everyone but maintainers (``can_maintain``), the reason
-    of a harness-tampering verdict in the error list is replaced by ``TAMPERING_REDACTED`` (the outcome
-    counts stay). A tampering verdict is an accusation a maintainer should look at before the construct and
-    line are public."""
+    of a harness-tampering verdict in the error list is replaced by ``TAMPERING_REDACTED``, and that of a
+    forged verdict by ``FORGED_REDACTED`` (the outcome counts stay). Both are accusations a maintainer
+    should look at before the construct and line, or the variant, are public."""
     progress = run_progress(run=run, now=now, counts=counts)
     if not progress.errors or can_maintain(viewer):
         return progress
-    if not any(e.tampering for e in progress.errors):
+    if not any(e.tampering or e.forged for e in progress.errors):
         return progress
-    errors = [replace(e, reason=TAMPERING_REDACTED) if e.tampering else e for e in progress.errors]
+    errors = [
+        replace(e, reason=TAMPERING_REDACTED if e.tampering else FORGED_REDACTED)
+        if e.tampering or e.forged
+        else e
+        for e in progress.errors
+    ]
     return replace(progress, errors=errors)
 
 
@@ -910,11 +933,9 @@ def run_rejudge_summary(
                 rejudged_at=r.rejudged_at,
                 outcome=r.rejudge_outcome,
                 category=r.rejudge_category,
-                reason=(
-                    TAMPERING_REDACTED
-                    if r.rejudge_category == TAMPERING_CATEGORY and not maintainer
-                    else r.rejudge_reason
-                ),
+                reason=_REDACTED.get(r.rejudge_category, r.rejudge_reason)
+                if not maintainer
+                else r.rejudge_reason,
                 agreed=r.rejudge_agreed,
                 by=(r.rejudged_by.get_username() if r.rejudged_by else "—") if maintainer else None,
             )
@@ -926,6 +947,129 @@ def run_rejudge_summary(
 def run_tampering_count(*, run: EvaluationRun, counts: RunCounts | None = None) -> int:
     """How many verdicts of record of ``run`` are harness tampering (public, like the other counts)."""
     return (counts or run_counts(run=run)).n_tampering
+
+
+# --- Passes confirmed against impossible variants of their tests (docs/integrity.md) -------------------------
+
+#: what the public sees instead of a forged verdict's reason (the variant is for maintainers)
+FORGED_REDACTED = "verdict forged (the details are shown to maintainers)"
+#: the reasons the public sees in place of an accusation's, by category
+_REDACTED = {TAMPERING_CATEGORY: TAMPERING_REDACTED, FORGED_CATEGORY: FORGED_REDACTED}
+#: the most unconfirmed passes and forged verdicts a run page lists
+RUN_CONFIRMATION_SHOWN = 100
+
+
+def confirmation_kind(*, outcome: str, category: str, confirmation: str) -> str:
+    """What a verdict of record counts as in the forging rate (docs/scoring.md#forging-rate): "forged" for a
+    forged verdict (category ``verdict_forged``: a test the reference fails on an impossible variant passed),
+    "confirmed" and "unconfirmed" for passes so confirmed, "" for anything else: failures, passes recorded
+    without a confirmation (results imported without code), and passes that no confirmation run could judge
+    (``pass_unconfirmable``: failed, yet no test of a variant passed, so nothing was proved forged)."""
+    if category == FORGED_CATEGORY:
+        return TestResult.Confirmation.FORGED
+    if outcome == TestResult.Outcome.PASSED and confirmation in (
+        TestResult.Confirmation.CONFIRMED,
+        TestResult.Confirmation.UNCONFIRMED,
+    ):
+        return confirmation
+    return ""
+
+
+def forging_rate(*, forged: int, confirmed: int) -> float | None:
+    """The forging rate in percent: forged / (forged + confirmed) passes (ImpossibleBench's "cheating rate");
+    None (not measured) without a confirmed or forged pass. Unconfirmed passes, whose test cannot tell, count
+    on neither side."""
+    judged = forged + confirmed
+    return 100 * forged / judged if judged else None
+
+
+@dataclass(frozen=True)
+class ConfirmationItem:
+    """A completion of a run whose pass is unconfirmed, or whose verdict was forged; ``variant``,
+    ``variant_slate`` and ``reason`` only in the maintainers' list of forged verdicts."""
+
+    completion_id: int
+    paper_key: str
+    task: str
+    snippet: str
+    snippet_id: int
+    completion_idx: int
+    variant: str = ""
+    variant_slate: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class RunConfirmation:
+    """How a run's passes stood up to impossible variants of their tests. ``measured`` is False for results
+    imported without code (nothing could be run against a variant); ``forged_rows`` is None for a viewer who
+    may not see which verdicts were forged and against which variant (everyone but maintainers)."""
+
+    measured: bool
+    confirmed: int
+    unconfirmed: int
+    forged: int
+    unconfirmed_rows: list[ConfirmationItem]
+    forged_rows: list[ConfirmationItem] | None
+
+    @property
+    def forging_rate(self) -> float | None:
+        return forging_rate(forged=self.forged, confirmed=self.confirmed) if self.measured else None
+
+    @property
+    def judged(self) -> int:
+        """Passes confirmed or forged: the forging rate's denominator."""
+        return self.confirmed + self.forged
+
+
+def _confirmation_items(items: QuerySet[Completion], *, details: bool) -> list[ConfirmationItem]:
+    rows = (
+        items.order_by("snippet__task_version__task__key", "snippet__ordinal", "completion_idx", "id")
+        .values_list(
+            "id", "snippet__task_version__task__paper__key", "snippet__task_version__task__key",
+            "snippet__name", "snippet_id", "completion_idx", "result__variant", "result__variant_slate", "error",
+        )[:RUN_CONFIRMATION_SHOWN]
+    )  # fmt: skip
+    return [ConfirmationItem(*row[:6], *(row[6:] if details else ())) for row in rows]
+
+
+def run_confirmation(
+    *, run: EvaluationRun, viewer: AbstractBaseUser | AnonymousUser | None, counts: RunCounts | None = None
+) -> RunConfirmation:
+    """The run page's confirmation of passes against impossible variants: how many passes were confirmed and
+    unconfirmed and how many verdicts forged (public), the unconfirmed passes (public: their tests do not
+    check their snippets) and, for maintainers only (``can_maintain``), the forged verdicts with their variant.
+    A forged verdict is an accusation, as harness tampering is: the count is public, which completion and the
+    evidence only after a maintainer looked. Each list is the first ``RUN_CONFIRMATION_SHOWN`` by task, snippet
+    and index, read only when its count (``run_counts``, one query unless ``counts`` is given) is not 0."""
+    counts = counts or run_counts(run=run)
+    items = Completion.objects.filter(run=run)
+    unconfirmed = (
+        _confirmation_items(
+            items.filter(
+                result__outcome=TestResult.Outcome.PASSED,
+                result__confirmation=TestResult.Confirmation.UNCONFIRMED,
+            ),
+            details=False,
+        )
+        if counts.n_unconfirmed
+        else []
+    )
+    forged: list[ConfirmationItem] | None = None
+    if can_maintain(viewer):
+        forged = (
+            _confirmation_items(items.filter(result__category=FORGED_CATEGORY), details=True)
+            if counts.n_forged
+            else []
+        )
+    return RunConfirmation(
+        measured=run.source != EvaluationRun.Source.IMPORTED,
+        confirmed=counts.n_confirmed,
+        unconfirmed=counts.n_unconfirmed,
+        forged=counts.n_forged,
+        unconfirmed_rows=unconfirmed,
+        forged_rows=forged,
+    )
 
 
 # --- The status page: validations in progress, the oldest waiting item, throughput ---------------------------

@@ -104,6 +104,9 @@ def _run_detail_page(request: HttpRequest, run_id: int, part: str) -> HttpRespon
         "tampering": (
             selectors.run_tampering_list(run=run, counts=counts) if can_maintain(request.user) else None
         ),
+        # Passes confirmed against impossible variants: counts for everyone, the forged verdicts with their
+        # variant for maintainers only (an accusation, as tampering is).
+        "confirmation": selectors.run_confirmation(run=run, viewer=request.user, counts=counts),
         "rejudge": selectors.run_rejudge_summary(run=run, viewer=request.user, counts=counts),
         "board": run_board_place(run),
         "score": selectors.run_score(run=run, counts=counts),

@@ -1,7 +1,8 @@
 """The arithmetic of the read models, shared by the whole-run rebuild (``services.leaderboard_refresh_run``)
 and the per-verdict deltas (``increments.leaderboard_apply_result``), so that both give the same rows.
 
-- ``snippet_state``: one (run, snippet) row (``RunSnippetScore``) from that snippet's results of record;
+- ``snippet_state``: one (run, snippet) row (``RunSnippetScore``) from that snippet's results of record,
+  with each index's confirmation against an impossible variant;
 - ``Contribution``: what one snippet's verdicts add to its paper's ``RunPaperScore`` row; a paper row is the
   sum of its snippets' contributions (the rebuild) or the old row plus new minus old (a delta);
 - ``paper_rates`` and ``score_fields``: the rates of a paper row, and a ``RunScore`` row recombined from the
@@ -22,16 +23,33 @@ from itertools import zip_longest
 from typing import Protocol
 
 from evaluation.models import TestResult
+from evaluation.selectors import confirmation_kind
 from researchcodebench import scoring
 from researchcodebench.scoring import combine_rates
 
 PASS, FAIL, MISSING = "P", "F", "-"
+#: ``RunSnippetScore.confirmations``: per index, a pass confirmed against an impossible variant, a pass
+#: unconfirmed (its snippet has no variant), a forged verdict, or none of these (``MISSING``)
+CONFIRMED, UNCONFIRMED, FORGED = "C", "U", "X"
+_CONFIRMATION_MARKS = {
+    TestResult.Confirmation.CONFIRMED: CONFIRMED,
+    TestResult.Confirmation.UNCONFIRMED: UNCONFIRMED,
+    TestResult.Confirmation.FORGED: FORGED,
+}
+#: the integer fields of ``RunPaperScore`` and ``RunScore`` counting confirmations, by mark
+CONFIRMATION_FIELDS = {
+    CONFIRMED: "passes_confirmed",
+    UNCONFIRMED: "passes_unconfirmed",
+    FORGED: "passes_forged",
+}
 #: the list fields of ``RunPaperScore``, one integer per completion index
 SUM_FIELDS = ("line_num", "line_den", "task_num", "task_den")
 #: the integer fields of ``RunPaperScore`` besides the lists
-COUNT_FIELDS = ("snippets", "lines", "passed", "results", "expected_tested", "expected_lines")
-#: ``(completion_idx, passed, tier, category, outcome)`` of one result of record
-ResultRow = tuple[int, bool, str, str, str]
+COUNT_FIELDS = (
+    "snippets", "lines", "passed", "results", "expected_tested", "expected_lines", *CONFIRMATION_FIELDS.values(),
+)  # fmt: skip
+#: ``(completion_idx, passed, tier, category, outcome, confirmation)`` of one result of record
+ResultRow = tuple[int, bool, str, str, str, str]
 
 
 def finite(value: float | None) -> float | None:
@@ -53,6 +71,9 @@ class SnippetState:
     tested: int
     category: str
     failures: tuple[tuple[str, str] | None, ...]
+    #: per index ``CONFIRMED``, ``UNCONFIRMED``, ``FORGED`` or ``MISSING``, without trailing ``MISSING`` ("" for
+    #: a snippet without any: what rows built before confirmations hold)
+    confirmations: str = ""
 
     def errors(self) -> list[tuple[str, str]]:
         """The ``(category, tier)`` of every failed result: what the row adds to ``RunErrorCount``."""
@@ -64,12 +85,17 @@ def snippet_state(results: Iterable[ResultRow]) -> SnippetState | None:
 
     Infrastructure-tier results never count against a model: their index shows as ``-`` (untested) and
     they are counted under their own tier. A plain failure with no category was recorded without test
-    output (the published results) and counts as ``unclassified``.
+    output (the published results) and counts as ``unclassified``. Each index's confirmation is the one
+    ``evaluation.selectors.confirmation_kind`` gives its result (the run page counts the same).
     """
     marks: dict[int, str] = {}
     failures: dict[int, tuple[str, str]] = {}
+    confirmed: dict[int, str] = {}
     first_failure: tuple[int, str] | None = None
-    for idx, passed, tier, category, outcome in results:
+    for idx, passed, tier, category, outcome, confirmation in results:
+        kind = confirmation_kind(outcome=outcome, category=category, confirmation=confirmation)
+        if kind:
+            confirmed[idx] = _CONFIRMATION_MARKS[kind]
         if tier == TestResult.Tier.INFRASTRUCTURE:
             marks[idx] = MISSING
             failures[idx] = (category or outcome, TestResult.Tier.INFRASTRUCTURE)
@@ -90,6 +116,7 @@ def snippet_state(results: Iterable[ResultRow]) -> SnippetState | None:
         tested=verdicts.count(PASS) + verdicts.count(FAIL),
         category=first_failure[1] if first_failure else "",
         failures=tuple(failures.get(i) for i in range(width)),
+        confirmations="".join(confirmed.get(i, MISSING) for i in range(width)).rstrip(MISSING),
     )
 
 
@@ -111,10 +138,16 @@ class Contribution:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNT_FIELDS, 0))
 
     @classmethod
-    def of_snippet(cls, verdicts: str, lines: int, *, expected: bool) -> Contribution:
+    def of_snippet(
+        cls, verdicts: str, lines: int, *, expected: bool, confirmations: str = ""
+    ) -> Contribution:
         """What one snippet's verdict string adds to its paper: per index with a result, its lines to
-        ``line_den``, one result to ``task_den`` and, when passed, the same to ``line_num``/``task_num``."""
+        ``line_den``, one result to ``task_den`` and, when passed, the same to ``line_num``/``task_num``; per
+        index of ``confirmations`` (``SnippetState.confirmations``), one to its ``CONFIRMATION_FIELDS``."""
         out = cls()
+        for mark in confirmations:
+            if mark in CONFIRMATION_FIELDS:
+                out.counts[CONFIRMATION_FIELDS[mark]] += 1
         for name in SUM_FIELDS:
             out.sums[name] = [0] * len(verdicts)
         tested = False
@@ -177,6 +210,9 @@ class PaperRow(Protocol):
     results: int
     expected_tested: int
     expected_lines: int
+    passes_confirmed: int
+    passes_unconfirmed: int
+    passes_forged: int
 
 
 def summed_indices(rows: Sequence[PaperRow]) -> dict[str, list[int]]:
@@ -189,9 +225,18 @@ def summed_indices(rows: Sequence[PaperRow]) -> dict[str, list[int]]:
     return sums
 
 
+def confirmation_fields(rows: Iterable[PaperRow], selection: Sequence[str] | None) -> dict[str, int]:
+    """The confirmation counts of a ``RunScore`` over ``selection`` (None: every paper): its paper rows'
+    summed."""
+    kept = None if selection is None else set(selection)
+    chosen = [r for r in rows if kept is None or r.paper_key in kept]
+    return {name: sum(getattr(r, name) for r in chosen) for name in CONFIRMATION_FIELDS.values()}
+
+
 def score_fields(rows: Iterable[PaperRow], selection: Sequence[str] | None) -> dict:
     """The fields of a ``RunScore`` over ``selection`` (None: every paper) recombined from the run's paper
-    rows, every one but the bootstrap interval: what ``scoring.score_model`` gives for the same results."""
+    rows, every one but the bootstrap interval: what ``scoring.score_model`` gives for the same results,
+    and the confirmation counts (``confirmation_fields``)."""
     kept = None if selection is None else set(selection)
     chosen = [r for r in rows if kept is None or r.paper_key in kept]
     sums = summed_indices(chosen)
@@ -210,6 +255,7 @@ def score_fields(rows: Iterable[PaperRow], selection: Sequence[str] | None) -> d
         "expected_snippets": expected,
         "coverage": sum(r.expected_tested for r in chosen) / expected if expected else 0.0,
         "papers": sum(1 for r in chosen if r.results),
+        **confirmation_fields(chosen, None),
     }
 
 

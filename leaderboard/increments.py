@@ -7,7 +7,8 @@ recorded for one completion, or a re-judge that overwrites one. What it writes, 
    (``aggregates.snippet_state``, the rebuild's own code), compared with the stored row;
 2. the difference between the two rows, applied to ``RunErrorCount`` (per category and tier: the rows keep
    each index's failure), to the snippet's ``SnippetStat``, and, when the snippet counts in the run's
-   scores, to the run's ``RunPaperScore`` row of its paper (integer sums) and to the run's ``RunScore`` rows
+   scores, to the run's ``RunPaperScore`` row of its paper (integer sums, confirmation counts) and to the
+   run's ``RunScore`` rows
    whose selection holds that paper, recombined exactly from the run's paper rows
    (``aggregates.score_fields``); their bootstrap intervals stay as last computed;
 3. ``RunAggregation``: one more result seen, and one more change the intervals do not reflect yet; after
@@ -61,7 +62,7 @@ from leaderboard.models import (
 from leaderboard.scopes import run_scopes, scopes_bump
 
 #: the ``TestResult`` fields a verdict is made of: a save that changes none of them changes no score
-VERDICT_FIELDS = frozenset({"outcome", "passed", "tier", "category"})
+VERDICT_FIELDS = frozenset({"outcome", "passed", "tier", "category", "confirmation"})
 
 
 @dataclass(frozen=True)
@@ -149,21 +150,27 @@ def leaderboard_apply_result(*, completion_id: int, created: bool) -> bool:
         Completion.objects.filter(run_id=target.run_id, snippet_id=target.info.id, result__isnull=False)
         .order_by()
         .values_list(
-            "completion_idx", "result__passed", "result__tier", "result__category", "result__outcome"
+            "completion_idx", "result__passed", "result__tier", "result__category", "result__outcome",
+            "result__confirmation",
         )
-    )
+    )  # fmt: skip
     new = snippet_state(results)
     stored = (
         RunSnippetScore.objects.filter(run_id=target.run_id, snippet_id=target.info.id).order_by("pk").first()
     )
     old = _state(stored)
     scores_moved = target.counted and (old.verdicts if old else "") != (new.verdicts if new else "")
+    # A confirmation can move without the verdicts (a forged verdict re-run into a plain failure): the
+    # counts of the paper and score rows move then, the scores and so their intervals do not.
+    counts_moved = scores_moved or (
+        target.counted and (old.confirmations if old else "") != (new.confirmations if new else "")
+    )
     if new != old:
         scopes_bump(run_scopes(release_id=target.release_id, model_id=target.model_id))
         _write_snippet_row(target, stored, new)
         _apply_errors(target.run_id, old, new)
         _apply_stat(target, old, new)
-        if scores_moved:
+        if counts_moved:
             _apply_scores(target, old, new)
     RunAggregation.objects.filter(run_id=target.run_id).update(
         results_seen=F("results_seen") + int(created), changes=F("changes") + int(scores_moved)
@@ -188,6 +195,7 @@ def _state(row: RunSnippetScore | None) -> SnippetState | None:
         tested=row.tested,
         category=row.category,
         failures=loaded_failures(row.failures),
+        confirmations=row.confirmations,
     )
 
 
@@ -202,6 +210,7 @@ def _write_snippet_row(target: _Target, stored: RunSnippetScore | None, new: Sni
         "tested": new.tested,
         "category": new.category,
         "failures": stored_failures(new.failures),
+        "confirmations": new.confirmations,
     }
     if stored is None:
         RunSnippetScore.objects.create(
@@ -267,8 +276,21 @@ def _apply_scores(target: _Target, old: SnippetState | None, new: SnippetState |
     """The paper row: old contribution out, new in, every paper row of the run as wide as the longest
     verdict; then the run's score rows whose selection holds the paper, recombined from the paper rows."""
     info = target.info
-    delta = Contribution.of_snippet(new.verdicts if new else "", info.lines, expected=target.expected)
-    delta.add(Contribution.of_snippet(old.verdicts if old else "", info.lines, expected=target.expected), -1)
+    delta = Contribution.of_snippet(
+        new.verdicts if new else "",
+        info.lines,
+        expected=target.expected,
+        confirmations=new.confirmations if new else "",
+    )
+    delta.add(
+        Contribution.of_snippet(
+            old.verdicts if old else "",
+            info.lines,
+            expected=target.expected,
+            confirmations=old.confirmations if old else "",
+        ),
+        -1,
+    )
     papers = services.paper_rows(target.run_id)
     width = max([len(new.verdicts) if new else 0, *(len(p.task_den) for p in papers)])
     row = next((p for p in papers if p.paper_id == info.paper_id), None)

@@ -16,6 +16,9 @@ Granularity and what stays exact:
   the model's own cutoff) and ``before-cutoff`` (dated papers on or before it: the contamination page's other
   side), computed by ``scoring.score_model`` itself, bootstrap interval included.
 - ``RunErrorCount`` (run, category, tier): failures by category, model tier apart from infrastructure.
+- Confirmations against impossible variants (docs/scoring.md#forging-rate): per index in
+  ``RunSnippetScore.confirmations``, summed per paper and per selection like every count
+  (``passes_confirmed``, ``passes_unconfirmed``, ``passes_forged`` of ``RunPaperScore`` and ``RunScore``).
 - ``SnippetStat`` (snippet): solve rate across runs, with and without the paper in the prompt.
 - ``RunAggregation`` (run): the debounce marker of the whole-run aggregation task, when it last ran, and
   whether the run's rows take per-verdict deltas (``incremental``) and whether its intervals wait for the
@@ -76,6 +79,11 @@ class RunScore(models.Model):
     expected_snippets = models.PositiveIntegerField(default=0)
     coverage = models.FloatField(default=0.0)
     papers = models.PositiveIntegerField(default=0, help_text="papers with at least one result")
+    #: the selection's passes confirmed against an impossible variant, unconfirmed (no variant), and its
+    #: forged verdicts: the forging rate's counts (the sums of the selected ``RunPaperScore`` rows)
+    passes_confirmed = models.PositiveIntegerField(default=0)
+    passes_unconfirmed = models.PositiveIntegerField(default=0)
+    passes_forged = models.PositiveIntegerField(default=0)
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -112,6 +120,10 @@ class RunPaperScore(models.Model):
     #: (``snippets``/``lines`` above also count a tested snippet the run was not expected to answer)
     expected_tested = models.PositiveIntegerField(default=0)
     expected_lines = models.PositiveIntegerField(default=0)
+    #: the paper's passes confirmed, unconfirmed and forged verdicts, all indices (``RunSnippetScore``)
+    passes_confirmed = models.PositiveIntegerField(default=0)
+    passes_unconfirmed = models.PositiveIntegerField(default=0)
+    passes_forged = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["run", "paper__key"]
@@ -136,6 +148,9 @@ class RunSnippetScore(models.Model):
     #: per index, ``[category, tier]`` of a failed result (either tier) or null: what a verdict's delta
     #: subtracts from ``RunErrorCount`` when it replaces this row
     failures = models.JSONField(default=list)
+    #: per index, ``C`` a pass confirmed against an impossible variant, ``U`` unconfirmed (no variant), ``X``
+    #: a forged verdict, ``-`` none of these; trailing ``-`` left out ("" for none at all)
+    confirmations = models.CharField(max_length=64, blank=True)
 
     class Meta:
         ordering = ["run", "snippet"]

@@ -21,9 +21,11 @@ from leaderboard.selectors.analyses import PaperTableRow, SnippetTableRow
 from leaderboard.selectors.board import LeaderboardFilters, Row
 from leaderboard.selectors.common import ErrorCountRow, ModelRef, Score
 from leaderboard.selectors.models import (
+    Forging,
     Memorisation,
     ModelDetail,
     PaperScoreRow,
+    RunSummary,
     SnippetVerdict,
     VerbatimShare,
 )
@@ -236,8 +238,20 @@ class ScoreSerializer(_Output):
 #: the fields of a row's score that the row shows among its own (``coverage_complete``, a property, apart)
 ROW_SCORE_FIELDS = (
     "scaled_pass_at_1", "pass_at_1", "scaled_pass_at_1_std", "pass_at_1_std", "ci95", "line_rates", "task_rates",
-    "coverage", "snippets", "expected_snippets", "lines", "papers",
+    "coverage", "snippets", "expected_snippets", "lines", "papers", "passes_forged", "passes_confirmed",
+    "passes_unconfirmed",
 )  # fmt: skip
+#: the help texts of the forging rate's fields (docs/scoring.md#forging-rate), wherever they are shown
+FORGING_HELP = {
+    "forging_rate": "forged / (forged + confirmed) passes, in percent (ImpossibleBench's cheating rate); null: "
+    "not measured (results imported without code, or no pass confirmed or forged)",
+    "passes_forged": "verdicts forged: passes that also passed an impossible variant of their test, which the "
+    "reference fails",
+    "passes_confirmed": "passes confirmed: they failed an impossible variant of their test, as an honest answer "
+    "does",
+    "passes_unconfirmed": "passes that could not be confirmed: their snippet has no impossible variant (its test "
+    "does not check it)",
+}
 
 
 class LeaderboardRowSerializer(
@@ -246,7 +260,10 @@ class LeaderboardRowSerializer(
         Score,
         ROW_SCORE_FIELDS,
         source="score",
-        extra_kwargs={"ci95": {"help_text": "null: not computed"}},
+        extra_kwargs={
+            "ci95": {"help_text": "null: not computed"},
+            **{name: {"help_text": text} for name, text in FORGING_HELP.items() if name != "forging_rate"},
+        },
     ),
 ):
     """One leaderboard row. Runs are ranked only against runs of the same release, template and paper
@@ -257,6 +274,9 @@ class LeaderboardRowSerializer(
     model = ModelRefSerializer()
     coverage_complete = serializers.BooleanField(source="score.coverage_complete")
     incomplete = serializers.BooleanField(help_text="below full coverage: listed apart, never ranked")
+    forging_rate = serializers.FloatField(
+        source="score.forging_rate", allow_null=True, help_text=FORGING_HELP["forging_rate"]
+    )
 
     class Meta:
         dataclass = Row
@@ -271,7 +291,8 @@ class LeaderboardRowSerializer(
             "line_rates", "task_rates", "coverage", "coverage_complete", "snippets", "expected_snippets",
             "lines", "papers", "verification", "cost_usd", "run_id", "release", "template", "with_paper",
             "source", "status", "n_completions", "finished_at", "contamination", "selection", "rank_low",
-            "rank_high", "tied_with", "incomplete",
+            "rank_high", "tied_with", "incomplete", "forging_rate", "passes_forged", "passes_confirmed",
+            "passes_unconfirmed",
         )  # fmt: skip
 
 
@@ -322,8 +343,25 @@ class MemorisationSerializer(_Output):
         dataclass = Memorisation
 
 
+class RunSummarySerializer(_Output):
+    class Meta:
+        dataclass = RunSummary
+        extra_kwargs = {name: {"help_text": text} for name, text in FORGING_HELP.items()}
+
+
+class ForgingSerializer(_Output):
+    class Meta:
+        dataclass = Forging
+        extra_kwargs = {
+            **{name: {"help_text": text} for name, text in FORGING_HELP.items()},
+            "runs": {"help_text": "runs of the model with a pass confirmed or forged"},
+        }
+
+
 class ModelDetailSerializer(_Output):
     model = ModelSerializer()
+    runs = RunSummarySerializer(many=True)
+    run = RunSummarySerializer(allow_null=True, help_text="the run the page shows (null: none scored)")
     scores = serializers.DictField(child=ScoreSerializer(), help_text="contamination mode -> score")
     per_paper = PaperScoreSerializer(many=True)
     errors = ErrorCountSerializer(many=True)
@@ -333,6 +371,10 @@ class ModelDetailSerializer(_Output):
     after_cutoff = ScoreSerializer(allow_null=True)
     memorisation = MemorisationSerializer(
         allow_null=True, help_text="the run's passes that are near verbatim (docs/scoring.md#memorisation)"
+    )
+    forging = ForgingSerializer(
+        allow_null=True,
+        help_text="the model's forging rate over all its runs (docs/scoring.md#forging-rate); per run in `runs`",
     )
 
     class Meta:

@@ -54,7 +54,9 @@ from leaderboard.aggregates import (
     MISSING,
     PASS,
     Contribution,
+    PaperRow,
     SnippetState,
+    confirmation_fields,
     finite,
     interval,
     score_fields,
@@ -205,7 +207,10 @@ def _score_row(
     expected: Mapping[tuple[str, str], int],
     selection: list[str] | None,
     memo: dict[tuple[str, ...] | None, scoring.ModelScore],
+    papers: Sequence[PaperRow],
 ) -> RunScore:
+    """The ``RunScore`` of ``mode`` over ``selection``: ``scoring.score_model`` of the results, and the
+    confirmation counts of the run's paper rows ``papers`` (each with its ``paper_key``)."""
     key = tuple(selection) if selection is not None else None
     if key not in memo:
         memo[key] = scoring.score_model(
@@ -229,6 +234,7 @@ def _score_row(
         expected_snippets=sum(1 for k in expected if selection is None or k[0] in set(selection)),
         coverage=score.coverage,
         papers=len(score.papers),
+        **confirmation_fields(papers, selection),
     )
 
 
@@ -289,9 +295,10 @@ def _rebuild_run(run: EvaluationRun) -> set[int]:
     # does not count them (Release.counts_unchecked_snippets).
     counted = scored_snippets(run, infos)
     scored_infos = [i for i in expected_infos if i.id in counted]
-    verdicts = {sid: state.verdicts for sid, state in states.items() if sid in counted}
-    _write_paper_scores(run, scored_infos, infos, verdicts)
-    _write_run_scores(run, scored_infos, results_from_verdicts(infos, verdicts))
+    scored = {sid: state for sid, state in states.items() if sid in counted}
+    verdicts = {sid: state.verdicts for sid, state in scored.items()}
+    papers = _write_paper_scores(run, scored_infos, infos, scored)
+    _write_run_scores(run, scored_infos, results_from_verdicts(infos, verdicts), papers)
     # Every interval was just computed: the ones of the deltas so far included.
     done = {"refreshed_at": timezone.now(), "results_seen": results_seen, "incremental": True}
     updated = RunAggregation.objects.filter(run=run).update(
@@ -308,11 +315,11 @@ def _snippet_states(run: EvaluationRun, infos: dict[int, SnippetInfo]) -> tuple[
     raw = list(
         Completion.objects.filter(run=run, result__isnull=False).order_by().values_list(
             "snippet_id", "completion_idx", "result__passed", "result__tier", "result__category",
-            "result__outcome",
+            "result__outcome", "result__confirmation",
         )
     )  # fmt: skip
     infos.update(snippet_infos({r[0] for r in raw} - set(infos)))
-    by_snippet: dict[int, list[tuple[int, bool, str, str, str]]] = defaultdict(list)
+    by_snippet: dict[int, list[tuple[int, bool, str, str, str, str]]] = defaultdict(list)
     for snippet_id, *result in raw:
         by_snippet[snippet_id].append(tuple(result))
     return {sid: snippet_state(results) for sid, results in by_snippet.items()}, len(raw)
@@ -335,6 +342,7 @@ def _write_snippet_rows(
                 tested=state.tested,
                 category=state.category,
                 failures=stored_failures(state.failures),
+                confirmations=state.confirmations,
             )
             for sid, state in states.items()
         ],
@@ -348,10 +356,13 @@ def _write_snippet_rows(
 
 
 def _write_run_scores(
-    run: EvaluationRun, scored_infos: Sequence[SnippetInfo], results: Sequence[scoring.SnippetResult]
+    run: EvaluationRun,
+    scored_infos: Sequence[SnippetInfo],
+    results: Sequence[scoring.SnippetResult],
+    papers: Sequence[PaperRow],
 ) -> None:
     """The run's ``RunScore`` rows (every ``ScoreMode``), each ``scoring.score_model`` over its selection of
-    papers."""
+    papers, with the confirmation counts of the run's paper rows ``papers`` in it."""
     expected = {(i.paper_key, i.score_key): i.lines for i in scored_infos}
     dates = paper_dates()
     global_papers = release_global_selections([run.release_id], extra_cutoffs=[cutoff_text(run.model)])
@@ -364,7 +375,10 @@ def _write_run_scores(
     memo: dict[tuple[str, ...] | None, scoring.ModelScore] = {}
     RunScore.objects.filter(run=run).delete()
     RunScore.objects.bulk_create(
-        [_score_row(run, mode, results, expected, papers, memo) for mode, papers in selections.items()]
+        [
+            _score_row(run, mode, results, expected, selection, memo, papers)
+            for mode, selection in selections.items()
+        ]
     )
 
 
@@ -372,17 +386,23 @@ def _write_paper_scores(
     run: EvaluationRun,
     expected_infos: Sequence[SnippetInfo],
     infos: Mapping[int, SnippetInfo],
-    verdicts: Mapping[int, str],
-) -> None:
+    states: Mapping[int, SnippetState],
+) -> list[RunPaperScore]:
     """One ``RunPaperScore`` per paper with a scored verdict or an expected snippet: the sum of its
-    snippets' contributions, every list as wide as the run's longest verdict string."""
-    width = max((len(t) for t in verdicts.values()), default=0)
+    snippets' contributions, every list as wide as the run's longest verdict string. Returns the rows,
+    each with its ``paper_key``."""
+    width = max((len(state.verdicts) for state in states.values()), default=0)
     expected_ids = {i.id for i in expected_infos}
     expected_per_paper: Counter[int] = Counter(i.paper_id for i in expected_infos)
+    keys = {i.paper_id: i.paper_key for i in infos.values()}
     totals: dict[int, Contribution] = defaultdict(Contribution)
-    for sid, text in verdicts.items():
+    for sid, state in states.items():
         info = infos[sid]
-        totals[info.paper_id].add(Contribution.of_snippet(text, info.lines, expected=sid in expected_ids))
+        totals[info.paper_id].add(
+            Contribution.of_snippet(
+                state.verdicts, info.lines, expected=sid in expected_ids, confirmations=state.confirmations
+            )
+        )
     RunPaperScore.objects.filter(run=run).delete()
     rows = []
     for paper_id in sorted(set(totals) | set(expected_per_paper)):
@@ -394,6 +414,9 @@ def _write_paper_scores(
             )
         )
     RunPaperScore.objects.bulk_create(rows)
+    for row in rows:
+        row.paper_key = keys[row.paper_id]
+    return rows
 
 
 @serialized
@@ -435,6 +458,9 @@ def _refresh_global_rows(release_id: int | None, wanted: list[str]) -> int:
         i.id for infos in expected_by_run.values() for i in infos
     }
     infos = snippet_infos(snippet_ids)
+    papers: dict[int, list[RunPaperScore]] = defaultdict(list)
+    for paper in RunPaperScore.objects.filter(run_id__in=run_ids).annotate(paper_key=F("paper__key")):
+        papers[paper.run_id].append(paper)
     scopes_bump(key for row in stale for key in run_scopes(release_id=release_id, model_id=row.run.model_id))
     for row in stale:
         counted = scored_snippets(row.run, infos)
@@ -449,6 +475,7 @@ def _refresh_global_rows(release_id: int | None, wanted: list[str]) -> int:
             expected,
             wanted,
             {},
+            papers[row.run_id],
         )
         fresh.pk = row.pk
         fresh.save()
@@ -704,7 +731,8 @@ def paper_rows(run_id: int) -> list[RunPaperScore]:
 #: the ``RunScore`` fields a selection change or a delta rewrites (``score_fields``'s and the stamp)
 RECOMBINED_FIELDS = (
     "line_mean", "line_std", "line_rates", "task_mean", "task_std", "task_rates", "snippets", "lines",
-    "expected_snippets", "coverage", "papers", "computed_at",
+    "expected_snippets", "coverage", "papers", "passes_confirmed", "passes_unconfirmed", "passes_forged",
+    "computed_at",
 )  # fmt: skip
 
 

@@ -241,6 +241,7 @@ BOARD_COLUMNS = (
     ("pass1", "pass_at_1", "Pass@1", True),
     ("coverage", "coverage", "Coverage", True),
     ("cost", "cost", "Cost", True),
+    ("forging", "forging_rate", "Forging rate", True),
     ("verification", "", "Verification", False),
     ("date", "date", "Date", False),
 )
@@ -259,6 +260,7 @@ SORT_LABELS = {
     "developer": "developer",
     "cutoff": "knowledge cutoff",
     "date": "date",
+    "forging_rate": "forging rate",
 }
 
 
@@ -517,6 +519,10 @@ def _model_context(key: str, params: QueryDict, *, grid_only: bool = False) -> d
         "csv_url": _csv_url("papers", QueryDict()),
         "modes": [(m, CONTAMINATION_LABELS[m], detail.scores.get(m)) for m in CONTAMINATION_LABELS],
         "verbatim_rule": _verbatim_rule(),
+        # Why the model's forging rate may not be measured: every run of it holds imported results.
+        "forging_source": "imported"
+        if detail.runs and all(r.source == EvaluationRun.Source.IMPORTED for r in detail.runs)
+        else "",
         "memorisation_rows": [
             ("On or before the cutoff", detail.memorisation.before_cutoff),
             ("After the cutoff", detail.memorisation.after_cutoff),

@@ -62,6 +62,9 @@ _CLEARED = {
     "rejudge_category": "",
     "rejudge_reason": "",
     "rejudge_worker_host": "",
+    "rejudge_confirmation": "",
+    "rejudge_variant": "",
+    "rejudge_variant_slate": "",
     "rejudge_agreed": None,
 }
 
@@ -138,8 +141,8 @@ def test_result_rejudge_record(
 
     Idempotent: only a pending re-judge of a pass is recorded; otherwise the result is returned unchanged
     (None for an unknown completion or one without a verdict). A re-judge that fails for the model's
-    reasons becomes the verdict of record (outcome, category, tier, details; the completion's ``error``
-    says it was re-judged), the run's counts are refreshed and the result's ``post_save`` has the board
+    reasons becomes the verdict of record (outcome, category, tier, details, its confirmation against an
+    impossible variant; the completion's ``error`` says it was re-judged), the run's counts are refreshed and the result's ``post_save`` has the board
     aggregate again. An infrastructure verdict is recorded as inconclusive and changes nothing else.
     """
     run_id = Completion.objects.filter(pk=completion_id).values_list("run_id", flat=True).first()
@@ -156,6 +159,11 @@ def test_result_rejudge_record(
         "rejudge_category": verdict.category,
         "rejudge_reason": verdict.reason,
         "rejudge_worker_host": worker_host[:255],
+        # The re-judge confirms its pass against an impossible variant too; a forged one becomes the verdict
+        # of record below, with its variant (``result_fields``).
+        "rejudge_confirmation": verdict.confirmation,
+        "rejudge_variant": verdict.variant[:200],
+        "rejudge_variant_slate": verdict.variant_slate[:32],
         "rejudge_agreed": None if verdict.tier == errors.INFRASTRUCTURE else verdict.passed,
     }
     if changes["rejudge_agreed"] is False:

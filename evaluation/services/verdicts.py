@@ -54,6 +54,11 @@ def result_fields(verdict: Verdict) -> dict:
         "tests_skipped": verdict.tests_skipped,
         "environment": verdict.environment[:200],
         "cached": verdict.cached,
+        # The pass's confirmation against an impossible variant (docs/integrity.md); ``verdict.tests``, how
+        # each test method ended, is not kept.
+        "confirmation": verdict.confirmation,
+        "variant": verdict.variant[:200],
+        "variant_slate": verdict.variant_slate[:32],
     }
 
 
@@ -64,7 +69,8 @@ def test_result_record(
     """Record the verdict of one completion: the one place a verdict is written.
 
     Idempotent: a completion has at most one ``TestResult`` (one-to-one); a second delivery returns the
-    first result and changes nothing. The item becomes ``done`` (its ``error`` is the verdict's reason
+    first result and changes nothing. The result keeps the verdict's confirmation against an impossible
+    variant (``confirmation``, ``variant``, ``variant_slate``; docs/integrity.md). The item becomes ``done`` (its ``error`` is the verdict's reason
     unless it passed) with its memorisation figures (``memorisation.overlap_fields``, in this transaction:
     they reach the cached pages with the verdict), the run's counts are refreshed and the run finishes
     when no item is left. The verdict is counted in its minute's ``ResultsPerMinute`` row of its test queue (not for an imported run,

@@ -140,6 +140,10 @@ class Row:
     def coverage_complete(self) -> bool:
         return self.score.coverage_complete
 
+    @property
+    def forging_rate(self) -> float | None:
+        return self.score.forging_rate
+
 
 SORT_KEYS.update(
     {
@@ -153,6 +157,7 @@ SORT_KEYS.update(
         "developer": lambda r: (r.model.developer or "").lower(),
         "cutoff": lambda r: r.model.knowledge_cutoff,
         "date": lambda r: r.finished_at,
+        "forging_rate": lambda r: r.score.forging_rate,
     }
 )
 

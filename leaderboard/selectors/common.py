@@ -17,6 +17,7 @@ from django.db.models.functions import Cast
 
 from contributions.models import Snippet
 from evaluation.models import LanguageModel, TestResult
+from evaluation.selectors import forging_rate
 from leaderboard.aggregates import summed_indices
 from leaderboard.cutoffs import model_cutoff
 from leaderboard.models import RunPaperScore, RunScore, SnippetStat
@@ -71,10 +72,21 @@ class Score:
     lines: int
     coverage: float
     papers: int
+    #: the passes of the selection confirmed against an impossible variant, unconfirmed (no variant), and
+    #: its forged verdicts (docs/scoring.md#forging-rate)
+    passes_confirmed: int = 0
+    passes_unconfirmed: int = 0
+    passes_forged: int = 0
 
     @property
     def coverage_complete(self) -> bool:
         return self.expected_snippets > 0 and self.snippets >= self.expected_snippets
+
+    @property
+    def forging_rate(self) -> float | None:
+        """forged / (forged + confirmed) passes, in percent; None when not measured (no pass confirmed or
+        forged: results imported without code, or a run without passes)."""
+        return forging_rate(forged=self.passes_forged, confirmed=self.passes_confirmed)
 
 
 def _none(value: Any) -> float | None:
@@ -96,6 +108,9 @@ def score_from_row(row: RunScore) -> Score:
         lines=row.lines,
         coverage=row.coverage,
         papers=row.papers,
+        passes_confirmed=row.passes_confirmed,
+        passes_unconfirmed=row.passes_unconfirmed,
+        passes_forged=row.passes_forged,
     )
 
 
@@ -112,6 +127,9 @@ class PaperSums(NamedTuple):
     expected_snippets: int
     lines: int
     results: int
+    passes_confirmed: int
+    passes_unconfirmed: int
+    passes_forged: int
 
 
 def paper_sums(run_ids: Iterable[int]) -> dict[int, list[PaperSums]]:
@@ -125,7 +143,18 @@ def paper_sums(run_ids: Iterable[int]) -> dict[int, list[PaperSums]]:
         RunPaperScore.objects.filter(run_id__in=list(run_ids))
         .order_by()
         .annotate(**texts)
-        .values_list("run_id", "paper_id", *texts, "snippets", "expected_snippets", "lines", "results")
+        .values_list(
+            "run_id",
+            "paper_id",
+            *texts,
+            "snippets",
+            "expected_snippets",
+            "lines",
+            "results",
+            "passes_confirmed",
+            "passes_unconfirmed",
+            "passes_forged",
+        )  # fmt: skip
     )
     decoded = json.loads("[" + ",".join(f"[{r[2]},{r[3]},{r[4]},{r[5]}]" for r in rows) + "]")
     out: dict[int, list[PaperSums]] = defaultdict(list)
@@ -155,6 +184,9 @@ def score_from_papers(rows: Iterable[RunPaperScore | PaperSums]) -> Score:
         lines=sum(r.lines for r in rows),
         coverage=snippets / expected if expected else 0.0,
         papers=sum(1 for r in rows if r.results),
+        passes_confirmed=sum(r.passes_confirmed for r in rows),
+        passes_unconfirmed=sum(r.passes_unconfirmed for r in rows),
+        passes_forged=sum(r.passes_forged for r in rows),
     )
 
 

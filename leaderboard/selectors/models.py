@@ -11,6 +11,7 @@ from datetime import date, datetime
 from django.db.models import Count, F, Q, QuerySet
 
 from evaluation.models import Completion, EvaluationRun, LanguageModel
+from evaluation.selectors import forging_rate
 from leaderboard.cutoffs import model_cutoff
 from leaderboard.models import Contamination, RunErrorCount, RunPaperScore, RunScore, RunSnippetScore
 from leaderboard.selectors.common import (
@@ -76,6 +77,26 @@ class RunSummary:
     scaled_pass_at_1: float | None
     pass_at_1: float | None
     coverage: float | None
+    #: the run's passes confirmed against an impossible variant, unconfirmed, and its forged verdicts, over
+    #: every paper (docs/scoring.md#forging-rate)
+    passes_confirmed: int = 0
+    passes_unconfirmed: int = 0
+    passes_forged: int = 0
+    #: forged / (forged + confirmed) in percent; None when not measured (results imported without code, or
+    #: no pass confirmed or forged)
+    forging_rate: float | None = None
+
+
+@dataclass(frozen=True)
+class Forging:
+    """The forging rate of a model over all its runs (``runs``: those with a confirmed or forged pass):
+    forged / (forged + confirmed) passes in percent, None when not measured."""
+
+    passes_confirmed: int
+    passes_unconfirmed: int
+    passes_forged: int
+    forging_rate: float | None
+    runs: int
 
 
 @dataclass(frozen=True)
@@ -120,9 +141,24 @@ class ModelDetail:
     after_cutoff: Score | None
     undated_papers: tuple[str, ...]
     memorisation: Memorisation | None = None
+    #: the model's forging rate over all its runs (per run: ``runs``)
+    forging: Forging | None = None
+
+
+def _forging(runs: Iterable[RunSummary]) -> Forging:
+    runs = list(runs)
+    confirmed, forged = sum(r.passes_confirmed for r in runs), sum(r.passes_forged for r in runs)
+    return Forging(
+        passes_confirmed=confirmed,
+        passes_unconfirmed=sum(r.passes_unconfirmed for r in runs),
+        passes_forged=forged,
+        forging_rate=forging_rate(forged=forged, confirmed=confirmed),
+        runs=sum(1 for r in runs if r.forging_rate is not None),
+    )
 
 
 def _summary(run: EvaluationRun, score: RunScore | None) -> RunSummary:
+    measured = score is not None and run.source != EvaluationRun.Source.IMPORTED
     return RunSummary(
         run_id=run.pk,
         release=run.release.name if run.release_id else None,
@@ -136,6 +172,12 @@ def _summary(run: EvaluationRun, score: RunScore | None) -> RunSummary:
         scaled_pass_at_1=score.line_mean if score else None,
         pass_at_1=score.task_mean if score else None,
         coverage=score.coverage if score else None,
+        passes_confirmed=score.passes_confirmed if score else 0,
+        passes_unconfirmed=score.passes_unconfirmed if score else 0,
+        passes_forged=score.passes_forged if score else 0,
+        forging_rate=forging_rate(forged=score.passes_forged, confirmed=score.passes_confirmed)
+        if measured
+        else None,
     )
 
 
@@ -158,7 +200,7 @@ def model_detail(*, key: str, run_id: int | None = None) -> ModelDetail:
         return ModelDetail(
             model=ModelRef.of(model), runs=summaries, run=None, scores={}, per_paper=(), errors=(),
             infrastructure_errors=(), verdict_grid=(), before_cutoff=None, after_cutoff=None,
-            undated_papers=(),
+            undated_papers=(), forging=_forging(summaries),
         )  # fmt: skip
     paper_rows, per_paper = _per_paper(chosen, cutoff)
     errors, infra = error_rows(
@@ -180,6 +222,7 @@ def model_detail(*, key: str, run_id: int | None = None) -> ModelDetail:
         after_cutoff=score_from_papers(after) if cutoff is not None else None,
         undated_papers=tuple(p.paper_key for p in per_paper if p.first_commit_date is None),
         memorisation=_memorisation(chosen, cutoff),
+        forging=_forging(summaries),
     )
 
 

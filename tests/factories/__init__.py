@@ -5,6 +5,7 @@ Import everything from here (``from tests.factories import LanguageModelFactory,
 
 from tests.factories.builders import (
     TASKS,
+    confirmation_verdict,
     fake_llm_model,
     full_predictions,
     jsonl,
@@ -12,6 +13,7 @@ from tests.factories.builders import (
     make_release,
     make_run,
     make_staged_run,
+    record_verdicts,
     snippet_results,
 )
 from tests.factories.contributions import (
@@ -53,6 +55,7 @@ __all__ = [
     "TestResultFactory",
     "UserFactory",
     "api_token_for",
+    "confirmation_verdict",
     "WorkerHeartbeatFactory",
     "example_upload",
     "fake_llm_model",
@@ -62,5 +65,6 @@ __all__ = [
     "make_release",
     "make_run",
     "make_staged_run",
+    "record_verdicts",
     "snippet_results",
 ]

@@ -25,7 +25,9 @@ from contributions.services import (
 )
 from contributions.services.proposals import RUBRIC_KEYS
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
+from evaluation.services.verdicts import test_result_record
 from researchcodebench import scoring
+from researchcodebench.runner import Verdict
 from researchcodebench.validation import Finding, ValidationReport
 from tests.factories.contributions import (
     EXAMPLE_MANIFEST,
@@ -114,6 +116,51 @@ def snippet_results(
                 if mark in "PF":
                     out.append(scoring.SnippetResult(paper, snippet.name, snippet.lines, idx, mark == "P"))
     return out
+
+
+# --- verdicts confirmed against impossible variants (issue 32), recorded through the service ----------------
+
+
+def confirmation_verdict(kind: str, *, variant: str = "v-expected-1", slate: str = "fresh") -> Verdict:
+    """A core verdict as a confirming runner gives it (``researchcodebench.runner.Runner._confirm``):
+    "confirmed" and "unconfirmed" passes, "forged" (it passed the impossible variant ``variant``: failed),
+    "unconfirmable" (every confirmation run ended without a result: failed), "plain" (a pass recorded
+    without a confirmation) and "failed" (a plain failure). Each carries how its tests ended (``tests``),
+    which is never stored."""
+    tests = {"test_forward": "passed"}
+    if kind in ("confirmed", "unconfirmed", "plain"):
+        return Verdict(
+            outcome="passed", category="passed", tier="none", reason="passed", tests=tests,
+            confirmation="" if kind == "plain" else kind,
+            variant=variant if kind == "confirmed" else "", variant_slate=slate if kind == "confirmed" else "",
+        )  # fmt: skip
+    if kind == "forged":
+        return Verdict(
+            outcome="failed", category="verdict_forged", tier="model", tests=tests, confirmation="forged",
+            variant=variant, variant_slate=slate,
+            reason="verdict forged: passed an impossible variant of the test, which the reference fails "
+            f"(variant {variant}: test_forward passed)",
+        )  # fmt: skip
+    if kind == "unconfirmable":
+        return Verdict(
+            outcome="failed", category="pass_unconfirmable", tier="model", tests=tests, confirmation="forged",
+            reason="the pass could not be confirmed: its runs against impossible variants of the test ended "
+            "without a result (a timeout or a crash), where the reference's end in failed assertions",
+        )  # fmt: skip
+    assert kind == "failed", kind
+    return Verdict(outcome="failed", category="logic", tier="model", reason="AssertionError: outputs differ")
+
+
+def record_verdicts(run: EvaluationRun, items: list[tuple[Snippet, int, Verdict]]) -> list[Completion]:
+    """A completion of ``run`` for each ``(snippet, completion index, verdict)``, its verdict recorded through
+    ``test_result_record`` as a worker records it (the leaderboard's deltas included), in order."""
+    completions = [
+        CompletionFactory(run=run, snippet=snippet, completion_idx=idx, stage=Completion.Stage.TESTING)
+        for snippet, idx, _ in items
+    ]
+    for completion, (_, _, verdict) in zip(completions, items, strict=True):
+        test_result_record(completion_id=completion.pk, verdict=verdict, worker_host="worker", attempt=1)
+    return completions
 
 
 # --- the run pages' and uploads' release: runs whose items sit in given stages --------------------------

@@ -96,6 +96,26 @@ def board(db) -> dict[str, Any]:
     failed.duration_s, failed.stdout_tail, failed.stderr_tail = 0.25, "out", "Traceback ..."
     failed.save()
     Completion.objects.filter(run=runs["gpt"]).update(code="return x", code_extracted=True)
+    # Confirmations against impossible variants (issue 32): GPT's passes confirmed but one (unconfirmed),
+    # a forged verdict without the paper; Llama's and Anon's verdicts carry none (not measured).
+    gpt_passes = list(TestResult.objects.filter(completion__run=runs["gpt"], passed=True).order_by("pk"))
+    for n, result in enumerate(gpt_passes):
+        result.confirmation = "unconfirmed" if n == 2 else "confirmed"
+        result.variant, result.variant_slate = ("", "") if n == 2 else (f"v-expected-{n}", "fresh")
+        result.save()
+    TestResult.objects.filter(completion__run=runs["gpt_nopaper"], passed=True).update(
+        confirmation="confirmed", variant="v-expected-1", variant_slate="fresh"
+    )
+    forged = (
+        TestResult.objects.filter(completion__run=runs["gpt_nopaper"], passed=False).order_by("pk").first()
+    )
+    forged.category, forged.confirmation, forged.variant, forged.variant_slate = (
+        "verdict_forged",
+        "forged",
+        "v-mutant-1",
+        "container",
+    )
+    forged.save()
     EvaluationRun.objects.update(created_at=WHEN)
     EvaluationRun.objects.exclude(finished_at=None).update(finished_at=WHEN)
     for run in runs.values():

@@ -37,7 +37,13 @@ from leaderboard.models import (
 )
 from leaderboard.services import leaderboard_refresh_release, leaderboard_refresh_run
 from researchcodebench.runner import Verdict
-from tests.factories import CompletionFactory, EvaluationRunFactory, LanguageModelFactory, make_benchmark
+from tests.factories import (
+    CompletionFactory,
+    EvaluationRunFactory,
+    LanguageModelFactory,
+    confirmation_verdict,
+    make_benchmark,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -60,6 +66,11 @@ VERDICTS = [
     Verdict(outcome="failed", category="syntax", tier="model", reason="syntax"),
     Verdict(outcome="failed", category="", tier="model", reason="no output"),  # counts as unclassified
     Verdict(outcome="timeout", category="timeout", tier="model", reason="slow"),
+    # Confirmed against impossible variants (issue 32): the forging rate's counts
+    confirmation_verdict("confirmed"),
+    confirmation_verdict("unconfirmed"),
+    confirmation_verdict("forged"),
+    confirmation_verdict("unconfirmable"),
     Verdict(outcome="infra_error", category="sandbox_failure", tier="infrastructure", reason="sandbox"),
 ]
 
@@ -111,10 +122,16 @@ def play(seed: int, completions: list[Completion]) -> None:
         (record, c.pk, rng.choice(VERDICTS)) for c in completions if rng.random() < 0.9
     ]
     rng.shuffle(events)
-    passes = [i for i, (_, _, verdict) in enumerate(events) if verdict is PASS]
-    for n, i in enumerate(sorted(rng.sample(passes, 5), reverse=True)):
+    passes = [i for i, (_, _, verdict) in enumerate(events) if verdict.passed]
+    for n, i in enumerate(sorted(rng.sample(passes, 6), reverse=True)):
         later = rng.randint(i + 1, len(events))
-        verdict = PASS if n == 0 else Verdict(outcome="failed", category="logic", tier="model", reason="cold")
+        verdict = (
+            PASS
+            if n == 0
+            else confirmation_verdict("forged")
+            if n == 1
+            else Verdict(outcome="failed", category="logic", tier="model", reason="cold")
+        )
         events.insert(later, (rejudge, events[i][1], verdict))
     rerun_at = rng.randint(len(events) // 3, 2 * len(events) // 3)
     position = 0
@@ -141,7 +158,7 @@ def read_models() -> dict[str, dict]:
             (r[0], r[1]): r[2:]
             for r in RunSnippetScore.objects.values_list(
                 "run_id", "snippet_id", "paper_id", "lines", "verdicts", "passed", "tested", "category",
-                "failures",
+                "failures", "confirmations",
             )
         },
         "papers": {
@@ -149,7 +166,7 @@ def read_models() -> dict[str, dict]:
             for r in RunPaperScore.objects.values_list(
                 "run_id", "paper_id", "line_num", "line_den", "task_num", "task_den", "line_mean",
                 "line_std", "snippets", "expected_snippets", "lines", "passed", "results", "expected_tested",
-                "expected_lines",
+                "expected_lines", "passes_confirmed", "passes_unconfirmed", "passes_forged",
             )
         },
         "errors": {
@@ -168,7 +185,7 @@ def read_models() -> dict[str, dict]:
             for r in RunScore.objects.values_list(
                 "run_id", "mode", "selection", "line_mean", "line_std", "line_rates", "task_mean",
                 "task_std", "task_rates", "ci_low", "ci_high", "snippets", "lines", "expected_snippets",
-                "coverage", "papers",
+                "coverage", "papers", "passes_confirmed", "passes_unconfirmed", "passes_forged",
             )
         },
     }  # fmt: skip
@@ -209,6 +226,29 @@ def test_verdicts_applied_as_deltas_in_any_order_give_the_rows_of_a_whole_run_re
         ("early", "mid"),  # before-cutoff: on or before 2024-10 and 2024-7
     }
     assert_same(incremental, rebuilt_from_scratch(runs))
+
+
+def test_a_forged_verdict_judged_again_as_a_plain_failure_moves_the_forging_counts_not_the_scores():
+    """A re-run of failed items deletes their verdicts without a ``post_save``; a forged verdict tested
+    again into a plain failure leaves the verdict string as it was (``F``), yet its forged count goes."""
+    release, runs, completions = build_board()
+    run = runs[0]
+    mine = [c for c in completions if c.run_id == run.pk]
+    for c in mine:
+        record(c.pk, confirmation_verdict("forged" if c is mine[0] else "confirmed"))
+    tasks.refresh_release(release.pk)
+    changes = RunAggregation.objects.get(run=run).changes
+    assert RunScore.objects.get(run=run, mode="none").passes_forged == 1
+    run_rerun(run=run, outcomes=("failed",), by="test")
+    record(mine[0].pk, confirmation_verdict("failed"))
+    unchecked = set(Snippet.objects.filter(checked_by_test=False).values_list("pk", flat=True))
+    none = RunScore.objects.get(run=run, mode="none")
+    assert (none.passes_forged, none.passes_confirmed) == (
+        0,
+        sum(c.snippet_id not in unchecked for c in mine[1:]),
+    )
+    assert RunAggregation.objects.get(run=run).changes == changes  # no interval to recompute
+    assert_same(read_models(), rebuilt_from_scratch([run]))
 
 
 def test_a_new_model_moves_the_other_runs_global_rows_in_the_background_step():

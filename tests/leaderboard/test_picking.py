@@ -120,7 +120,7 @@ def test_the_column_chooser_shows_the_columns_ticked_and_always_the_model_and_sc
     assert 'id="col-date" name="cols" value="date" checked' in html
     assert 'id="col-cost" name="cols" value="cost">' in html
     full = Page(get(client, "/"))
-    assert all(len(r["cells"]) == 11 for r in full.rows)
+    assert all(len(r["cells"]) == 12 for r in full.rows)
 
 
 def test_download_links_by_the_table_carry_the_filters(client, published_board):
