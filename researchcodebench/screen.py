@@ -47,9 +47,10 @@ from .problems import fill_in
 CATEGORY = "harness_tampering"
 
 #: ``os`` and ``sys`` may be used with these attributes only. The rest of ``sys`` is the module table and the
-#: import machinery (``modules``, ``meta_path``), frames (``_getframe``, ``_current_frames``) and tracing hooks
-#: (``settrace``, ``monitoring``); the rest of ``os`` is process control (``system``, ``fork``, ``exec*``,
-#: ``kill``) and raw file descriptors (the harness's result channel).
+#: import machinery (``modules``, ``meta_path``, ``path``: a zip archive the run writes, put on the path, is
+#: code the screen never read), frames (``_getframe``, ``_current_frames``) and tracing hooks (``settrace``,
+#: ``monitoring``); the rest of ``os`` is process control (``system``, ``fork``, ``exec*``, ``kill``) and raw
+#: file descriptors (the harness's result channel).
 PARTIAL = {
     "os": (
         "path", "sep", "altsep", "extsep", "pathsep", "linesep", "curdir", "pardir", "devnull", "name",
@@ -68,7 +69,7 @@ PARTIAL = {
         "setrecursionlimit", "getswitchinterval", "setswitchinterval", "get_int_max_str_digits",
         "set_int_max_str_digits", "getdefaultencoding", "getfilesystemencoding", "intern", "is_finalizing",
         "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "argv", "orig_argv",
-        "executable", "prefix", "base_prefix", "exec_prefix", "base_exec_prefix", "platlibdir", "path",
+        "executable", "prefix", "base_prefix", "exec_prefix", "base_exec_prefix", "platlibdir",
         "dont_write_bytecode", "warnoptions", "builtin_module_names", "stdlib_module_names", "exc_info",
         "exception", "exit",
     ),

@@ -26,6 +26,10 @@ from .honesty_programs import PROGRAMS
 from .runner_fixtures import checked_local_sandbox, docker_runner, eval_python
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pset"
+#: The example tasks the battery covers (each has several programs).
+NINE_TASKS = (
+    "rmsnorm", "dpo", "glu-variants", "focal-loss", "lion", "roformer", "lora", "label-smoothing", "soft-dtw",
+)  # fmt: skip
 #: The idioms of issue 32 that were refused, each of which some program must use (by its idiom tags).
 REQUIRED_IDIOMS = (
     "@dataclass",
@@ -119,7 +123,9 @@ def test_the_battery_holds_25_correct_programs_in_every_idiom_of_issue_32(tasks)
     idioms = [idiom for _task, _snippet, tags, _code in PROGRAMS.values() for idiom in tags]
     for required in REQUIRED_IDIOMS:
         assert any(required in idiom for idiom in idioms), required
-    assert {task for task, _snippet, _tags, _code in PROGRAMS.values()} == set(tasks)
+    covered = {task for task, _snippet, _tags, _code in PROGRAMS.values()}
+    assert covered <= set(tasks)
+    assert covered >= set(NINE_TASKS)
     for name, (task, snippet, _tags, code) in PROGRAMS.items():
         reference = next(s for s in tasks[task].snippets if s.name == snippet)
         assert textwrap.dedent(reference.code).strip() != code.strip(), name
