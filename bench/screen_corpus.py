@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             "files": result.files,
             "flagged": len(result.flagged),
             "rate": result.rate,
-            "not_introspection": len(result.not_introspection()),
+            "not_kept": len(result.not_kept()),
             "constructs": dict(result.constructs()),
         }
         everything.bodies += result.bodies
@@ -269,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         "bodies": everything.bodies,
         "flagged": len(everything.flagged),
         "rate": everything.rate,
-        "not_introspection": len(everything.not_introspection()),
+        "not_kept": len(everything.not_kept()),
         "constructs": dict(everything.constructs()),
         "research_bodies": research_bodies,
         "research_flagged": research_flagged,

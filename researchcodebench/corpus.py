@@ -4,8 +4,9 @@ A function body of a real library is code a model could have written for a snipp
 context of its own file (``screen.screen_source`` on the file, the body's lines as the completion, the file's
 own package as the task's local modules), then its chains resolved against the real libraries in the
 evaluation interpreter (``screen.resolve``). A body the screen refuses is a false positive unless what it
-refuses is a real introspection construct (``INTROSPECTION``); the corpus reports the rate and every
-construct, so that a rule is loosened only for a reason shown on real code (docs/integrity.md).
+refuses is one of the constructs the screen keeps (``KEPT``: each reason names its kind); the corpus reports
+the rate and every construct, so that a rule is kept only for a reason shown on real code
+(docs/integrity.md).
 
 Used by tests/researchcodebench/test_screen_corpus.py (torch's own optim, nn/modules and distributions
 sources, always installed) and bench/screen_corpus.py (adds transformers, timm, diffusers and einops).
@@ -22,89 +23,21 @@ from pathlib import Path
 
 from . import screen
 
-#: Constructs that are introspection by the screen's own definition: a flag for one of these is the screen
-#: doing its job on real code, not a false positive (computed attribute names, namespace dictionaries,
-#: frames, hooks that answer comparisons).
-INTROSPECTION = (
-    "with a computed attribute name",
-    "used as a value (attribute names must be literal)",
-    "without a literal attribute name",
-    "the attribute __dict__",
-    "use of vars()",
-    "use of globals()",
-    "use of locals()",
-    "use of eval()",
-    "use of exec()",
-    "use of compile()",
-    "use of __import__",
-    "use of the frame attribute",
-    "the module sys is not on the allow-list",
-    "the module inspect is not on the allow-list",
-    "the module importlib is not on the allow-list",
-    "the module gc is not on the allow-list",
-    "the module ctypes is not on the allow-list",
-    "the module builtins is not on the allow-list",
-    "use of sys.",
-    "use of os.",
-    "import of sys",
-    "import of inspect",
-    "import of importlib",
-    "import of gc",
-    "import of ctypes",
-    "import of builtins",
-    "import of traceback",
-    "import of threading",
-    "import of subprocess",
-    "import of multiprocessing",
-    "import of pickle",
-    "import of unittest",
-    "import of atexit",
-    "import of signal",
-    "definition of __eq__",
-    "definition of __getattr__",
-    "definition of __getattribute__",
-    "definition of __torch_function__",
-    "definition of __torch_dispatch__",
-    "use of operator.attrgetter",
-    "use of operator.methodcaller",
-    "type() with three arguments",
-    "the attribute __globals__",
-    "the attribute __code__",
-    "the attribute __closure__",
-    "the attribute __builtins__",
-    "the attribute __subclasses__",
-    "the attribute __func__",
-    "the attribute __self__",
-    "the attribute __get__",
-    "the attribute __class__",
-    "an attribute of a __class__",
-    "an attribute of type(",
-    "(code surgery)",
-    "use of __builtins__",
-    "the attribute __dataclass_fields__",
-    "assignment to the attribute __all__",
-    "assignment to the attribute __dict__",
-)
-#: Constructs that reach process or code-loading machinery (exits, pickle, torch.hub, subprocess, test
-#: frameworks): no research snippet needs them, and the boundary refuses them on purpose.
-MACHINERY = (
-    "use of exit",
-    "use of quit",
-    "SystemExit",
-    "the module pickle",
-    "the module torch.hub",
-    "the module pkgutil",
-    "the module subprocess",
-    "the module pytest",
-    "the module doctest",
-    "the module threading",
-    "the module multiprocessing",
-    "the module torch.multiprocessing",
-    "the module torch.package",
-    "the module torch.utils.cpp_extension",
-    "import of pickle",
-    "import of subprocess",
-    "import of pytest",
+#: The kinds of construct the screen keeps (what protects the confirmation and the sandbox), as its reasons
+#: name them, and the reasons that name no kind but the oracle or the test (a flag for one of these is the
+#: screen doing its job on real code, not a false positive).
+KEPT = (
+    screen.MODULE_TABLE,
+    screen.TEST_FRAMEWORK,
+    screen.TELLING_RUNS_APART,
+    screen.CODE_FROM_TEXT,
+    screen.ESCAPE,
+    screen.RAW_MEMORY,
+    screen.PICKLE,
+    "belongs to the test or holds an oracle",
+    "(the test script)",
+    "a string literal that runs past the end of the completion",
+    "a string literal that starts before the completion",
 )
 
 
@@ -140,35 +73,30 @@ class Result:
                 found[kind] += 1
         return found
 
-    def not_introspection(self) -> list[tuple[Body, list[screen.Finding]]]:
-        """Flagged bodies with a finding that is not a real introspection construct (false positives)."""
+    def not_kept(self) -> list[tuple[Body, list[screen.Finding]]]:
+        """Flagged bodies with a finding that is not one of the constructs the screen keeps (false
+        positives)."""
         return [
             (body, findings)
             for body, findings in self.flagged
-            if any(not is_introspection(f.construct) for f in findings)
+            if any(not is_kept(f.construct) for f in findings)
         ]
 
 
-def is_introspection(construct: str) -> bool:
-    """A construct the screen refuses by design: introspection or process/code-loading machinery."""
+def is_kept(construct: str) -> bool:
+    """A construct the screen refuses by design (one of ``KEPT``)."""
     return kind(construct) != "other"
 
 
 def kind(construct: str) -> str:
-    """ "introspection", "machinery" or "other" (a false positive)."""
-    if any(marker in construct for marker in INTROSPECTION):
-        return "introspection"
-    if any(marker in construct for marker in MACHINERY):
-        return "machinery"
-    return "other"
+    """The kept kind ``construct`` names (``screen.MODULE_TABLE`` ...), or "other" (a false positive)."""
+    return next((marker for marker in KEPT if marker in construct), "other")
 
 
 def normalise(construct: str) -> str:
-    """A construct without its particular names (``getattr() with a computed attribute name``, ``the module
-    X is not on the allow-list``...)."""
-    text = re.sub(r"\(reached as [^)]*\)", "(reached as ...)", construct)
-    text = re.sub(r"\(([^()]*)\)$", "(...)", text)
-    return text
+    """A construct without its place (``use of sys.modules (the module table ...)``, ``the module torch.hub
+    (...)``)."""
+    return re.sub(r" \(reached as [^)]*\)", "", construct)
 
 
 def bodies(path: Path, *, package: str, root: Path) -> list[Body] | None:
@@ -240,12 +168,12 @@ def report(result: Result, *, examples: int = 3) -> str:
     """The corpus's numbers and constructs as text (the closing note of issue 18 quotes it)."""
     lines = [
         f"{result.bodies} function bodies in {result.files} files ({result.unparsable} files did not parse)",
-        f"flagged: {len(result.flagged)} ({100 * result.rate:.2f} %); with a construct that is neither "
-        f"introspection nor machinery (a false positive): {len(result.not_introspection())}",
+        f"flagged: {len(result.flagged)} ({100 * result.rate:.2f} %); with a construct the screen does not keep "
+        f"(a false positive): {len(result.not_kept())}",
         "constructs (bodies):",
     ]
     for construct, count in result.constructs().most_common():
-        lines.append(f"  {count:5d}  [{kind(construct)}] {construct}")
+        lines.append(f"  {count:5d}  {'' if is_kept(construct) else '[false positive] '}{construct}")
         shown = [b for b, fs in result.flagged if any(normalise(f.construct) == construct for f in fs)][
             :examples
         ]
@@ -256,11 +184,10 @@ def report(result: Result, *, examples: int = 3) -> str:
 
 __all__ = [
     "Body",
-    "INTROSPECTION",
-    "MACHINERY",
+    "KEPT",
     "Result",
     "bodies",
-    "is_introspection",
+    "is_kept",
     "kind",
     "report",
     "screen_files",

@@ -1,34 +1,39 @@
-"""The screen: an allow-list for what a completion's code may do, checked before it runs.
+"""The screen: what a completion's code may not do, checked before it runs.
 
-A completion is research code: it computes. It may use names, literals, arithmetic, calls, comprehensions,
-control flow, its own functions and classes (``super().__init__(...)`` included), read attributes by literal
-names and import modules of the allow-list. Everything else is refused, so the screen does not depend on
-knowing the tricks (docs/integrity.md gives the reasons):
+Verdicts are not protected by refusing tricks: every pass is run again against an impossible variant of its
+test, which the reference itself fails, and passing it proves the verdict forged (``runner.Runner``,
+docs/integrity.md). Replacing a library function, defining comparison hooks, computing attribute names or
+writing to library state is therefore not the screen's business: a completion that forges with them is
+caught by the confirmation. The screen keeps only what protects the confirmation and the sandbox, and each
+rule below names which of these it protects:
 
-* **computed attribute names**: ``getattr``/``setattr``/``delattr``/``hasattr`` and the ``__getattr__``
-  family with a name that is not a string literal, the same builtins used as values, ``vars``, ``globals``,
-  ``locals``, ``eval``, ``exec``, ``compile``, ``__import__``, ``breakpoint``, exits; ``__dict__`` and every
-  dunder attribute outside ``ALLOWED_DUNDERS``; frame and code attributes;
-* **hooks**: defining a method outside ``ALLOWED_DEFS`` (``__eq__``, ``__torch_function__``, ``__float__``
-  ... let an object answer a comparison any way it likes), three-argument ``type()``;
-* **library state**: every attribute chain rooted at an imported module (``torch.nn.functional.softmax``,
-  ``np.testing``, aliases included) is sent to the sandbox, where ``sandbox/_harness.py`` resolves it against
-  the real libraries before any task code runs: a chain through a module or object outside the allow-list
-  (a library's own ``sys``, ``os``, ``builtins``, ``importlib``, ``inspect``, ``gc``, ``ctypes``, the test's
-  modules, ``torch._C``'s machinery ...), a module used as a value, or an assignment to a library's function,
-  class or module refuses the completion, which then never runs;
-* strings that name the harness's marks or the test script, and string literals that cross the completion's
-  edge (they would make Python re-read the code after it).
+* **the oracle and the test**: importing the oracle modules, the test script or ``__main__``, naming their
+  files in a string (the runner's ``oracle_access`` for the oracles);
+* **the module table and the import machinery that reach them**: ``sys`` beyond ``PARTIAL``, ``importlib``,
+  ``builtins``, ``__import__``, ``pkgutil``, ``runpy``, ``linecache`` (the test's text), and ``unittest``
+  and other test frameworks (their result object tells whether earlier tests failed, which tells a
+  confirmation run from the original);
+* **anything else that could tell the two runs apart**: frames (``sys._getframe``, ``inspect.currentframe``
+  and ``stack``, traceback's stack walkers, the frame attributes ``f_back``, ``f_globals`` ...), the garbage
+  collector's object lists, ``__globals__``, ``__closure__``, ``__builtins__``, ``__subclasses__``, and
+  tracing and profiling hooks; reading ``__code__`` of the test's or the oracle's functions is the audit
+  hook's (by the code's file);
+* **code from text**: ``eval``, ``exec``, ``compile``, ``breakpoint``, code objects made from bytes, and
+  the library helpers that run text (``DANGEROUS``);
+* **process and sandbox escape**: ``os`` beyond ``PARTIAL``, ``subprocess``, ``multiprocessing``, signal
+  sending, ``ctypes`` and raw memory, loading native code, pickle and marshal loading.
 
-What the screen cannot see (values computed at run time) is the runtime layer's: the harness's audit hook
-and guard (docs/integrity.md). Its false-positive rate is measured on real research code:
-``bench/screen_corpus.py`` and tests/researchcodebench/test_screen_corpus.py.
+Every attribute chain rooted at an imported module (``torch.nn.functional.softmax``, ``np.testing``, aliases
+included) is sent to the sandbox, where ``sandbox/_harness.py`` resolves it against the real libraries before
+any task code runs, so that a library's own ``sys`` (``torch.sys.modules``) is refused as ``sys`` is. What the
+screen cannot see (values computed at run time) is the audit hook's (docs/integrity.md). Its false-positive
+rate is measured on real research code: ``bench/screen_corpus.py`` and
+tests/researchcodebench/test_screen_corpus.py.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 import re
 import string
 from collections.abc import Iterable
@@ -41,45 +46,68 @@ from .problems import fill_in
 
 CATEGORY = "harness_tampering"
 
-#: Standard-library modules a completion may import or reach (with everything under them).
-STDLIB_ALLOWED = (
-    "abc", "argparse", "array", "ast", "base64", "binascii", "bisect", "bz2", "calendar", "cmath",
-    "collections", "colorsys", "contextlib", "copy", "csv", "dataclasses", "datetime", "decimal", "difflib",
-    "enum", "errno", "fnmatch", "fractions", "functools", "glob", "graphlib", "gzip", "hashlib", "heapq",
-    "html", "io", "itertools", "json", "keyword", "locale", "logging", "lzma", "math", "numbers", "operator",
-    "pathlib", "posixpath", "pprint", "queue", "random", "re", "reprlib", "secrets", "statistics", "string",
-    "struct", "tarfile", "tempfile", "textwrap", "time", "tokenize", "token", "types", "typing", "unicodedata",
-    "uuid", "warnings", "weakref", "zipfile", "zlib", "_collections_abc", "sre_compile", "sre_parse",
-    "sre_constants", "genericpath", "numbers", "platform", "sysconfig", "xml", "email",
-    "urllib.parse",
-)  # fmt: skip
-#: Parts of the standard library that are machinery inside allowed modules.
-STDLIB_DENIED = ("logging.config",)
-#: ``os`` and ``sys`` may be used as the root of a chain with one of these attributes only.
+#: ``os`` and ``sys`` may be used with these attributes only. The rest of ``sys`` is the module table and the
+#: import machinery (``modules``, ``meta_path``, ``path``: a zip archive the run writes, put on the path, is
+#: code the screen never read), frames (``_getframe``, ``_current_frames``) and tracing hooks (``settrace``,
+#: ``monitoring``); the rest of ``os`` is process control (``system``, ``fork``, ``exec*``, ``kill``) and raw
+#: file descriptors (the harness's result channel).
 PARTIAL = {
     "os": (
         "path", "sep", "altsep", "extsep", "pathsep", "linesep", "curdir", "pardir", "devnull", "name",
-        "environ", "getenv", "getcwd", "listdir", "scandir", "walk", "makedirs", "mkdir", "remove", "unlink",
-        "rmdir", "rename", "replace", "stat", "fspath", "fsencode", "fsdecode", "PathLike", "cpu_count",
-        "getpid", "urandom", "sched_getaffinity", "get_terminal_size", "path",
+        "environ", "getenv", "putenv", "unsetenv", "getcwd", "listdir", "scandir", "walk", "makedirs", "mkdir",
+        "remove", "unlink", "rmdir", "removedirs", "rename", "renames", "replace", "stat", "lstat", "fspath",
+        "fsencode", "fsdecode", "PathLike", "cpu_count", "getpid", "getppid", "getuid", "urandom",
+        "sched_getaffinity", "get_terminal_size", "isatty", "access", "chmod", "utime", "times", "uname",
+        "getloadavg", "strerror", "error", "readlink", "symlink", "link", "truncate", "fsync", "umask",
+        "F_OK", "R_OK", "W_OK", "X_OK", "SEEK_SET", "SEEK_CUR", "SEEK_END", "DirEntry", "terminal_size",
+        "stat_result", "_exit",
     ),
     "sys": (
-        "maxsize", "float_info", "int_info", "version", "version_info", "hexversion", "platform", "byteorder",
-        "float_repr_style", "getsizeof", "getrecursionlimit", "setrecursionlimit", "stdout", "stderr",
-        "argv", "maxunicode", "getdefaultencoding", "getfilesystemencoding", "implementation", "executable",
+        "maxsize", "float_info", "int_info", "hash_info", "thread_info", "version", "version_info",
+        "hexversion", "api_version", "implementation", "platform", "byteorder", "float_repr_style",
+        "maxunicode", "abiflags", "copyright", "flags", "getsizeof", "getrefcount", "getrecursionlimit",
+        "setrecursionlimit", "getswitchinterval", "setswitchinterval", "get_int_max_str_digits",
+        "set_int_max_str_digits", "getdefaultencoding", "getfilesystemencoding", "intern", "is_finalizing",
+        "stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "argv", "orig_argv",
+        "executable", "prefix", "base_prefix", "exec_prefix", "base_exec_prefix", "platlibdir",
+        "dont_write_bytecode", "warnoptions", "builtin_module_names", "stdlib_module_names", "exc_info",
+        "exception", "exit",
     ),
 }  # fmt: skip
-#: Modules of installed packages that load native code, run code from text or data, reach interpreter
-#: machinery or replace library functions (everything else installed in the environment is allowed).
-DENIED = (
-    "torch.utils.cpp_extension", "torch.hub", "torch.package", "torch.library", "torch.multiprocessing",
-    "torch._C._dynamo", "torch.utils._python_dispatch", "torch.testing._internal", "numpy.ctypeslib",
-    "numpy.f2py", "numpy.distutils", "sympy.parsing", "dill", "cloudpickle", "pytest", "_pytest", "IPython",
-    "setuptools", "pip", "pkg_resources", "cffi", "pyximport", "Cython", "jinja2", "mako", "psutil",
-    "pexpect", "sh",
-)  # fmt: skip
-#: Members of a module that a chain may use when the module allows only some (torch._C is torch's native
-#: internals: its op namespaces and a few state queries are what research code uses).
+#: Kinds of what the screen keeps (the reasons name them).
+MODULE_TABLE = "the module table and the import machinery"
+TEST_FRAMEWORK = "the test framework and the test's text"
+TELLING_RUNS_APART = "frames, the collector's object lists and tracing hooks"
+CODE_FROM_TEXT = "code from text"
+ESCAPE = "process and sandbox escape"
+RAW_MEMORY = "ctypes, raw memory and native code"
+PICKLE = "pickle and marshal loading"
+#: Modules a completion may not import or reach, with everything under them, by kind (any other module
+#: installed in the environment, the standard library's included, is allowed).
+DENIED = {
+    MODULE_TABLE: (
+        "importlib", "builtins", "pkgutil", "runpy", "zipimport", "imp", "modulefinder", "site", "pydoc",
+        "_imp", "_frozen_importlib", "_frozen_importlib_external", "logging.config", "setuptools",
+        "pkg_resources", "pip", "torch.hub", "torch.package",
+    ),
+    # unittest's result object says whether earlier tests failed; linecache holds the text of every file a
+    # traceback was formatted for (the test's, once a test failed).
+    TEST_FRAMEWORK: ("unittest", "doctest", "pytest", "_pytest", "linecache", "torch.testing._internal"),
+    TELLING_RUNS_APART: ("bdb", "pdb", "trace", "cProfile", "profile", "_lsprof", "torch._C._dynamo"),
+    CODE_FROM_TEXT: ("code", "codeop", "_xxsubinterpreters", "IPython", "jinja2", "mako", "sympy.parsing"),
+    ESCAPE: (
+        "posix", "nt", "subprocess", "_posixsubprocess", "multiprocessing", "_multiprocessing", "pty",
+        "psutil", "pexpect", "sh", "torch.multiprocessing",
+    ),
+    RAW_MEMORY: (
+        "ctypes", "_ctypes", "cffi", "_testcapi", "_testinternalcapi", "numpy.ctypeslib", "numpy.f2py",
+        "numpy.distutils", "torch.utils.cpp_extension", "pyximport", "Cython",
+    ),
+    PICKLE: ("shelve", "dill", "cloudpickle"),
+}  # fmt: skip
+#: Members of a module that a chain may use when the module allows only some: torch._C is torch's native
+#: internals (storages made from raw addresses, frame-evaluation hooks, loading libraries); its op namespaces
+#: and a few state queries are what research code uses.
 MEMBERS = {
     "torch._C": (
         "_nn", "_fft", "_linalg", "_special", "_VariableFunctions", "_get_tracing_state", "_set_grad_enabled",
@@ -91,79 +119,60 @@ MEMBERS = {
         "_is_any_autocast_enabled", "ScriptMethod",
     ),
 }  # fmt: skip
-#: Objects (by dotted name) that run code from text, make functions from code objects, compute attribute
-#: names or register virtual subclasses: refused wherever a chain reaches them.
-DANGEROUS = (
-    "builtins.eval", "builtins.exec", "builtins.compile", "builtins.__import__", "builtins.globals",
-    "builtins.locals", "builtins.vars", "builtins.breakpoint", "builtins.getattr", "builtins.setattr",
-    "builtins.delattr", "builtins.exit", "builtins.quit", "builtins.__build_class__", "operator.attrgetter",
-    "operator.methodcaller", "types.new_class", "typing.get_type_hints", "typing._eval_type",
-    "dataclasses.make_dataclass", "abc.ABCMeta.register", "torch.ops.load_library",
-    "torch.ops.import_module", "torch.classes.load_library", "sympy.sympify", "timeit.timeit",
-    "numpy.lib.stride_tricks.as_strided",
-)  # fmt: skip
+#: Objects (by dotted name) refused wherever a chain reaches them, whatever they are called there, by kind.
+DANGEROUS = {
+    CODE_FROM_TEXT: (
+        "builtins.eval", "builtins.exec", "builtins.compile", "builtins.__import__", "dataclasses._create_fn",
+        "torch.fx.graph_module._exec_with_source", "sympy.sympify", "timeit.timeit", "timeit.repeat",
+        "timeit.Timer",
+    ),
+    # inspect's and traceback's stack functions hand out frames or the source lines of the calling (test)
+    # code; getmodule looks a module up in the module table; getsource reads through linecache.
+    TELLING_RUNS_APART: (
+        "builtins.breakpoint", "inspect.currentframe", "inspect.stack", "inspect.trace",
+        "inspect.getouterframes", "inspect.getinnerframes", "inspect.getclosurevars", "traceback.walk_stack",
+        "traceback.extract_stack", "traceback.format_stack", "traceback.print_stack", "logging.currentframe",
+        "gc.get_objects", "gc.get_referrers", "gc.get_referents", "threading.settrace", "threading.setprofile",
+    ),
+    MODULE_TABLE: ("inspect.getmodule",),
+    TEST_FRAMEWORK: ("inspect.getsource", "inspect.getsourcelines", "inspect.findsource", "inspect.getcomments"),
+    ESCAPE: ("signal.pthread_kill",),
+    # torch.from_file maps a file without Python's open (and so without its audit event).
+    RAW_MEMORY: (
+        "numpy.lib.stride_tricks.as_strided", "torch.from_file", "torch.UntypedStorage.from_file",
+        "torch.ops.load_library", "torch.ops.import_module", "torch.classes.load_library",
+    ),
+    PICKLE: ("pickle.load", "pickle.loads", "pickle.Unpickler", "marshal.load", "marshal.loads"),
+}  # fmt: skip
+#: What the rest of ``os`` and ``sys`` is (the reasons name it).
+PARTIAL_KINDS = {"os": ESCAPE, "sys": f"{MODULE_TABLE}, {TELLING_RUNS_APART}"}
+#: Objects refused when called (code from text or bytes); as values (``isinstance(c, types.CodeType)``,
+#: ``sympy.S.Zero``) they are fine.
+CALLED = ("types.CodeType", "sympy.S")
 
-#: Classes that make functions, code or frames: as values (``isinstance(f, types.FunctionType)``) they are
-#: fine, called they are code surgery.
-CONSTRUCTORS = (
-    "types.FunctionType", "types.LambdaType", "types.CodeType", "types.FrameType", "types.TracebackType",
-    "types.CellType", "types.ModuleType", "typing.ForwardRef",
-)  # fmt: skip
-
-#: Builtins that execute text, expose namespaces or end the process.
-DENIED_BUILTINS = frozenset(
-    {"breakpoint", "compile", "eval", "exec", "exit", "globals", "locals", "quit", "vars", "__import__"}
-    | {"__build_class__", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
-)
-#: Builtins that take an attribute name: only as a direct call with a string literal name.
+#: Builtins that run text as code or start the debugger (its tracing hook).
+DENIED_BUILTINS = frozenset({"breakpoint", "compile", "eval", "exec", "__import__"})
+#: Builtins that take an attribute name: a literal name is checked as an attribute read would be.
 NAME_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
-#: ``X.<name>(obj, "lit", ...)``: the same rule for the dunder spellings.
+#: ``X.<name>(obj, "lit", ...)``: the same for the dunder spellings.
 NAME_DUNDERS = frozenset({"__getattr__", "__getattribute__", "__setattr__", "__delattr__"})
-#: Dunder attributes and names a completion may read.
-ALLOWED_DUNDERS = frozenset(
-    {
-        "__init__", "__name__", "__qualname__", "__doc__", "__module__", "__class__", "__len__", "__iter__",
-        "__next__", "__getitem__", "__setitem__", "__delitem__", "__contains__", "__enter__", "__exit__",
-        "__call__", "__repr__", "__str__", "__post_init__", "__file__", "__version__", "__new__", "__hash__",
-        "__all__", "__slots__", "__future__", "__debug__", "__reversed__", "__getstate__", "__setstate__",
-        "__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__", "__matmul__",
-        "__neg__", "__abs__", "__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__iadd__", "__imul__",
-        "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__float__", "__int__", "__bool__",
-        "__index__", "__and__", "__or__", "__xor__", "__invert__", "__lshift__", "__rshift__", "__dir__",
-        "__annotations__", "__wrapped__",
-    }
-    | NAME_DUNDERS
-)  # fmt: skip
-#: Dunder attributes a completion may assign (metadata of its own functions and classes).
-ALLOWED_DUNDER_STORES = frozenset({"__doc__", "__name__", "__qualname__", "__module__", "__annotations__"})
-#: Dunder methods a completion may define (comparison, conversion, operator, dispatch and attribute hooks
-#: are not among them: they let an object answer any check any way it likes).
-ALLOWED_DEFS = frozenset(
-    {
-        "__init__", "__post_init__", "__repr__", "__str__", "__len__", "__iter__", "__next__", "__getitem__",
-        "__setitem__", "__delitem__", "__contains__", "__enter__", "__exit__", "__call__", "__getstate__",
-        "__setstate__", "__reversed__", "__hash__", "__new__", "__dir__", "__missing__", "__copy__",
-        "__deepcopy__", "__sizeof__", "__format__",
-    }
-)  # fmt: skip
-#: Attributes of frames, tracebacks, generators and code objects: the way to another frame's variables.
+#: Dunder attributes and names a completion may not use: another module's namespace (``__globals__``,
+#: ``__builtins__``), a function's captured values (``__closure__``), every class alive (``__subclasses__``),
+#: and the import function. Every other dunder is allowed.
+DENIED_DUNDERS = frozenset({"__globals__", "__builtins__", "__closure__", "__subclasses__", "__import__"})
+#: Attributes of frames, tracebacks, generators and coroutines that lead to a frame or its namespaces: the way
+#: to the test's variables and lines.
 FRAME_ATTRIBUTES = frozenset(
     {
-        "ag_frame", "co_code", "co_consts", "cr_frame", "f_back", "f_builtins", "f_code", "f_globals",
-        "f_locals", "f_trace", "gi_code", "gi_frame", "tb_frame", "tb_next",
+        "ag_frame", "cr_frame", "f_back", "f_builtins", "f_code", "f_globals", "f_locals", "f_trace",
+        "gi_frame", "tb_frame",
     }
 )  # fmt: skip
-_DUNDER = re.compile(r"^__\w+__$")
-_SUSPICIOUS_TEXT = (
-    "@@RCB",
-    "RCB-RESULT",
-    "RCB-START",
-    "RCB-FAIL",
-    "/proc/",
-    "/dev/fd",
-    "/dev/std",
-    "/dev/tty",
-)
+
+
+def _denied_name(name: str) -> bool:
+    """An attribute name the screen refuses wherever it is spelled (attribute, literal name, format field)."""
+    return name in DENIED_DUNDERS or name in FRAME_ATTRIBUTES
 
 
 @dataclass(frozen=True)
@@ -207,37 +216,38 @@ class Screening:
 
 
 def policy(*, local_modules: Iterable[str] = (), protected_modules: Iterable[str] = ()) -> dict[str, Any]:
-    """The allow-list as the sandbox's resolution step takes it (JSON)."""
+    """The screen's rules as the sandbox's resolution step takes them (JSON)."""
     return {
-        "stdlib_allowed": list(STDLIB_ALLOWED),
-        "stdlib_denied": list(STDLIB_DENIED),
         "partial": {k: list(v) for k, v in PARTIAL.items()},
-        "denied": list(DENIED) + list(STDLIB_DENIED),
+        "partial_kinds": dict(PARTIAL_KINDS),
+        "denied": {kind: list(names) for kind, names in DENIED.items()},
         "members": {k: list(v) for k, v in MEMBERS.items()},
-        "dangerous": list(DANGEROUS),
-        "constructors": list(CONSTRUCTORS),
+        "members_kind": RAW_MEMORY,
+        "dangerous": {kind: list(names) for kind, names in DANGEROUS.items()},
+        "called": list(CALLED),
         "local": sorted(set(local_modules)),
         "protected": sorted(set(protected_modules)),
     }
 
 
+def denied_kind(name: str) -> str | None:
+    """The kind of ``DENIED`` the module ``name`` falls under, or None."""
+    for kind, prefixes in DENIED.items():
+        if any(name == p or name.startswith(p + ".") for p in prefixes):
+            return kind
+    return None
+
+
 def module_refusal(name: str, *, local: Iterable[str] = (), protected: Iterable[str] = ()) -> str | None:
     """Why a completion may not import ``name`` (by name only; the sandbox checks the module itself)."""
-    import sys
-
     top = name.split(".", 1)[0]
-    if name in set(protected) or top in set(protected):
+    if name in set(protected) or top in set(protected) or top == "__main__":
         return f"import of {name}, which belongs to the test or holds an oracle"
     if top in set(local):
         return None
-    stdlib = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
-    under = lambda prefixes: any(name == p or name.startswith(p + ".") for p in prefixes)  # noqa: E731
-    if top in stdlib or top in ("os", "sys"):
-        if under(STDLIB_DENIED) or not (under(STDLIB_ALLOWED) or name in PARTIAL):
-            return f"import of {name}, which is not on the allow-list"
-        return None
-    if under(DENIED):
-        return f"import of {name}, which is not on the allow-list"
+    kind = denied_kind(name)
+    if kind is not None:
+        return f"import of {name} ({kind})"
     return None
 
 
@@ -287,7 +297,8 @@ class FileContext:
         self._bisect = bisect
         self.parents: dict[int, ast.AST] = {}
         positioned: list[tuple[int, int, ast.AST]] = []
-        self.params: set[str] = set()
+        #: id(function or lambda) -> the names of its parameters
+        self.params: dict[int, set[str]] = {}
         for index, node in enumerate(ast.walk(tree)):
             for child in ast.iter_child_nodes(node):
                 self.parents[id(child)] = node
@@ -296,9 +307,8 @@ class FileContext:
                 positioned.append((line, index, node))
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 args = node.args
-                for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
-                    if arg is not None:
-                        self.params.add(arg.arg)
+                every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+                self.params[id(node)] = {arg.arg for arg in every if arg is not None}
         positioned.sort(key=lambda item: (item[0], item[1]))
         self.lines = [line for line, _, _ in positioned]
         self.positioned = [node for _, _, node in positioned]
@@ -355,9 +365,10 @@ class _Screen:
         return line is not None and self.first <= line <= self.last
 
     def _locals(self) -> set[str]:
-        """Names that are parameters anywhere in the file, or that the completion binds to something other
-        than an import chain (they shadow an import of the same name)."""
-        local: set[str] = set(self.context.params)
+        """Names that the completion binds to something other than an import chain (they shadow an import of
+        the same name in the whole completion). Parameters shadow one only inside their function
+        (``parameter``)."""
+        local: set[str] = set()
         for node in self.nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 local.add(node.name)
@@ -373,17 +384,31 @@ class _Screen:
         if chain is None:
             return None
         name, attrs = chain
-        base = self.root(name)
+        base = self.root(name, node)
         if base is None:
             return None
         return base[0], base[1] + tuple(attrs)
 
-    def root(self, name: str) -> tuple[str, tuple[str, ...]] | None:
+    def root(self, name: str, node: ast.AST | None = None) -> tuple[str, tuple[str, ...]] | None:
+        """The import chain the name ``name`` (read at ``node``) stands for, or None."""
+        if node is not None and self.parameter(name, node):
+            return None
         if name in self.aliases:
             return self.aliases[name]
         if name in self.bindings and name not in self.local:
             return self.bindings[name]
         return None
+
+    def parameter(self, name: str, node: ast.AST) -> bool:
+        """Whether ``name`` at ``node`` is a parameter of a function or lambda around it (``lambda torch:
+        torch.sys`` shadows the import inside the lambda only)."""
+        current = self.parents.get(id(node))
+        while current is not None:
+            params = self.context.params.get(id(current))
+            if params is not None and name in params:
+                return True
+            current = self.parents.get(id(current))
+        return False
 
     def _aliases(self) -> dict[str, tuple[str, tuple[str, ...]]]:
         """``F = torch.nn.functional`` (at module level or in the completion): F is that chain."""
@@ -396,7 +421,7 @@ class _Screen:
                 if value is None:
                     continue
                 for target in node.targets:
-                    if isinstance(target, ast.Name):
+                    if isinstance(target, ast.Name) and not self.parameter(target.id, target):
                         self.aliases[target.id] = value
         return self.aliases
 
@@ -465,34 +490,25 @@ class _Screen:
 
     def check_name(self, node: ast.Name) -> None:
         name = node.id
-        if _DUNDER.match(name) and name not in ALLOWED_DUNDERS:
-            self.hit(node, f"use of {name}")
+        if name in DENIED_DUNDERS:
+            # __builtins__ holds __import__ and every builtin; __import__ imports by a computed name.
+            self.hit(node, f"use of {name} ({MODULE_TABLE})")
             return
         if name in self.local or name in self.bindings or name in self.aliases:
             pass
         elif name in DENIED_BUILTINS:
-            self.hit(node, f"use of {name}()" if name[0].islower() else f"use of {name}")
-            return
-        elif name in NAME_BUILTINS and isinstance(node.ctx, ast.Load):
-            parent = self.parents.get(id(node))
-            if not (isinstance(parent, ast.Call) and parent.func is node):
-                self.hit(node, f"{name} used as a value (attribute names must be literal)")
+            kind = TELLING_RUNS_APART if name == "breakpoint" else CODE_FROM_TEXT
+            self.hit(node, f"use of {name}() ({kind})")
             return
         if isinstance(node.ctx, ast.Load) and not isinstance(self.parents.get(id(node)), ast.Attribute):
-            base = self.root(name)
+            base = self.root(name, node)
             if base is not None:
                 self.add_chain(node, base[0], base[1], self.use_of(node))
 
     def check_attribute(self, node: ast.Attribute) -> None:
         attr = node.attr
-        store = isinstance(node.ctx, (ast.Store, ast.Del))
-        if _DUNDER.match(attr) and (
-            attr not in ALLOWED_DUNDER_STORES if store else attr not in ALLOWED_DUNDERS
-        ):
-            self.hit(node, f"{'assignment to' if store else 'use of'} the attribute {attr}")
-            return
-        if attr in FRAME_ATTRIBUTES:
-            self.hit(node, f"use of the frame attribute {attr}")
+        if _denied_name(attr):
+            self.hit(node, self.attribute_reason(attr, "use of"))
             return
         parent = self.parents.get(id(node))
         if isinstance(parent, ast.Attribute) and parent.value is node:
@@ -500,19 +516,13 @@ class _Screen:
         value = self._chain_value(node)
         if value is not None:
             self.add_chain(node, value[0], value[1], self.use_of(node))
-            return
-        if store:
-            base = node.value
-            if (
-                isinstance(base, ast.Call)
-                and isinstance(base.func, ast.Name)
-                and base.func.id in ("type", "super")
-            ):
-                self.hit(node, f"assignment to an attribute of {base.func.id}(...) ({attr})")
-            elif isinstance(base, ast.Attribute) and base.attr == "__class__":
-                self.hit(node, f"assignment to an attribute of a __class__ ({attr})")
-            elif isinstance(base, ast.Name) and base.id in dir(builtins) and base.id not in self.local:
-                self.hit(node, f"assignment to an attribute of the builtin {base.id} ({attr})")
+
+    @staticmethod
+    def attribute_reason(attr: str, what: str) -> str:
+        if attr in FRAME_ATTRIBUTES:
+            return f"{what} the frame attribute {attr} ({TELLING_RUNS_APART})"
+        kind = MODULE_TABLE if attr in ("__builtins__", "__import__") else TELLING_RUNS_APART
+        return f"{what} the attribute {attr} ({kind})"
 
     def check_subscript(self, node: ast.Subscript) -> None:
         if not isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -522,27 +532,18 @@ class _Screen:
             self.add_chain(node, value[0], value[1], "item")
 
     def _name_argument(self, node: ast.Call, index: int, what: str) -> str | None:
-        """The literal attribute name at ``node.args[index]``; a finding when it is computed."""
+        """The literal attribute name at ``node.args[index]`` (a finding when it is a denied one), or None when
+        it is computed (computed names are allowed: what they reach at run time is the audit hook's)."""
         if len(node.args) <= index:
             keyword = next((k for k in node.keywords if k.arg == "name"), None)
-            if keyword is None:
-                self.hit(node, f"{what} without a literal attribute name")
-                return None
-            candidate: ast.AST = keyword.value
+            candidate: ast.AST | None = keyword.value if keyword is not None else None
         else:
             candidate = node.args[index]
         literal = _literal(candidate)
         if literal is None:
-            self.hit(node, f"{what} with a computed attribute name")
             return None
-        if what == "hasattr()":
-            # A literal hasattr only answers yes or no: any name may be asked about.
-            return literal
-        if _DUNDER.match(literal) and literal not in ALLOWED_DUNDERS:
-            self.hit(node, f"{what} of the attribute {literal}")
-            return None
-        if literal in FRAME_ATTRIBUTES:
-            self.hit(node, f"{what} of the frame attribute {literal}")
+        if _denied_name(literal) and what != "hasattr()":
+            self.hit(node, self.attribute_reason(literal, f"{what} of"))
             return None
         return literal
 
@@ -556,23 +557,10 @@ class _Screen:
                     if value is not None:
                         use = {"setattr": "store", "delattr": "del"}.get(func.id, "load")
                         self.add_chain(node, value[0], (*value[1], name), use)
-                    elif func.id in ("setattr", "delattr"):
-                        target = node.args[0]
-                        if (
-                            isinstance(target, ast.Call)
-                            and isinstance(target.func, ast.Name)
-                            and target.func.id == "type"
-                        ):
-                            self.hit(node, f"{func.id}() on type(...) ({name})")
-                        elif isinstance(target, ast.Attribute) and target.attr == "__class__":
-                            self.hit(node, f"{func.id}() on a __class__ ({name})")
-                return
-            if func.id == "type" and len(node.args) + len(node.keywords) >= 3:
-                self.hit(node, "type() with three arguments (a class made from a dict of attributes)")
                 return
             if func.id == "open" and node.args and isinstance(node.args[0], ast.Constant):
                 if isinstance(node.args[0].value, int):
-                    self.hit(node, f"open() of file descriptor {node.args[0].value}")
+                    self.hit(node, f"open() of file descriptor {node.args[0].value} ({ESCAPE})")
                 return
         if isinstance(func, ast.Attribute) and func.attr in NAME_DUNDERS:
             on_super = isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Name)
@@ -591,8 +579,8 @@ class _Screen:
             return
         for name in fields:
             for part in re.split(r"[.\[\]]", name):
-                if (_DUNDER.match(part) and part not in ALLOWED_DUNDERS) or part in FRAME_ATTRIBUTES:
-                    self.hit(node, f"a format string reading the attribute {part}")
+                if _denied_name(part):
+                    self.hit(node, self.attribute_reason(part, "a format string reading"))
 
     def check_string(self, node: ast.Constant) -> None:
         text = node.value
@@ -600,16 +588,27 @@ class _Screen:
             return
         end = getattr(node, "end_lineno", node.lineno) or node.lineno
         if not (self.first <= end <= self.last):
+            # Python would read the code after the completion differently, and the audit hook would judge
+            # the completion's code on lines that are not its own.
             self.hit(node, "a string literal that runs past the end of the completion")
             return
-        for needle in _SUSPICIOUS_TEXT + self.protected_text:
+        for needle in self.protected_text:
             if needle in text:
-                self.hit(node, f"a string naming {needle!r}")
+                self.hit(node, f"a string naming {needle!r} (the test script)")
                 return
+        if _denied_name(text) and not self.name_argument(node):
+            # globals()["__builtins__"], vars(f)["f_back"]: the name spelled as a key.
+            self.hit(node, self.attribute_reason(text, "a string naming"))
 
-    def check_definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> None:
-        if _DUNDER.match(node.name) and node.name not in ALLOWED_DEFS:
-            self.hit(node, f"definition of {node.name}")
+    def name_argument(self, node: ast.AST) -> bool:
+        """Whether ``node`` is the attribute name of a getattr-like call (check_call judges it there)."""
+        parent = self.parents.get(id(node))
+        if not isinstance(parent, ast.Call) or node not in parent.args:
+            return False
+        func = parent.func
+        return (isinstance(func, ast.Name) and func.id in NAME_BUILTINS) or (
+            isinstance(func, ast.Attribute) and func.attr in NAME_DUNDERS
+        )
 
     def run(self) -> Screening:
         # A string that starts before the completion and ends inside it begins on an earlier line.
@@ -632,14 +631,6 @@ class _Screen:
                 self.check_call(node)
             elif isinstance(node, ast.Constant):
                 self.check_string(node)
-            elif isinstance(node, ast.JoinedStr):
-                pass
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                self.check_definition(node)
-            elif isinstance(node, (ast.Global, ast.Nonlocal)):
-                for name in node.names:
-                    if _DUNDER.match(name):
-                        self.hit(node, f"rebinding the module-level name {name}")
         unique = {(f.line, f.construct): f for f in self.findings}
         chains = list(dict.fromkeys(self.chains))
         return Screening(

@@ -35,11 +35,14 @@ Integrity (docs/integrity.md), for the run of a completion:
 
 * the screen's resolution step (``resolve_chains``): every attribute chain the host's screen found rooted at
   an imported module is resolved against the real libraries, before any task code runs; a chain through a
-  module or object outside the allow-list refuses the completion, which then never runs;
+  module or object the screen denies (a library's own ``sys.modules``, ``inspect.currentframe`` under another
+  name) refuses the completion, which then never runs;
 * a PEP 578 audit hook (``_AuditHook``), installed before the task's modules import and impossible to remove,
   ends the run as tampering when code on the completion's own lines (directly, or through a library it
-  called) reaches frames, the garbage collector, ctypes, tracing or profiling hooks, code or function
-  surgery, the oracle or test files, a file descriptor, or writes a file Python would import;
+  called) reaches what protects the confirmation and the sandbox: frames, the garbage collector's object
+  lists, tracing or profiling hooks, the code or defaults of the test's and the oracles' functions, the
+  oracle or test files, code made from text or bytes, processes, signals, ctypes, pickle loading, a file
+  descriptor, or a file Python would import;
 * a test counts as passed only when the harness saw its method return normally with no failing subtest:
   unittest's internal stop signal, a skip raised by the completion and a failure a patched result object did
   not record leave a run that reports success with ``silenced`` tests.
@@ -73,6 +76,7 @@ _fstat = os.fstat
 _dup = os.dup
 _getframe = sys._getframe
 _realpath = os.path.realpath
+_getcwd = os.getcwd
 
 START_MARK = "@@RCB-START@@"
 RESULT_MARK = "@@RCB-RESULT@@"
@@ -762,26 +766,34 @@ _UNRESOLVED = object()
 
 
 class _Resolver:
-    """Resolves attribute chains against the real libraries (the policy comes from the host's screen)."""
+    """Resolves attribute chains against the real libraries (the rules come from the host's screen,
+    ``screen.policy``): a chain may not pass through a module the screen denies, a member of ``os`` or ``sys``
+    outside their harmless attributes, a member of ``torch._C`` outside its list, or one of the dangerous
+    objects, whatever the library calls them; nor call a code constructor. Each refusal names its kind."""
 
     def __init__(self, policy):
         import importlib
 
         self.import_module = importlib.import_module
-        self.stdlib = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
-        self.allowed = tuple(policy.get("stdlib_allowed", ()))
         self.partial = {k: set(v) for k, v in policy.get("partial", {}).items()}
-        self.denied = tuple(policy.get("denied", ()))
+        self.partial_kinds = dict(policy.get("partial_kinds", {}))
+        self.denied = {kind: tuple(names) for kind, names in policy.get("denied", {}).items()}
         self.members = {k: set(v) for k, v in policy.get("members", {}).items()}
+        self.members_kind = policy.get("members_kind", "")
         self.local = set(policy.get("local", ()))
         self.protected = set(policy.get("protected", ()))
+        #: id(object) -> (dotted name, kind)
         self.dangerous = {}
-        self.constructors = {}
-        for key, table in (("dangerous", self.dangerous), ("constructors", self.constructors)):
-            for dotted in policy.get(key, ()):
+        for kind, names in policy.get("dangerous", {}).items():
+            for dotted in names:
                 obj = self._lookup(dotted)
                 if obj is not None:
-                    table[id(obj)] = dotted
+                    self.dangerous[id(obj)] = (dotted, kind)
+        self.called = {}
+        for dotted in policy.get("called", ()):
+            obj = self._lookup(dotted)
+            if obj is not None:
+                self.called[id(obj)] = dotted
 
     def _lookup(self, dotted):
         parts = dotted.split(".")
@@ -802,29 +814,46 @@ class _Resolver:
     def _under(name, prefixes):
         return any(name == p or name.startswith(p + ".") for p in prefixes)
 
-    def module_refusal(self, name, *, root):
+    def module_refusal(self, name):
         """Why a chain may not pass through the module called ``name`` (None: it may)."""
         top = name.split(".", 1)[0]
-        if name in self.protected or top in self.protected or name == "__main__":
+        if name in self.protected or top in self.protected or top == "__main__":
             return f"the module {name} belongs to the test or holds an oracle"
         if top in self.local:
             return None
-        if top in self.stdlib:
-            if self._under(name, self.allowed):
-                return None
-            if root and name in self.partial:
-                return None
-            return f"the module {name} is not on the allow-list"
-        if self._under(name, self.denied):
-            return f"the module {name} is not on the allow-list"
+        for kind, prefixes in self.denied.items():
+            if self._under(name, prefixes):
+                return f"the module {name} ({kind})"
         return None
 
+    def _partial_name(self, module):
+        return "os" if module in ("os", "posix", "nt") else module
+
     def object_refusal(self, obj):
-        dotted = self.dangerous.get(id(obj))
-        if dotted is None:
+        """Why a chain may not reach ``obj`` by what it is: a dangerous object, or a function or class that
+        belongs to a denied module (``numpy.testing.TestCase`` is unittest's), or None."""
+        found = self.dangerous.get(id(obj))
+        if found is None:
             func = getattr(type(obj), "__func__", None) and getattr(obj, "__func__", None)
-            dotted = self.dangerous.get(id(func)) if func is not None else None
-        return None if dotted is None else f"use of {dotted}"
+            found = self.dangerous.get(id(func)) if func is not None else None
+        if found is not None:
+            return f"use of {found[0]} ({found[1]})"
+        if _is_module(obj) or not (_is_type(obj) or callable(obj)):
+            return None
+        if _is_type(obj) and issubclass(obj, BaseException):
+            # Exceptions are caught and raised, never a way in (pickle.UnpicklingError is _pickle's).
+            return None
+        owner = _owner_module(obj)
+        if owner is None or owner == "builtins":
+            return None
+        partial = self._partial_name(owner)
+        if partial in self.partial:
+            name = _owner_name(obj)
+            if name not in self.partial[partial]:
+                return f"use of {partial}.{name} ({self.partial_kinds.get(partial, '')})"
+            return None
+        reason = self.module_refusal(owner)
+        return None if reason is None else f"{_qualified_name(owner, obj)}: {reason}"
 
     def resolve(self, chain):
         """A refusal (str) for one chain, or None. Unresolvable chains are none of the screen's business:
@@ -832,7 +861,7 @@ class _Resolver:
         root = chain["root"]
         attrs = list(chain.get("attrs", ()))
         use = chain.get("use", "load")
-        reason = self.module_refusal(root, root=True)
+        reason = self.module_refusal(root)
         if reason is not None:
             return reason
         try:
@@ -840,40 +869,38 @@ class _Resolver:
         except Exception:
             return None
         path = root
-        parents = []
-        for index, attr in enumerate(attrs):
-            reason = self._member_refusal(obj, attr, first=index == 0)
+        for attr in attrs:
+            reason = self._member_refusal(obj, attr, path)
             if reason is not None:
                 return reason
-            parents.append(obj)
             nxt = self._step(obj, attr)
             if nxt is _UNRESOLVED:
-                if use in ("store", "del") and index == len(attrs) - 1:
-                    break
                 return None
             path = path + "." + attr
             reason = self._reached_refusal(nxt, path)
             if reason is not None:
                 return reason
             obj = nxt
-        else:
-            if not attrs:
-                reason = self.object_refusal(obj)
-                if reason is not None:
-                    return reason
-        return self._use_refusal(use, obj, path, attrs, parents)
+        if not attrs:
+            reason = self.object_refusal(obj)
+            if reason is not None:
+                return reason
+        if use == "call" and id(obj) in self.called:
+            return f"a call of {self.called[id(obj)]} (code from text)"
+        return None
 
-    def _member_refusal(self, obj, attr, *, first):
-        """Why ``attr`` may not be taken from the module ``obj`` (a partly allowed module's first step, or
-        a module whose members are listed), or None; None for anything but a module."""
+    def _member_refusal(self, obj, attr, path):
+        """Why ``attr`` may not be taken from the module ``obj`` (``os`` and ``sys`` beyond their harmless
+        attributes, torch._C beyond its list), or None; None for anything but a module."""
         if not _is_module(obj):
             return None
-        name = _module_name(obj)
-        if first and name in self.partial and attr not in self.partial[name]:
-            return f"use of {name}.{attr}"
+        name = self._partial_name(_module_name(obj))
+        reached = "" if path == name else f" (reached as {path}.{attr})"
+        if name in self.partial and attr not in self.partial[name]:
+            return f"use of {name}.{attr}{reached} ({self.partial_kinds.get(name, '')})"
         members = self.members.get(name)
         if members is not None and attr not in members:
-            return f"use of {name}.{attr}"
+            return f"use of {name}.{attr}{reached} ({self.members_kind})"
         return None
 
     def _step(self, obj, attr):
@@ -889,33 +916,41 @@ class _Resolver:
             return _UNRESOLVED
 
     def _reached_refusal(self, obj, path):
-        """Why the chain may not reach ``obj`` (a module off the allow-list, a dangerous object), naming
-        ``path``, or None."""
+        """Why the chain may not reach ``obj`` (a denied module, a dangerous object), naming ``path``, or
+        None."""
         if _is_module(obj):
-            reason = self.module_refusal(_module_name(obj), root=False)
+            reason = self.module_refusal(_module_name(obj))
             if reason is not None:
                 return reason + f" (reached as {path})"
+            return None
         reason = self.object_refusal(obj)
         if reason is not None:
-            return reason + (f" (reached as {path})" if not reason.endswith(path) else "")
+            return reason + f" (reached as {path})"
         return None
 
-    def _use_refusal(self, use, obj, path, attrs, parents):
-        """Why the chain's end ``obj`` may not be used as ``use`` says (a module as a value, a call of a
-        code constructor, an assignment into a class or to a module's function), or None."""
-        if use == "value" and _is_module(obj) and len(parents) == len(attrs):
-            return f"the module {path} used as a value"
-        if use == "call" and id(obj) in self.constructors:
-            return f"a call of {self.constructors[id(obj)]} (code surgery)"
-        if use in ("store", "del") and attrs:
-            container = parents[-1] if parents else None
-            if _is_type(container):
-                return f"assignment to an attribute of the class {_qualified(container)} ({attrs[-1]})"
-            if _is_module(container):
-                current = dict.get(container.__dict__, attrs[-1], None)
-                if current is None or callable(current) or _is_module(current) or use == "del":
-                    return f"assignment to {_module_name(container)}.{attrs[-1]}"
+
+def _owner_module(obj):
+    """The module an object says it belongs to (a class's own ``__module__``, a function's), without running
+    code of the object's class; None when it says nothing readable."""
+    try:
+        if _is_type(obj):
+            return _text(type.__dict__["__module__"].__get__(obj)) or None
+        value = object.__getattribute__(obj, "__module__")
+    except Exception:
         return None
+    return value if type(value) is str else None
+
+
+def _owner_name(obj):
+    try:
+        value = object.__getattribute__(obj, "__name__")
+    except Exception:
+        return "?"
+    return _text(value)
+
+
+def _qualified_name(owner, obj):
+    return owner + "." + _owner_name(obj)
 
 
 def resolve_chains(screen):
@@ -936,7 +971,9 @@ def resolve_chains(screen):
 
 
 #: (module, qualname prefix) of library functions that may obtain or read a frame while a completion is on
-#: the stack: they read it for names and line numbers and never hand it to their caller.
+#: the stack: they read it for names and line numbers and never hand it to their caller. (The stack walkers a
+#: completion could call itself to read the test's frames or lines, ``traceback.extract_stack`` and the like,
+#: are refused by the screen when it names them.)
 FRAME_USERS = (
     ("logging", "Logger.findCaller"),
     ("logging", "_is_internal_frame"),
@@ -952,30 +989,58 @@ FRAME_USERS = (
     ("traceback", "extract_stack"),
     ("traceback", "format_stack"),
     ("traceback", "print_stack"),
+    # torch's generics (torch.compile, torch.func, checkpoint, DataLoader import them) ask whether typing's own
+    # frame is subscripting Generic, and name the module a type alias is made in.
+    ("typing_extensions", "_has_generic_or_protocol_as_origin"),
+    ("typing_extensions", "_caller"),
+    # torch.library records where a library of ops, or a fake kernel, was registered (torch.func's transforms
+    # and torch.compile register theirs on first use); dynamo names the guard being built and skips its own
+    # frames; fx's wrap() registers a function of the module that calls it; sympy's dispatch finds a class
+    # body's earlier definition of the same name (both at import).
+    ("torch.library", "Library.__init__"),
+    ("torch.library", "Library._register_fake"),
+    ("torch._library.utils", "get_source"),
+    ("torch._dynamo.convert_frame", "ConvertFrameAssert.__call__"),
+    ("torch._dynamo.guards", "GuardBuilder._set_guard_export_info"),
+    ("torch.fx._symbolic_trace", "wrap"),
+    ("sympy.multipledispatch.core", "dispatch"),
+    ("inspect", "currentframe"),
 )
-#: FRAME_USERS entries that hand the frame they obtain to their caller (``logging.currentframe``): allowed
-#: only when that caller is itself one of FRAME_USERS.
-FRAME_GETTERS = (("logging", "<lambda>"),)
-#: Library functions that may execute generated code for a completion (they build it from validated names).
+#: FRAME_USERS entries that hand the frame they obtain to their caller (``logging.currentframe``,
+#: ``inspect.currentframe``): allowed only when that caller is itself one of FRAME_USERS.
+FRAME_GETTERS = (("logging", "<lambda>"), ("inspect", "currentframe"))
+#: Standard-library functions that may execute generated code for a completion (they build it from
+#: validated names). Other libraries' generated code (torch.compile's, torch.fx's) runs as it always did;
+#: the helpers that run a caller's text are refused by the screen (``screen.DANGEROUS``).
 EXEC_USERS = (
     ("collections", "namedtuple"),
     ("dataclasses", ""),
     ("importlib._bootstrap", ""),
     ("importlib._bootstrap_external", ""),
 )
-#: Library functions that may set a special attribute of a class or function the completion made.
-CLASS_WRITERS = (
-    ("collections", ""),
-    ("dataclasses", ""),
-    ("typing", ""),
-    ("enum", ""),
-    ("abc", ""),
-    ("functools", ""),
-)
-_FRAME_READS = frozenset(
-    {"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_code", "gi_code", "cr_code", "ag_code"}
-)
+#: Standard-library functions that evaluate string annotations (``typing.get_type_hints``): allowed for a
+#: type expression only (``_type_expression``).
+ANNOTATION_EVALUATORS = (("typing", ""),)
+#: What a type expression's code may do: load names, attributes and constants, subscript, combine with
+#: operators (``Optional[int]``, ``torch.Tensor | None``, ``dict[str, "Config"]``). No call, no store.
+_TYPE_EXPRESSION_OPS = frozenset(
+    {
+        "RESUME", "NOP", "CACHE", "EXTENDED_ARG", "LOAD_NAME", "LOAD_GLOBAL", "LOAD_ATTR", "LOAD_CONST",
+        "BINARY_SUBSCR", "BINARY_OP", "BUILD_TUPLE", "BUILD_LIST", "RETURN_VALUE", "RETURN_CONST",
+        "PUSH_NULL", "UNARY_NEGATIVE",
+    }
+)  # fmt: skip
+#: Attributes whose reads raise ``object.__getattr__`` and hand out a frame (``f_code`` of a frame is not
+#: judged: only a holder of a frame can read it, and obtaining one is judged).
+_FRAME_READS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+#: Attributes whose reads raise ``object.__getattr__`` and hand out a function's or a generator's code or a
+#: function's default values. Refused for the test's and the oracles' (their constants tell a variant from
+#: the original); everything else's are read all the time (inspect, torch.compile).
+_CODE_READS = frozenset({"__code__", "__defaults__", "__kwdefaults__", "gi_code", "cr_code", "ag_code"})
 _ALLOWED_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"})
+#: Events refused whoever raises them on the completion's behalf: other threads' frames and every object the
+#: collector tracks (telling the runs apart), tracing and profiling hooks and a second audit hook (which would
+#: see every event of the test), pickle loading, signals sent and processes started (escape).
 _ALWAYS = frozenset(
     {
         "sys._current_frames", "sys._current_exceptions", "gc.get_objects", "gc.get_referrers",
@@ -1007,7 +1072,6 @@ _WATCHED = (
         "object.__setattr__",
         "object.__delattr__",
         "code.__new__",
-        "function.__new__",
         "exec",
         "open",
         "os.rename",
@@ -1018,31 +1082,75 @@ _WATCHED = (
 )
 
 
+def _generator_types():
+    """type -> the getter of its running code (``gi_code``, ``cr_code``, ``ag_code``), read through the type's
+    own descriptor."""
+    import types
+
+    found = {}
+    for kind, attr in ((types.GeneratorType, "gi_code"), (types.CoroutineType, "cr_code")):
+        found[kind] = kind.__dict__[attr].__get__
+    found[types.AsyncGeneratorType] = types.AsyncGeneratorType.__dict__["ag_code"].__get__
+    return found
+
+
+_RUNNING_CODE = _generator_types()
+
+
 def _matches(pairs, module, qualname):
     return any(module == m and qualname.startswith(q) for m, q in pairs)
+
+
+def _type_expression(code):
+    """Whether ``code`` (what ``eval`` is about to run) is a type expression: loads, subscripts and
+    operators on names that are not dunders, nothing nested."""
+    import dis
+
+    if type(code) is not type(_type_expression.__code__):
+        return False
+    if any(type(c) is type(code) for c in code.co_consts):
+        return False
+    if any(type(n) is not str or n.startswith("__") for n in code.co_names):
+        return False
+    return all(ins.opname in _TYPE_EXPRESSION_OPS for ins in dis.get_instructions(code))
 
 
 class _AuditHook:
     """The run's audit hook (see the module docstring and docs/integrity.md). Judges only events on behalf of
     the completion: the innermost frame on the stack whose code lives in the task folder is one of the
-    completion's lines. Never calls code of the objects it is handed."""
+    completion's lines. Never calls code of the objects it is handed.
+
+    What it refuses protects the confirmation and the sandbox only (the same kinds as the screen's): the
+    oracle and the test script (opening their files, reading their functions' code and defaults),
+    what could tell a confirmation run from the original (frames, the collector's object lists, tracing
+    hooks), code from text (exec on the completion's lines or through the standard library), and escape
+    (processes, signals, ctypes, pickle loading, descriptors, /proc and devices, files Python would import).
+    Writing classes' attributes, changing an object's class and replacing library functions are forging at
+    worst, which the confirmation catches."""
 
     def __init__(self, ctx):
         import _thread
+        import dis  # noqa: F401 - _type_expression uses it; imported before any task code runs
         import importlib.machinery
         import pathlib
 
         self.ident = _thread.get_ident
         self.busy = set()
         self.prefix = ctx["workdir"].rstrip("/") + "/"
-        self.cwd = ctx["workdir"]
         completion = ctx.get("completion") or {}
         self.file = completion.get("file")
         self.first = completion.get("first", 0)
         self.last = completion.get("last", -1)
         self.completed_real = set(ctx.get("completed_real", ()))
-        self.oracles = {os.path.join(ctx["workdir"], p) for p in ctx.get("oracles", ())}
+        roots = [ctx["workdir"]] + [r for r in ctx.get("sources", ()) if r]
+        oracles = ctx.get("oracles", ())
+        self.oracles = {os.path.join(root, p) for root in roots for p in oracles}
+        self.tests = {os.path.join(root, ctx["entry"]) for root in roots}
         self.test = os.path.join(ctx["workdir"], ctx["entry"])
+        self.oracles |= {_realpath(p) for p in self.oracles}
+        self.tests |= {_realpath(p) for p in self.tests}
+        #: Files whose functions' code and defaults the completion may not read.
+        self.protected = self.oracles | self.tests
         self.suffixes = tuple(importlib.machinery.all_suffixes()) + (".pth",)
         self.paths = (pathlib.PurePath, pathlib.PurePosixPath, pathlib.Path, pathlib.PosixPath)
         self.nonce = ctx["nonce"]
@@ -1071,6 +1179,22 @@ class _AuditHook:
     def _where(frame):
         return _text(dict.get(frame.f_globals, "__name__", "")), frame.f_code.co_qualname
 
+    def _protected_function(self, obj, name="__code__"):
+        """Whether ``obj`` is a function (a generator, a coroutine: ``name`` is its code's attribute) whose
+        code lives in the test script or an oracle file."""
+        if _is_function(obj):
+            code = obj.__code__
+        elif name in ("gi_code", "cr_code", "ag_code") and type(obj) in _RUNNING_CODE:
+            code = _RUNNING_CODE[type(obj)](obj)
+        else:
+            return False
+        filename = code.co_filename
+        if type(filename) is not str:
+            return False
+        return filename in self.protected or (
+            filename.startswith(self.prefix) and _realpath(filename) in self.protected
+        )
+
     # -- the hook
 
     def _frame_user(self, frame):
@@ -1094,19 +1218,25 @@ class _AuditHook:
         if event not in _WATCHED or self.file is None or self.ended:
             return
         frame_event = event == "sys._getframe"
+        code_event = False
         if event == "object.__getattr__":
             # Only these attribute reads are ever judged; every traceback a library formats reads f_code
             # once per frame, so the rest return before any work.
             name = args[1] if len(args) > 1 else None
-            if name != "__code__" and name not in _FRAME_READS:
+            code_event = name in _CODE_READS
+            if not code_event and name not in _FRAME_READS:
                 return
-            frame_event = name != "__code__"
+            frame_event = not code_event
         ident = self.ident()
         if ident in self.busy:
             return
         self.busy.add(ident)
         where = ""
         try:
+            # Functions of the library and of the completion are read all the time (torch.compile, inspect):
+            # decided from the function's own file before any walk up the stack.
+            if code_event and not self._protected_function(args[0], args[1]):
+                return
             frame = _getframe(1)
             # A frame read by a library allowed to read frames is never refused, whoever called it: decided
             # from the reading frame alone, without walking the stack.
@@ -1126,28 +1256,37 @@ class _AuditHook:
     def _judge(self, event, args, frame):
         direct = self._in_completion(frame)
         module, qualname = self._where(frame)
+        by = "" if direct else f" by {module}.{qualname}"
+        if event == "ctypes.dlopen" and self._library_loads_ctypes(frame, args):
+            return None
         if event in _ALWAYS:
-            return f"{event}"
+            return f"{event}{by}"
         if event in _IMPORT_EVENTS:
-            return None if not direct and _matches(_IMPORTERS, module, qualname) else f"{event}"
+            return None if not direct and _matches(_IMPORTERS, module, qualname) else f"{event}{by}"
         if event == "sys._getframe":
-            return None if self._frame_user(frame) else "frame access (sys._getframe)"
+            return f"frame access (sys._getframe{by})"
         if event == "object.__getattr__":
             name = args[1] if len(args) > 1 else None
-            if name == "__code__":
-                return "reading a function's __code__" if direct else None
+            if name in _CODE_READS:
+                return f"reading {name} of a function of the test or an oracle{by}"
             if name in _FRAME_READS and not self._frame_user(frame):
-                return f"frame access ({name})"
+                return f"frame access ({name}{by})"
             return None
         if event in ("object.__setattr__", "object.__delattr__"):
-            return self._judge_write(args, direct, module, qualname)
-        if event in ("code.__new__", "function.__new__"):
-            return f"code surgery ({event})" if direct else None
+            obj, name = args[0], args[1] if len(args) > 1 else None
+            if _is_function(obj) and self._protected_function(obj):
+                return f"writing {name} of a function of the test or an oracle{by}"
+            return None
+        if event == "code.__new__":
+            return "code made from bytes (code.__new__)" if direct else None
         if event == "exec":
             if direct:
                 return "exec of code"
             top = module.split(".", 1)[0]
             if top in getattr(sys, "stdlib_module_names", ()) and not _matches(EXEC_USERS, module, qualname):
+                code = args[0] if args else None
+                if _matches(ANNOTATION_EVALUATORS, module, qualname) and _type_expression(code):
+                    return None
                 return f"exec of code through {module}.{qualname}"
             return None
         if event == "open":
@@ -1159,38 +1298,21 @@ class _AuditHook:
             return None
         return None
 
-    def _judge_write(self, args, direct, module, qualname):
-        obj, name = args[0], args[1] if len(args) > 1 else None
-        if name == "__class__":
-            return "changing an object's class (__class__)"
-        if _is_function(obj):
-            filename = obj.__code__.co_filename
-            if filename.startswith("<") or _realpath(filename) in self.completed_real:
-                return None
-            return f"code surgery ({name} of a function the completion did not define)"
-        if _is_type(obj):
-            owner = _text(type.__dict__["__module__"].__get__(obj))
-            module_obj = sys.modules.get(owner)
-            filename = dict.get(module_obj.__dict__, "__file__") if _is_module(module_obj) else None
-            if type(filename) is str and _realpath(filename) in self.completed_real:
-                return None
-            if not direct and _matches(CLASS_WRITERS, module, qualname):
-                value = args[2] if len(args) > 2 else None
-                if owner in ("collections", "typing", "enum") or (
-                    name == "__module__" and type(value) is str and value in self._completed_modules()
-                ):
-                    return None
-            return f"writing {name} of the class {_qualified(obj)}"
-        return None
-
-    def _completed_modules(self):
-        names = set()
-        for key, module in list(sys.modules.items()):
-            if _is_module(module):
-                filename = dict.get(module.__dict__, "__file__")
-                if type(filename) is str and _realpath(filename) in self.completed_real:
-                    names.add(key)
-        return names
+    def _library_loads_ctypes(self, frame, args):
+        """Whether the event is ctypes' own start-up (opening libpython) in an import of ctypes by a library
+        (torch's profiler imports it while a DataLoader iterates): the module is dropped before every run
+        (``_install_audit_hook``), so that importing it from the completion's lines is seen."""
+        caller = frame.f_back
+        if not args or args[0] is not None or caller is None or caller.f_code.co_name != "<module>":
+            return False
+        if _text(dict.get(caller.f_globals, "__name__", "")) != "ctypes":
+            return False
+        importer = caller.f_back
+        while importer is not None and _text(dict.get(importer.f_globals, "__name__", "")).startswith(
+            "importlib"
+        ):
+            importer = importer.f_back
+        return importer is not None and not self._in_completion(importer)
 
     def _importable(self, path):
         text = os.fsdecode(path) if type(path) is bytes else path
@@ -1207,11 +1329,12 @@ class _AuditHook:
             path = os.fsdecode(path)
         if type(path) is not str:
             return f"open() of an object of type {_text(type(path).__qualname__)}"
-        full = path if path.startswith("/") else os.path.join(self.cwd, path)
+        # The working folder as it is now (a run may have changed it), not as it was.
+        full = path if path.startswith("/") else os.path.join(_getcwd(), path)
         real = _realpath(full)
         if real in self.oracles or full in self.oracles:
             return f"reading the oracle {os.path.basename(real)}"
-        if real == self.test or full == self.test:
+        if real in self.tests or full in self.tests:
             return "reading the test script"
         if real.startswith("/proc/") or real == "/proc":
             return f"open() of {real}"
@@ -1319,6 +1442,8 @@ def _install_audit_hook(spec, workdir, completed_real, nonce):
             "completion": completion,
             "completed_real": completed_real,
             "oracles": spec.get("oracles", ()),
+            # The read-only view the task folder was copied from holds the same files.
+            "sources": [(spec.get("isolation") or {}).get("source")],
             "nonce": nonce,
         }
     )

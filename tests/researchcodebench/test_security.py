@@ -5,7 +5,8 @@ sandbox, issue 19).
 
 The static screen (researchcodebench/screen.py) and the harness's audit hook would refuse most of these
 programs before they run or as they start; the runners here switch both off so that the sandbox itself is
-what holds them (docs/integrity.md: layers)."""
+what holds them (docs/integrity.md: layers), except where the screen is what is tested (reaching the oracle,
+exits judged with every layer on)."""
 
 from __future__ import annotations
 
@@ -326,9 +327,9 @@ def test_exiting_early_with_status_zero_fails(workspace, mode, code):
     verdict = _run(workspace, mode, code)
     assert verdict.outcome == "failed"
     assert verdict.category == "early_exit"
+    # The screen lets exits through since issue 32: the harness's accounting fails them the same way.
     screened = _run(workspace, mode, code, screened=True)
-    assert (screened.outcome, screened.category) == ("failed", "harness_tampering")
-    assert "toy.py:" in screened.reason
+    assert (screened.outcome, screened.category) == ("failed", "early_exit")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -343,7 +344,8 @@ def test_exiting_early_with_status_zero_fails(workspace, mode, code):
     ids=["import", "from-import", "dunder-import", "open-hidden-oracle"],
 )
 def test_using_the_oracle_fails_before_running(workspace, mode, code):
-    verdict = _run(workspace, mode, code)
+    # Reaching the oracle is one of the things the screen keeps (docs/integrity.md), so it runs here.
+    verdict = _run(workspace, mode, code, screened=True)
     assert verdict.outcome == "failed"
     assert verdict.category == "oracle_access"
     assert verdict.duration_s == 0.0

@@ -1,13 +1,18 @@
-"""Verdicts a completion cannot forge (issue 18 item 2; docs/integrity.md).
+"""Verdicts a completion cannot forge (issues 18 and 32; docs/integrity.md).
 
 Tampering programs against the example pset's rmsnorm task, each a deliberately wrong RMS plus a trick
-that would make the test pass. With every layer on (as every evaluation runs) each is refused, naming the
-construct and its line: by the screen's allow-list on the host, by its resolution step in the sandbox (a
-chain through a library's own ``sys``, ``os`` ...), or by the audit hook and the guard at run time. With the
-screen off, the runtime layer alone still refuses every frame, gc, ctypes, class-write, test-module and
-code-surgery program. Every reference snippet available (examples and the hostile fixture) passes the
-screen, the resolution step and the runtime layer: zero false positives on our own code (the real research
-code corpus is tests/researchcodebench/test_screen_corpus.py).
+that would make the test pass. None of them passes, warm, cold or in containers. Those whose construct the
+screen keeps (what protects the confirmation and the sandbox: the module table, unittest, frames, the
+collector, code from text, escape) are refused naming the construct and its line: by the screen on the host,
+by its resolution step in the sandbox (a chain through a library's own ``sys``, ``os`` ...) or, with the
+screen off, by the audit hook at run time. Those whose construct is allowed since issue 32 (replacing library
+functions, computed names, comparison hooks, exits: ``CAUGHT_BY``) end not passed all the same: a complete
+bypass passes its test and is caught by the confirmation against an impossible variant (``verdict_forged``),
+a silenced failure by the harness's accounting, an exit as an early exit, and a trick that alone does not
+make the test pass fails the test. Every reference snippet available (examples and the hostile fixture)
+passes the screen, the resolution step and the runtime layer: zero false positives on our own code (the real
+research code corpus is tests/researchcodebench/test_screen_corpus.py, correct research idioms
+tests/researchcodebench/test_honesty.py).
 """
 
 from __future__ import annotations
@@ -109,7 +114,7 @@ SCREENED: dict[str, tuple[str, str]] = {
     "read-the-test-file": ("source = open('paper2code_test.py').read()\n" + WRONG, "paper2code_test"),
     "proc-self-mem": ("open('/proc/self/mem', 'rb')\n" + WRONG, "/proc/"),
     "write-to-stderr-fd": ("open(2, 'w').write('x')\n" + WRONG, "descriptor 2"),
-    "object-subclasses": ("kinds = ().__class__.__base__.__subclasses__()\n" + WRONG, "__base__"),
+    "object-subclasses": ("kinds = ().__class__.__base__.__subclasses__()\n" + WRONG, "__subclasses__"),
     "skip-every-test": ("import unittest\nraise unittest.SkipTest('skipped')", "unittest"),
     "torch-private-api": ("torch._C._set_print_stack_traces_on_fatal_signal(True)\n" + WRONG, "torch._C"),
     # -- the oracle or machinery through an attribute path of an imported library (issue 18)
@@ -259,7 +264,7 @@ RUNTIME: dict[str, tuple[str, str]] = {
     ),
     "code-defaults-of-a-test-function": (
         _MAIN + "main.assert_close.__defaults__ = (1e9, 1e9)\n" + WRONG,
-        "code surgery",
+        "__defaults__",
     ),
     "code-function-from-code": (
         "import types\nf = types.FunctionType((lambda: 1).__code__, {})\n" + WRONG,
@@ -277,11 +282,11 @@ RUNTIME: dict[str, tuple[str, str]] = {
     "file-stderr-descriptor": ("open(1 + 1, 'w').write('x')\n" + WRONG, "file descriptor 2"),
     "file-proc-self-mem": ("open('/proc/' + 'self/mem', 'rb')\n" + WRONG, "/proc/"),
     "file-planted-module": ("open('scipy' + '.py', 'w').write('ok = 1')\n" + WRONG, "would import"),
-    # -- complete bypasses the guard finds: library functions and classes
+    # -- complete bypasses (the guard found them until issue 32; the confirmation and the accounting now)
     "guard-testresult-noops": (
         "import unittest\nunittest.TestResult.addFailure = lambda *a, **k: None\n"
         "unittest.TestResult.addError = lambda *a, **k: None\n" + WRONG,
-        "TestResult.addFailure",
+        "did not return normally",
     ),
     "guard-allclose-and-testcase": (
         "import unittest\n"
@@ -322,6 +327,45 @@ RUNTIME: dict[str, tuple[str, str]] = {
         "return x.abs().mean(dim=-1, keepdim=True).as_subclass(Always)",
         "Always.__torch_function__",
     ),
+}
+
+
+#: Programs whose construct the screen and the audit hook no longer refuse (issue 32), and what stops them
+#: now: "confirmation" (a complete bypass passes its test and then an impossible variant: verdict_forged),
+#: "accounting" (a failure unittest was made to forget: harness_tampering from the harness's own record of
+#: every test), "early exit" (the run never reaches its end), "test" (the trick alone does not make rmsnorm's
+#: test pass, so the wrong maths fails it; the guard-* programs are the complete bypasses built of the same
+#: tricks).
+CAUGHT_BY: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "torch-allclose-replaced", "torch-allclose-setattr", "allclose-through-alias",
+            "allclose-through-comprehension", "allclose-deleted", "tensor-class-patched", "functional-patched",
+            "signal-handler", "atexit-handler", "printed-result-mark", "torch-function-override",
+            "getattr-computed", "vars-of-module", "thread", "setattr-joined-name", "attrgetter", "module-dict",
+            "getattr-as-value", "dunder-setattr-computed", "hook-by-setattr", "hook-by-three-argument-type",
+            "hook-by-dunder-assignment", "hook-through-class-of-result", "frame-through-attrgetter",
+            "code-function-from-code", "code-object-class-changed",
+        ),
+        "test",
+    ),
+    **dict.fromkeys(("os-exit", "sys-exit", "raise-systemexit"), "early exit"),
+    "guard-testresult-noops": "accounting",
+    **dict.fromkeys(
+        (
+            "guard-allclose-and-testcase", "guard-builtins-float", "guard-tensor-method-added",
+            "guard-test-globals", "guard-test-class-method", "guard-comparison-hook",
+            "guard-comparison-hook-in-class-body",
+        ),
+        "confirmation",
+    ),
+}  # fmt: skip
+#: The verdict categories each catcher of ``CAUGHT_BY`` ends in.
+CATCHERS = {
+    "confirmation": {"verdict_forged"},
+    "accounting": {"harness_tampering"},
+    "early exit": {"early_exit"},
+    "test": {"logic", "attribute", "type", "name", "index_key", "value_runtime"},
 }
 
 
@@ -409,9 +453,26 @@ def test_battery_holds_at_least_three_new_programs_of_each_kind():
     assert len(SCREENED) >= 55
     for kind in ("frame-", "gc-", "ctypes-", "trace-", "code-", "file-", "guard-"):
         assert sum(1 for name in RUNTIME if name.startswith(kind)) >= 3, kind
+    assert set(CAUGHT_BY) <= set(SCREENED) | set(RUNTIME)
 
 
-@pytest.mark.parametrize(("mode", "name"), _cases(SCREENED, per_kind=1, kinds_of_at_least=2))
+def _assert_caught(verdict, catcher: str) -> None:
+    """``verdict`` ended not passed, caught by ``catcher`` (``CAUGHT_BY``), with no screen or hook finding."""
+    assert not verdict.passed, verdict.reason
+    assert verdict.category in CATCHERS[catcher], (catcher, verdict.category, verdict.reason)
+    assert not re.search(r"rmsnorm\.py:\d+: ", verdict.reason), verdict.reason
+    if catcher == "confirmation":
+        assert verdict.confirmation == "forged", verdict
+        assert "passed an impossible variant" in verdict.reason
+
+
+def _refused_programs(table):
+    return [name for name in table if name not in CAUGHT_BY]
+
+
+@pytest.mark.parametrize(
+    ("mode", "name"), _cases(_refused_programs(SCREENED), per_kind=1, kinds_of_at_least=2)
+)
 def test_tampering_program_is_refused_naming_construct_and_line(runners, mode, name):
     task, snippet = _rmsnorm()
     program, word = SCREENED[name]
@@ -423,7 +484,17 @@ def test_tampering_program_is_refused_naming_construct_and_line(runners, mode, n
     assert re.search(r"rmsnorm\.py:\d+: ", verdict.reason), verdict.reason
 
 
-@pytest.mark.parametrize(("mode", "name"), _cases(RUNTIME, per_kind=1))
+@pytest.mark.parametrize(
+    ("mode", "name"), _cases([n for n in SCREENED if n in CAUGHT_BY], per_kind=1, kinds_of_at_least=2)
+)
+def test_a_program_the_screen_now_allows_still_does_not_pass(runners, mode, name):
+    task, snippet = _rmsnorm()
+    program, _word = SCREENED[name]
+    verdict = runners[(mode, True)].evaluate(task, snippet, _code(program, snippet.indent))
+    _assert_caught(verdict, CAUGHT_BY[name])
+
+
+@pytest.mark.parametrize(("mode", "name"), _cases(_refused_programs(RUNTIME), per_kind=1))
 def test_tampering_program_past_the_screen_fails_the_runtime_layer(runners, mode, name):
     task, snippet = _rmsnorm()
     program, word = RUNTIME[name]
@@ -434,10 +505,40 @@ def test_tampering_program_past_the_screen_fails_the_runtime_layer(runners, mode
     assert verdict.warm is (mode == "warm")
 
 
+@pytest.mark.parametrize(("mode", "name"), _cases([n for n in RUNTIME if n in CAUGHT_BY], per_kind=2))
+def test_a_program_the_audit_hook_now_allows_still_does_not_pass(runners, mode, name):
+    """With the screen off, what the audit hook lets through ends not passed: the complete bypasses are caught
+    by the confirmation (or the accounting), the rest fail the test."""
+    task, snippet = _rmsnorm()
+    program, _word = RUNTIME[name]
+    verdict = runners[(mode, False)].evaluate(task, snippet, _code(program, snippet.indent))
+    _assert_caught(verdict, CAUGHT_BY[name])
+    assert verdict.warm is (mode == "warm")
+
+
+@pytest.mark.parametrize(
+    ("mode", "name"),
+    _cases([n for n in CAUGHT_BY if n in RUNTIME and CAUGHT_BY[n] == "confirmation"], per_kind=2),
+)
+def test_a_complete_bypass_the_screen_allows_is_caught_by_the_confirmation(runners, mode, name):
+    """Every layer on: a bypass whose constructs the screen allows (a tensor method added, a comparison hook
+    set by a computed name) is caught by the confirmation; one the screen keeps (``sys.modules``, unittest,
+    builtins) is refused by it."""
+    task, snippet = _rmsnorm()
+    program, _word = RUNTIME[name]
+    verdict = runners[(mode, True)].evaluate(task, snippet, _code(program, snippet.indent))
+    assert not verdict.passed, verdict.reason
+    if re.search(r"rmsnorm\.py:\d+: ", verdict.reason):
+        assert verdict.category == "harness_tampering", verdict.reason
+    else:
+        _assert_caught(verdict, "confirmation")
+
+
 @pytest.mark.parametrize(("mode", "name"), _cases([n for n in RUNTIME if n.startswith("guard-")], per_kind=2))
 def test_the_guards_programs_are_real_bypasses(runners, mode, name, tmp_path):
     """Run as the task's own code (the reference run: no completion, so nothing it does is judged), each
-    bypass makes rmsnorm's test pass with the wrong RMS: the guard, not chance, is what fails them."""
+    bypass makes rmsnorm's test pass with the wrong RMS: the confirmation, not chance, is what fails them
+    (the one the accounting catches is caught there too)."""
     task, snippet = _rmsnorm()
     program, _word = RUNTIME[name]
     original = task.read_text(snippet.file)
@@ -452,7 +553,12 @@ def test_the_guards_programs_are_real_bypasses(runners, mode, name, tmp_path):
     shutil.copy(EXAMPLES / "papers.yaml", root / "papers.yaml")
     bypass = next(t for t in read_pset(root).tasks if t.id == "rmsnorm")
     verdict = runners[(mode, False)].reference(bypass)
-    assert verdict.passed, verdict.reason
+    if CAUGHT_BY[name] == "accounting":
+        # unittest's own runner would call this run a success; the harness's record of how every test ended
+        # fails it even as the task's own code.
+        assert verdict.category == "harness_tampering" and "did not return normally" in verdict.reason
+    else:
+        assert verdict.passed, verdict.reason
 
 
 @pytest.mark.parametrize("mode", MODES)
