@@ -17,6 +17,8 @@ running tasks, which for a test run or a validation can be minutes. ``_on_shutti
 running tasks (their messages go back to the queue, as ``task_acks_late`` and ``task_reject_on_worker_lost``
 say) and stops the pool; every sandbox dies with the pool process that started it (``--die-with-parent``),
 and a lease a cancelled item held is reclaimed by the reaper and listed in its run's Recovery section.
+``STOP_GRACE_S`` after its pool processes were killed, a main process still waiting on one of them (for a
+queue lock a killed process held) exits on its own.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from evaluation.queues import QUEUE_EVAL_GPU
 from researchcodebench.gpu import detect_gpus
 
 log = logging.getLogger(__name__)
+#: Seconds the main process may still take to stop after its pool processes were killed.
+STOP_GRACE_S = 1.5
 _stop = threading.Event()
 #: The GPUs of this worker's host, detected once at start-up.
 _devices: list[dict[str, str]] = []
@@ -148,6 +152,16 @@ def _on_shutting_down(sig: Any = None, how: Any = None, **kwargs: Any) -> None:
                     os.kill(child, sig)
                 except OSError:
                     pass
+        # The pool's own shutdown can still wait for ever: a pool process killed while it wrote its last
+        # message to the pool's queue leaves that queue's lock taken (billiard's queues share a lock between
+        # processes), and the pool's task handler then blocks on it. The running tasks' messages are back in
+        # the queue by now (acks_late); what is left is the main process waiting on a dead child's lock.
+        time.sleep(STOP_GRACE_S)
+        log.error(
+            "the worker's pool did not stop %s s after its processes were killed: exiting", STOP_GRACE_S
+        )
+        logging.shutdown()
+        os._exit(1)
 
     timer = threading.Timer(delay, escalate)
     timer.daemon = True

@@ -1068,8 +1068,13 @@ class Runner:
             return _probe_outcomes(verdict)
 
         def parallel(thunks: Sequence[Callable[[], Any]]) -> list[Any]:
-            with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rcb-variant") as executor:
+            executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="rcb-variant")
+            try:
                 return list(executor.map(lambda thunk: thunk(), thunks))
+            finally:
+                # Never wait here for runs still going when an exception (a worker's stop) ends the caller:
+                # a process told to stop must not sit out a run's whole timeout first.
+                executor.shutdown(wait=False, cancel_futures=True)
 
         oracles = [o for o in facts.texts if o != task.manifest.test_entry]
         return variants.derive_snippet(

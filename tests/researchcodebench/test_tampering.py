@@ -646,7 +646,7 @@ def test_every_available_reference_snippet_passes_the_screen_and_its_resolution_
             )
             if refused:
                 hits[(task.id, "resolution")] = refused
-    assert count == 96  # 85 example snippets + 11 of the hostile fixture
+    assert count == 101  # 90 example snippets + 11 of the hostile fixture
     assert hits == {}
 
 
@@ -654,7 +654,7 @@ def test_evaluate_oracle_passes_every_reference_of_the_examples_and_the_hostile_
     tmp_path, monkeypatch, capsys
 ):
     monkeypatch.setenv("RCB_CACHE_DIR", str(tmp_path / "cache"))
-    for root, expected in ((EXAMPLES, 85), (HOSTILE, 11)):
+    for root, expected in ((EXAMPLES, 90), (HOSTILE, 11)):
         status = main(["evaluate", str(root), "--oracle", "--no-cache", "--json", "--python", eval_python()])
         out, _ = capsys.readouterr()
         verdicts = json.loads(out)["verdicts"]
