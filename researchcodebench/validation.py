@@ -919,9 +919,10 @@ def validate_task(
         else:
             _skip_mutations(states, stage)
     environment = runner.environment_of(task).id
+    findings = _one_finding_per_unchecked_snippet(stage.findings)
     report = ValidationReport(
-        ok=not any(f.is_error for f in stage.findings),
-        findings=stage.findings,
+        ok=not any(f.is_error for f in findings),
+        findings=findings,
         reference_durations_s=[round(v.duration_s, 4) for v in runs],
         timeout_s=timeout,
         snippets=[s.record() for s in states],
@@ -933,6 +934,14 @@ def validate_task(
     )
     stage.emit("done", {"report": report.to_dict()})
     return report
+
+
+def _one_finding_per_unchecked_snippet(findings: list[Finding]) -> list[Finding]:
+    """The findings without the "variants" error of a snippet the mutation check already found unchecked: a
+    snippet whose test passes a wrong fill has no impossible variant for the same reason, and one finding
+    (and one override) per cause is enough. Progress already streamed keeps both."""
+    unchecked = {f.snippet for f in findings if f.check == "mutation" and f.is_error}
+    return [f for f in findings if not (f.check == "variants" and f.is_error and f.snippet in unchecked)]
 
 
 class _Stages:

@@ -622,7 +622,7 @@ def test_a_visitor_opens_a_release_page_downloads_its_task_folders_and_finds_the
     page.locator("#releases-table").get_by_role("link", name="demo").click()
     page.wait_for_url("**/releases/demo/")
     assert "Release demo" in page.locator("h1").inner_text()
-    assert page.locator("#release-tasks tbody tr").count() == 9
+    assert page.locator("#release-tasks tbody tr").count() == 10
     assert "release/demo" in page.locator("#release-facts").inner_text()
     assert "@misc{researchcodebench-demo," in page.locator("#release-bibtex").inner_text()
     fits_the_viewport(page)
