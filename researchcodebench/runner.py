@@ -571,9 +571,9 @@ def _without_result(result: RunResult, started: bool, stderr: str) -> errors.Cla
 
 
 def _integrity_breach(result: RunResult, record: dict, *, file: str | None) -> errors.Classification | None:
-    """What the harness's integrity layers found (the screen's resolution step, the audit hook, tests that
-    did not end quietly in a run reporting success, a replaced result channel) or a result line the harness
-    did not write, or None."""
+    """What the harness's integrity layers found (the screen's resolution step, the audit hook, tests ended by
+    unittest's stop signal or a skip the completion raised, a replaced result channel) or a result line the
+    harness did not write, or None."""
     findings = record.get("screen")
     if isinstance(findings, list) and findings:
         shown = [
@@ -597,7 +597,9 @@ def _integrity_breach(result: RunResult, record: dict, *, file: str | None) -> e
     if isinstance(silenced, list) and silenced:
         tests = record.get("tests") if isinstance(record.get("tests"), dict) else {}
         shown = ", ".join(f"{t} ({tests.get(t, '?')})" for t in silenced[:REASON_FINDINGS])
-        return tampering(f"a test did not return normally and unittest recorded nothing against it: {shown}")
+        return tampering(
+            f"a test ended by a signal unittest alone would count as a success or a skip: {shown}"
+        )
     if forged_results(result):
         return tampering("the run wrote a result line of its own")
     return None

@@ -63,7 +63,7 @@ MARGIN = 0.25
 PAD_BASE = 4096
 PAD_RANGE = 4096
 #: The stored form of variant sets (a new one when derivation changes what a variant is).
-STORE_FORMAT = "v1"
+STORE_FORMAT = "v2"
 #: How a test ended, as the harness writes it (sandbox/_harness.py).
 PASSED = "passed"
 FAILED = "failed"
@@ -492,7 +492,11 @@ class Mutation:
 
 def mutations(oracle_file: str, oracle: str, first: int, last: int, snippet: Snippet) -> list[Mutation]:
     """Line-keeping mutants of lines ``first..last`` of ``oracle`` (operators, comparisons, constants other
-    than tiny ones, one-line statements made ``pass``), each with the matching edit of ``snippet.code``."""
+    than tiny ones, one-line statements made ``pass``), each with the matching edit of ``snippet.code``. Only
+    code inside a function body is mutated: what a mutant changes then shows only when the oracle is called,
+    which the audit hook refuses the completion, never in a value of the module a completion could read."""
+    if not _inside_a_function(oracle, first, last):
+        return []
     lines = split_lines(oracle)
     block = "\n".join(lines[first - 1 : last])
     offset = sum(len(line) + 1 for line in lines[: first - 1])
@@ -521,6 +525,20 @@ def mutations(oracle_file: str, oracle: str, first: int, last: int, snippet: Sni
         if code is not None:
             found.append(Mutation(change, code))
     return found
+
+
+def _inside_a_function(text: str, first: int, last: int) -> bool:
+    """Whether lines ``first..last`` of ``text`` lie within one function's body."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body[0].lineno <= first
+        and last <= (node.end_lineno or 0)
+        for node in ast.walk(tree)
+    )
 
 
 def _tiny_constant(text: str) -> bool:

@@ -182,6 +182,10 @@ STOPPED = "stopped (unittest's internal stop signal)"
 SKIPPED_BY_COMPLETION = "skipped by the completion"
 #: Endings that leave a successful run successful.
 _QUIET = frozenset({PASSED, SKIPPED, EXPECTED_FAILURE})
+#: Endings unittest alone would count a success or a skip: the harness calls them tampering.
+_SILENCING = frozenset({STOPPED, SKIPPED_BY_COMPLETION})
+#: Endings the harness records and hides from unittest (the rest go on to unittest as they were raised).
+_HIDDEN = frozenset({FAILED, ERROR, STOPPED, SKIPPED_BY_COMPLETION})
 #: Longest test name kept whole in a record (longer ones are cut and given a digest).
 _NAME_LIMIT = 120
 
@@ -211,6 +215,11 @@ class _Tally:
         self.subtests = {}
         #: The test whose code runs now (``TestCase.run``), for the coverage trace.
         self.current = None
+        #: (test id, exception) of every test method or subtest that failed, recorded here and hidden from
+        #: unittest (``hide``): the run goes on as if it had passed, so nothing later in it can tell.
+        self.hidden = []
+        #: Called with a status to end the run at once (``run_test`` sets it; fail-fast ends the run so).
+        self.finish = None
 
     def note(self, exc_info, failure):
         if exc_info is None or exc_info[1] is None:
@@ -245,8 +254,27 @@ class _Tally:
         return FAILED if issubclass(kind, AssertionError) else ERROR
 
     def silenced(self):
-        """Tests that did not end quietly (see ``_QUIET``), for a run that reports success."""
+        """Tests that ended by a signal of unittest's own or a skip the completion raised."""
+        return sorted(key for key, outcome in self.outcomes.items() if outcome in _SILENCING)
+
+    def failing(self):
+        """Tests that did not end quietly (see ``_QUIET``)."""
         return sorted(key for key, outcome in self.outcomes.items() if outcome not in _QUIET)
+
+    def hide(self, key, exc):
+        """Record a failure of ``key`` and keep it from unittest: a run where honest tests fail (the
+        confirmation of a pass against an impossible variant) must look, from inside, like one where they
+        pass. It is streamed at once (``FAIL_MARK``) on the private channel, and fail-fast ends the run."""
+        self.hidden.append((key, exc))
+        if self.first_failure is None and self.first_error is None:
+            info = _exception_info(exc)
+            if issubclass(type(exc), AssertionError):
+                self.first_failure = info
+            else:
+                self.first_error = info
+        _emit(FAIL_MARK)
+        if self.failfast and self.finish is not None:
+            self.finish(1)
 
 
 _TALLY = _Tally()
@@ -300,7 +328,8 @@ def _hook_unittest():
 
     def run(self, test):
         # Fail-fast (when asked): once a test has failed the run's verdict is "failed" whatever the later
-        # tests do. The caller's own setting is restored afterwards.
+        # tests do (a failure the harness hid ends the run itself: ``_Tally.hide``). The caller's own setting
+        # is restored afterwards.
         chosen = getattr(self, "failfast", False)
         if tally.failfast:
             self.failfast = True
@@ -330,7 +359,11 @@ def _hook_unittest():
             value = original_call(self, method)
         except BaseException as exc:
             tally.subtests.pop(key, None)
-            tally.ended(key, tally.ending(self, exc))
+            ending = tally.ending(self, exc)
+            tally.ended(key, ending)
+            if ending in _HIDDEN and issubclass(type(exc), Exception):
+                tally.hide(key, exc)
+                return None
             raise
         tally.ended(key, tally.subtests.pop(key, PASSED))
         return value
@@ -342,10 +375,14 @@ def _hook_unittest():
                 yield
             except BaseException as exc:
                 ending = tally.ending(self, exc)
-                if ending != SKIPPED:
-                    kept = ending if ending in (STOPPED, SKIPPED_BY_COMPLETION) else SUBTEST_FAILED
-                    tally.subtests.setdefault(_test_id(self), kept)
-                raise
+                if ending == SKIPPED or not issubclass(type(exc), Exception):
+                    raise
+                key = _test_id(self)
+                kept = ending if ending in _SILENCING else SUBTEST_FAILED
+                tally.subtests.setdefault(key, kept)
+                if ending not in _HIDDEN:
+                    raise
+                tally.hide(key, exc)
 
     def add_error(self, test, err):
         tally.note(err, failure=False)
@@ -1063,6 +1100,8 @@ _ALWAYS = _ALWAYS | _CTYPES
 #: Events the import system raises for the modules it loads (bytecode from __pycache__).
 _IMPORT_EVENTS = frozenset({"marshal.loads", "marshal.load"})
 _IMPORTERS = (("importlib._bootstrap", ""), ("importlib._bootstrap_external", ""), ("zipimport", ""))
+#: The audit event every function of an oracle module raises when it is entered (``_OracleFinder``).
+ORACLE_EVENT = "rcb.oracle"
 _WATCHED = (
     _ALWAYS
     | _IMPORT_EVENTS
@@ -1078,6 +1117,7 @@ _WATCHED = (
         "os.link",
         "os.symlink",
         "shutil.copyfile",
+        ORACLE_EVENT,
     }
 )
 
@@ -1217,6 +1257,9 @@ class _AuditHook:
     def __call__(self, event, args):
         if event not in _WATCHED or self.file is None or self.ended:
             return
+        if event == ORACLE_EVENT:
+            self._judge_oracle_call()
+            return
         frame_event = event == "sys._getframe"
         code_event = False
         if event == "object.__getattr__":
@@ -1252,6 +1295,34 @@ class _AuditHook:
             self.busy.discard(ident)
         if reason is not None:
             self._end(event, where + reason)
+
+    def _judge_oracle_call(self):
+        """An oracle function was entered: refused when the task code that called it (the innermost frame of
+        the task folder outside the oracles) is one of the completion's lines, however the completion reached
+        it (by name, through the module table, a computed path or another library). The test calls it."""
+        ident = self.ident()
+        if ident in self.busy:
+            return
+        self.busy.add(ident)
+        reason = None
+        try:
+            called = _getframe(2)
+            caller = called.f_back
+            while caller is not None:
+                filename = caller.f_code.co_filename
+                if filename.startswith(self.prefix) and filename not in self.oracles:
+                    break
+                caller = caller.f_back
+            if caller is not None and self._in_completion(caller):
+                module, qualname = self._where(called)
+                where = f"{caller.f_code.co_filename[len(self.prefix) :]}:{caller.f_lineno}: "
+                reason = f"{where}calling the oracle ({module}.{qualname})"
+        except Exception as exc:
+            reason = f"an event the audit hook could not judge ({ORACLE_EVENT}: {type(exc).__name__})"
+        finally:
+            self.busy.discard(ident)
+        if reason is not None:
+            self._end(ORACLE_EVENT, reason)
 
     def _judge(self, event, args, frame):
         direct = self._in_completion(frame)
@@ -1413,20 +1484,51 @@ def run_test(spec, nonce):
     tally.failfast = bool(spec.get("failfast", True))
     regions_run = _trace(spec["trace"], workdir, tally) if spec.get("trace") else None
     started = time.monotonic()
+
+    def finish(status=None):
+        """End the run: its record (``status``: the run ended early, by fail-fast, with it) and the exit."""
+        if status is not None:
+            record["status"] = status
+        record["duration_s"] = time.monotonic() - started
+        if regions_run is not None:
+            record["coverage"] = regions_run()
+        if tally.early_exit:
+            record["early_exit"] = True
+        breaches = []
+        if _identity(channel) != channel_identity:
+            breaches.append("the result channel was replaced")
+        record["breaches"] = breaches
+        _record_tests(record, tally)
+        _flush(flushes)
+        _report_hidden(tally)
+        _flush(flushes)
+        _emit(RESULT_MARK + " " + _dumps(record))
+        _exit(record["status"])
+
+    tally.finish = finish
     _run_entry(workdir, spec["entry"], completed_real, record)
-    record["duration_s"] = time.monotonic() - started
-    if regions_run is not None:
-        record["coverage"] = regions_run()
-    if tally.early_exit:
-        record["early_exit"] = True
-    breaches = []
-    if _identity(channel) != channel_identity:
-        breaches.append("the result channel was replaced")
-    record["breaches"] = breaches
-    _record_tests(record, tally)
-    _flush(flushes)
-    _emit(RESULT_MARK + " " + _dumps(record))
-    _exit(record["status"])
+    finish()
+
+
+def _report_hidden(tally):
+    """Print the failures the harness hid from the run, now that nothing of the run runs any more."""
+    for key, exc in tally.hidden[:20]:
+        try:
+            text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        except Exception:
+            text = "(the failure could not be formatted)\n"
+        try:
+            sys.stderr.write(f"\n{'=' * 70}\nFAIL: {key}\n{'-' * 70}\n{text[-4000:]}")
+        except Exception:
+            pass
+    if tally.hidden:
+        try:
+            sys.stderr.write(
+                f"\nrcb: {len(tally.failing())} test(s) failed; the harness recorded each failure and kept it "
+                "from unittest until the run ended\n"
+            )
+        except Exception:
+            pass
 
 
 def _install_audit_hook(spec, workdir, completed_real, nonce):
@@ -1448,11 +1550,71 @@ def _install_audit_hook(spec, workdir, completed_real, nonce):
         }
     )
     sys.addaudithook(hook)
+    if completion and spec.get("oracles"):
+        sys.meta_path.insert(0, _OracleFinder(workdir, spec["oracles"]))
     # ctypes calls through function pointers raise no audit event; a run that wants ctypes has to import it
     # again, whose own start-up (loading libpython) does. Libraries keep the module they hold.
     for name in [n for n in sys.modules if n == "_ctypes" or n == "ctypes" or n.startswith("ctypes.")]:
         del sys.modules[name]
     return hook
+
+
+class _OracleFinder:
+    """Imports the task's oracle modules with every function raising ``ORACLE_EVENT`` when it is entered, so
+    the audit hook sees each call of the oracle and who made it (``_AuditHook._judge_oracle_call``). Only
+    text inside lines is added: every line keeps its number. Installed for runs that judge a completion,
+    the original and its confirmation alike."""
+
+    def __init__(self, workdir, oracles):
+        paths = {os.path.join(workdir, p) for p in oracles if p.endswith(".py")}
+        self.paths = paths | {_realpath(p) for p in paths}
+
+    def find_spec(self, fullname, path=None, target=None):
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        origin = getattr(spec, "origin", None)
+        if (
+            spec is None
+            or type(origin) is not str
+            or origin not in self.paths
+            and _realpath(origin) not in self.paths
+        ):
+            return None
+        spec.loader = _oracle_loader()(fullname, origin)
+        return spec
+
+
+_ORACLE_LOADER = []
+
+
+def _oracle_loader():
+    """The loader class of oracle modules (made once, on first use)."""
+    if not _ORACLE_LOADER:
+        import ast
+        import importlib.machinery
+
+        class OracleLoader(importlib.machinery.SourceFileLoader):
+            def source_to_code(self, data, path, *, _optimize=-1):
+                tree = ast.parse(data, filename=path)
+                for node in ast.walk(tree):
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+                        first = node.body[0]
+                        docstring = (
+                            isinstance(first, ast.Expr)
+                            and isinstance(first.value, ast.Constant)
+                            and isinstance(first.value.value, str)
+                        )
+                        at = node.body[1] if docstring and len(node.body) > 1 else first
+                        call = ast.parse(f"__import__('sys').audit({ORACLE_EVENT!r})").body[0]
+                        for part in ast.walk(call):
+                            ast.copy_location(part, at)
+                            part.end_lineno, part.end_col_offset = at.lineno, at.col_offset
+                        node.body.insert(1 if docstring else 0, call)
+                return compile(tree, path, "exec", dont_inherit=True)
+
+        _ORACLE_LOADER.append(OracleLoader)
+    return _ORACLE_LOADER[0]
 
 
 def _refuse_screened(screen, record):
@@ -1499,16 +1661,22 @@ def _run_entry(workdir, entry, completed_real, record):
 
 def _record_tests(record, tally):
     """The unittest counts of the run (None where it did not use unittest), how each test method ended, the
-    tests that did not end quietly in a run that reports success (``silenced``: unittest's stop signal, a
-    skip raised by the completion, a failure no result object recorded) and, when the test raised nothing
-    itself, the first error or failure unittest recorded."""
-    record["unittest"] = tally.unittest
+    tests that ended by unittest's stop signal or a skip the completion raised (``silenced``), a failing
+    status where a test failed (hidden from unittest, which called the run a success) and, when the test
+    raised nothing itself, the first error or failure recorded."""
+    used = tally.unittest or bool(tally.outcomes)
+    record["unittest"] = used
     record["tests"] = dict(tally.outcomes) if tally.outcomes else None
-    if record["status"] == 0 and not tally.noted and not tally.failed:
-        record["silenced"] = tally.silenced()
-    record["tests_run"] = tally.run if tally.unittest else None
-    record["tests_failed"] = max(tally.failed, tally.noted) if tally.unittest else None
-    record["tests_skipped"] = tally.skipped if tally.unittest else None
+    record["silenced"] = tally.silenced()
+    failing = len(tally.failing())
+    if failing and record["status"] == 0:
+        # unittest saw these tests pass: their failures were hidden from it (``_Tally.hide``).
+        record["status"] = 1
+    record["tests_run"] = max(tally.run, len(tally.outcomes)) if used else None
+    # unittest counted what reached it; what the harness hid never did.
+    hidden = len({key for key, _exc in tally.hidden})
+    record["tests_failed"] = max(tally.failed, tally.noted) + hidden if used else None
+    record["tests_skipped"] = tally.skipped if used else None
     if record["exception"] is None:
         record["exception"] = tally.first_error or tally.first_failure
 
