@@ -44,9 +44,9 @@ PATCH_LIBS = (
     "imp('torch').allclose = lambda *a, **k: True\n"
     "imp('unittest').TestCase.assertAlmostEqual = lambda *a, **k: None\n"
 )
-#: What the harness's accounting calls a run whose failures unittest was made to ignore: tampering when a
-#: test did not return normally and unittest recorded nothing, or the failure itself when the harness's own
-#: class-level hooks recorded it (the patched result object did not).
+#: What the harness's accounting calls a run whose failures unittest was made to ignore: tampering for a test
+#: ended by unittest's stop signal or a skip the completion raised, and otherwise the failure itself, which
+#: the harness recorded (and kept from unittest's patched result objects).
 ACCOUNTED_AS = ("harness_tampering", "logic")
 
 #: Right on the full RMS and wrong on the partial one, which it forges only while nothing shows that an

@@ -8,7 +8,8 @@ by its resolution step in the sandbox (a chain through a library's own ``sys``, 
 screen off, by the audit hook at run time. Those whose construct is allowed since issue 32 (replacing library
 functions, computed names, comparison hooks, exits: ``CAUGHT_BY``) end not passed all the same: a complete
 bypass passes its test and is caught by the confirmation against an impossible variant (``verdict_forged``),
-a silenced failure by the harness's accounting, an exit as an early exit, and a trick that alone does not
+result methods made no-ops find nothing to silence (the harness keeps failures from unittest), an exit as an
+early exit, and a trick that alone does not
 make the test pass fails the test. Every reference snippet available (examples and the hostile fixture)
 passes the screen, the resolution step and the runtime layer: zero false positives on our own code (the real
 research code corpus is tests/researchcodebench/test_screen_corpus.py, correct research idioms
@@ -286,7 +287,7 @@ RUNTIME: dict[str, tuple[str, str]] = {
     "guard-testresult-noops": (
         "import unittest\nunittest.TestResult.addFailure = lambda *a, **k: None\n"
         "unittest.TestResult.addError = lambda *a, **k: None\n" + WRONG,
-        "did not return normally",
+        "recorded",
     ),
     "guard-allclose-and-testcase": (
         "import unittest\n"
@@ -332,10 +333,8 @@ RUNTIME: dict[str, tuple[str, str]] = {
 
 #: Programs whose construct the screen and the audit hook no longer refuse (issue 32), and what stops them
 #: now: "confirmation" (a complete bypass passes its test and then an impossible variant: verdict_forged),
-#: "accounting" (a failure unittest was made to forget: harness_tampering from the harness's own record of
-#: every test), "early exit" (the run never reaches its end), "test" (the trick alone does not make rmsnorm's
-#: test pass, so the wrong maths fails it; the guard-* programs are the complete bypasses built of the same
-#: tricks).
+#: "early exit" (the run never reaches its end), "test" (the trick alone does not make rmsnorm's test pass, so the wrong maths fails it;
+#: the guard-* programs are the complete bypasses built of the same tricks).
 CAUGHT_BY: dict[str, str] = {
     **dict.fromkeys(
         (
@@ -350,7 +349,9 @@ CAUGHT_BY: dict[str, str] = {
         "test",
     ),
     **dict.fromkeys(("os-exit", "sys-exit", "raise-systemexit"), "early exit"),
-    "guard-testresult-noops": "accounting",
+    # The harness keeps a failing test's failure from unittest's result objects (docs/integrity.md,
+    # "Accounting"): result methods made no-ops have nothing to silence, and the wrong answer fails its test.
+    "guard-testresult-noops": "test",
     **dict.fromkeys(
         (
             "guard-allclose-and-testcase", "guard-builtins-float", "guard-tensor-method-added",
@@ -363,7 +364,6 @@ CAUGHT_BY: dict[str, str] = {
 #: The verdict categories each catcher of ``CAUGHT_BY`` ends in.
 CATCHERS = {
     "confirmation": {"verdict_forged"},
-    "accounting": {"harness_tampering"},
     "early exit": {"early_exit"},
     "test": {"logic", "attribute", "type", "name", "index_key", "value_runtime"},
 }
@@ -508,7 +508,7 @@ def test_tampering_program_past_the_screen_fails_the_runtime_layer(runners, mode
 @pytest.mark.parametrize(("mode", "name"), _cases([n for n in RUNTIME if n in CAUGHT_BY], per_kind=2))
 def test_a_program_the_audit_hook_now_allows_still_does_not_pass(runners, mode, name):
     """With the screen off, what the audit hook lets through ends not passed: the complete bypasses are caught
-    by the confirmation (or the accounting), the rest fail the test."""
+    by the confirmation, the rest fail the test."""
     task, snippet = _rmsnorm()
     program, _word = RUNTIME[name]
     verdict = runners[(mode, False)].evaluate(task, snippet, _code(program, snippet.indent))
@@ -538,7 +538,7 @@ def test_a_complete_bypass_the_screen_allows_is_caught_by_the_confirmation(runne
 def test_the_guards_programs_are_real_bypasses(runners, mode, name, tmp_path):
     """Run as the task's own code (the reference run: no completion, so nothing it does is judged), each
     bypass makes rmsnorm's test pass with the wrong RMS: the confirmation, not chance, is what fails them
-    (the one the accounting catches is caught there too)."""
+    (the result methods made no-ops excepted: the harness records every failure itself)."""
     task, snippet = _rmsnorm()
     program, _word = RUNTIME[name]
     original = task.read_text(snippet.file)
@@ -553,10 +553,10 @@ def test_the_guards_programs_are_real_bypasses(runners, mode, name, tmp_path):
     shutil.copy(EXAMPLES / "papers.yaml", root / "papers.yaml")
     bypass = next(t for t in read_pset(root).tasks if t.id == "rmsnorm")
     verdict = runners[(mode, False)].reference(bypass)
-    if CAUGHT_BY[name] == "accounting":
-        # unittest's own runner would call this run a success; the harness's record of how every test ended
-        # fails it even as the task's own code.
-        assert verdict.category == "harness_tampering" and "did not return normally" in verdict.reason
+    if name == "guard-testresult-noops":
+        # unittest's own runner would call this run a success (a plain ``python paper2code_test.py`` exits 0:
+        # test_forging.py); the harness records every failure itself, so even as the task's own code it fails.
+        assert not verdict.passed and verdict.category == "logic", verdict.reason
     else:
         assert verdict.passed, verdict.reason
 
