@@ -1,5 +1,5 @@
 # The two commands of the README. Everything else is a helper for them.
-.PHONY: demo test lint crash-tests batteries bench-eval bench-docker bench-screen bench-slow-clients bench-leaderboard bench-mixed bench-aggregation bench-cold clean
+.PHONY: demo test lint crash-tests batteries bench-portal bench-eval bench-docker bench-screen bench-slow-clients bench-leaderboard bench-mixed bench-aggregation bench-cold clean
 
 demo:  ## set up, migrate, load demo data, serve http://127.0.0.1:8000/ with one worker and a fake LLM (Ctrl-C stops)
 	scripts/demo.sh
@@ -19,6 +19,10 @@ lint:
 	scripts/bootstrap.sh --dev
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
+
+bench-portal:  ## the published import's and a two-worker generated run's times against their goals (tests assert behaviour, not speed)
+	scripts/bootstrap.sh --dev
+	.venv/bin/python bench/portal_timings.py
 
 bench-eval:
 	scripts/bootstrap.sh

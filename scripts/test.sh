@@ -33,7 +33,8 @@ if [[ $# -gt 0 ]]; then
 fi
 # The whole suite: everything but the crash tests on two processes (pytest-xdist, each test file whole on one
 # of them; tests/pytest_env.py gives each process its own test database, var folder and RabbitMQ vhost), then
-# the crash tests on their own, since they restart the broker and kill processes under the others' feet.
+# the crash tests on their own, since they restart the broker and kill processes under the others' feet. CI
+# (.ci/run) runs this on the default path (SQLite, the filesystem broker) and on PostgreSQL and RabbitMQ.
 processes="${RCB_TEST_PROCESSES:-2}"
 if [[ ${CELERY_BROKER_URL:-} == amqp* ]] && ! rabbitmqctl list_vhosts >/dev/null 2>&1; then
   echo "rabbitmqctl cannot reach the broker to give each test process its own vhost: one process"
@@ -41,25 +42,5 @@ if [[ ${CELERY_BROKER_URL:-} == amqp* ]] && ! rabbitmqctl list_vhosts >/dev/null
 fi
 status=0
 .venv/bin/python -m pytest -n "$processes" --dist loadfile -m "not crash" --durations=25 || status=$?
-# The embedded defaults (`make demo`) are SQLite and the filesystem broker: where the pass above ran on
-# PostgreSQL, the board's reads and aggregation run again on SQLite, which refuses PostgreSQL-only SQL. That
-# pass touches neither PostgreSQL nor RabbitMQ, so it runs beside the crash tests (which restart the broker
-# and cut the database's connections, and mostly wait for what they killed to come back).
-sqlite_pid=""
-mkdir -p "$RCB_VAR_DIR"
-if [[ -n ${DATABASE_URL:-} ]]; then
-  env -u DATABASE_URL CELERY_BROKER_URL=filesystem:// RCB_VAR_DIR="$RCB_VAR_DIR/sqlite" \
-    .venv/bin/python -m pytest tests/leaderboard/selectors tests/leaderboard/test_contamination_window.py \
-    tests/leaderboard/test_contamination_sides.py tests/leaderboard/test_incremental_aggregation.py \
-    >"$RCB_VAR_DIR/sqlite-pass.log" 2>&1 &
-  sqlite_pid=$!
-fi
 .venv/bin/python -m pytest -m crash --durations=10 || status=$((status ? status : $?))
-if [[ -n $sqlite_pid ]]; then
-  sqlite_status=0
-  wait "$sqlite_pid" || sqlite_status=$?
-  echo "the board on SQLite (the embedded defaults):"
-  cat "$RCB_VAR_DIR/sqlite-pass.log"
-  status=$((status ? status : sqlite_status))
-fi
 exit "$status"

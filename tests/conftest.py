@@ -230,10 +230,16 @@ def start_worker(transactional_db, tmp_path) -> Iterator[Callable[..., WorkerPro
         worker.finish(timeout=5)
 
 
+#: How many times its ``timeout`` ``wait_for`` waits: a wait's timeout only catches a hang, never a slow
+#: machine (tests assert behaviour, not speed), so a busy machine gets room (``RCB_TEST_PATIENCE``).
+PATIENCE = float(os.environ.get("RCB_TEST_PATIENCE", "4"))
+
+
 def wait_for(
     predicate: Callable[[], bool], *, timeout: float = 30.0, interval: float = 0.2, what: str = ""
 ) -> None:
-    """Poll ``predicate`` until it is true; fail with ``what`` after ``timeout`` seconds."""
+    """Poll ``predicate`` until it is true; fail with ``what`` after ``PATIENCE`` x ``timeout`` seconds."""
+    timeout *= PATIENCE
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

@@ -209,6 +209,4 @@ def test_web_and_worker_containers_judge_uploaded_predictions_in_the_docker_sand
     ]
     assert ours == []
     assert [p.name for p in work_dir.iterdir() if p.name.startswith(("rcb-run-", ".rcb-stdin-"))] == []
-    started = time.monotonic()
     worker.stop(timeout=15)
-    assert time.monotonic() - started < 16

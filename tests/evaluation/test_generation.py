@@ -122,8 +122,9 @@ def test_retry_after_on_429_is_honoured_instead_of_the_backoff(db, fake_llm, mon
     first, second = fake_llm.requests
     gap = second.at - first.at
     assert answer.requests == 2 and answer.waited_s == 1.0
-    assert 1.0 <= gap < 1.5, gap
-    assert elapsed < 2.0
+    # The server's one second, not the 30 s backoff (a wide margin: a busy machine only adds to the gap).
+    assert 1.0 <= gap < 15.0, gap
+    assert elapsed < 15.0
 
 
 def test_backoff_is_capped_exponential():

@@ -41,12 +41,13 @@ def scores_of(model_key: str) -> tuple[float, float]:
 # ------------------------------------------------------------------------------------------ shipped fixture
 
 
-def test_shipped_fixture_reproduces_the_papers_headline_scores_quickly():
+def test_shipped_fixture_reproduces_the_papers_headline_scores():
     report = published_import(source=FIXTURE)
+    # Its speed goal (30 s) is bench/portal_timings.py's: a test asserts behaviour, never speed.
+    print(f"\npublished import of the shipped fixture: {report.duration_s:.1f} s")
 
     assert report.models_created == 32
     assert report.runs_created == 32
-    assert report.duration_s < 30
     line, task = scores_of("GEMINI_2_5_PRO_PREVIEW_05_06")
     assert (round(line, 2), round(task, 2)) == (37.34, 64.15)
     line, task = scores_of("OPENROUTER_MISTRAL_CODESTRAL_MAMBA")

@@ -52,6 +52,7 @@ def test_generated_run_on_the_example_pset_with_two_workers_scores_like_the_core
     run = start_run(model, release)
     wait_for(lambda: run_state(run).is_final, timeout=90, interval=0.2, what="the run to finish")
     elapsed = time.monotonic() - started
+    # Its speed goal (45 s) is bench/portal_timings.py's: a test asserts behaviour, never speed.
     print(f"\nrun of {run.total_items} completions with 2 workers: {elapsed:.1f} s")
 
     assert run.status == EvaluationRun.Status.FINISHED, run.status_reason
@@ -75,7 +76,6 @@ def test_generated_run_on_the_example_pset_with_two_workers_scores_like_the_core
     assert line_rates(run_snippet_results(run=run)).mean == pytest.approx(line_rates(core_results).mean)
     assert 0 < task_rates(core_results).mean < 100
     assert run.input_tokens > 0 and run.cost_usd > 0
-    assert elapsed < 45, f"the run took {elapsed:.1f} s"
     stop_together(workers)
 
 

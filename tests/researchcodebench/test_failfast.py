@@ -82,8 +82,6 @@ def test_a_failing_run_stops_at_its_first_failing_test_where_passes_are_not_conf
     assert "[4, 5, 6]" in (verdict.exception_message or "")
     assert (verdict.tests_run, verdict.tests_failed) == (1, 1)
     assert verdict.exit_code == 1
-    # Neither pause ran: the failing run is shorter than the full one by (nearly) both.
-    assert verdict.duration_s < full.duration_s - 1.5 * SLEEP_S, "the slow tests after the failing one ran"
     assert verdict.warm is warm
 
 

@@ -281,11 +281,11 @@ def test_growing_past_the_memory_limit_is_out_of_memory(workspace, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_infinite_loop_times_out_at_the_deadline(workspace, mode):
-    started = time.monotonic()
     verdict = _run(workspace, mode, "while True:\n    pass", timeout_s=2.0)
     assert verdict.outcome == "timeout"
     assert verdict.category == "timeout" and verdict.tier == "model"
-    assert time.monotonic() - started < 8
+    # The limit enforced: the run ended at its deadline (the sandbox's own measure), not at the loop's end.
+    assert verdict.duration_s < 2.0 + 6
 
 
 @pytest.mark.parametrize("mode", MODES)
