@@ -53,7 +53,9 @@ def measure(node: str, pattern: str) -> float:
     )
     found = re.search(pattern, done.stdout)
     if done.returncode != 0 or found is None:
-        raise SystemExit(f"{node} failed (exit {done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"{node} failed (exit {done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+        )
     return float(found.group(1))
 
 
@@ -62,8 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     missed = 0
-    print(f"database: {os.environ.get('DATABASE_URL', 'sqlite (default)')}, "
-          f"broker: {os.environ.get('CELERY_BROKER_URL', 'filesystem:// (default)')}")
+    print(
+        f"database: {os.environ.get('DATABASE_URL', 'sqlite (default)')}, "
+        f"broker: {os.environ.get('CELERY_BROKER_URL', 'filesystem:// (default)')}"
+    )
     for name, (node, pattern, goal) in GOALS.items():
         times = [measure(node, pattern) for _ in range(args.repeat)]
         median = statistics.median(times)
