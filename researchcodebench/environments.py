@@ -18,6 +18,10 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+#: The oldest Python the sandbox's harness (``sandbox/_harness.py``) runs under: an evaluation interpreter
+#: must be this or newer, while the core itself installs on 3.10 (pyproject.toml).
+MIN_EVAL_PYTHON = (3, 11)
+
 #: Libraries a warm interpreter imports once, when the environment has them (heaviest first).
 HEAVY_MODULES = ("torch", "numpy", "scipy")
 
@@ -187,3 +191,9 @@ def missing_modules(python: str, names: set[str] | list[str] | tuple[str, ...]) 
             f"evaluation interpreter {python!r} failed to start (exit {done.returncode})"
         )
     return sorted(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def version_tuple(version: str) -> tuple[int, int]:
+    """``(major, minor)`` of a ``platform.python_version()`` string such as ``3.11.7``."""
+    major, minor = version.split(".")[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)

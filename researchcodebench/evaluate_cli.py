@@ -10,7 +10,8 @@ to the snippet) or ``{"task", "snippet", "completion_idx", "response"}`` (a raw 
 
 The evaluation interpreter is the first of: ``--python PATH``, ``RCB_EVAL_PYTHON``, else the first that can
 import every third-party module the selected tasks' own files import (``torch``, ``numpy``...) among the
-repository's ``.venv-eval`` (in a checkout) and rcb's own interpreter; ``--env auto`` builds one per task
+repository's ``.venv-eval`` (in a checkout) and rcb's own interpreter, either of Python 3.11 or newer (the
+sandbox's harness needs it; rcb itself runs on 3.10); ``--env auto`` builds one per task
 instead. The command says which it uses. An interpreter named by ``--python`` or ``RCB_EVAL_PYTHON`` that
 lacks a module, or none found, stops the command before anything is judged, naming what is missing and the
 ``pip install`` that adds it. (``--sandbox docker`` runs the image's interpreter: no such check.)
@@ -51,11 +52,13 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .environments import (
+    MIN_EVAL_PYTHON,
     Environment,
     EvalEnvironmentError,
     missing_modules,
     repo_root,
     resolve_environment,
+    version_tuple,
 )
 from .envs import (
     IMPORT_TO_DISTRIBUTION,
@@ -455,9 +458,12 @@ def interpreter_candidates(args: argparse.Namespace) -> list[Candidate]:
     return found
 
 
+def _distributions(modules: set[str] | list[str]) -> list[str]:
+    return sorted({IMPORT_TO_DISTRIBUTION.get(m, m) for m in modules})
+
+
 def _install_command(python: str, modules: list[str]) -> str:
-    distributions = sorted({IMPORT_TO_DISTRIBUTION.get(m, m) for m in modules})
-    return f"{python} -m pip install {' '.join(distributions)}"
+    return f"{python} -m pip install {' '.join(_distributions(modules))}"
 
 
 def choose_interpreter(candidates: list[Candidate], tasks: list[Task]) -> tuple[Environment, Candidate]:
@@ -474,6 +480,17 @@ def choose_interpreter(candidates: list[Candidate], tasks: list[Task]) -> tuple[
         except EvalEnvironmentError as exc:
             problem = str(exc)
             continue
+        if version_tuple(environment.version) < MIN_EVAL_PYTHON:
+            oldest = ".".join(map(str, MIN_EVAL_PYTHON))
+            make = f"python{oldest} -m venv rcb-eval"
+            if wanted:
+                make += f" && rcb-eval/bin/pip install {' '.join(_distributions(wanted))}"
+            problem = (
+                f"the evaluation interpreter {candidate.python} ({candidate.source}) is Python "
+                f"{environment.version}, and the sandbox's harness needs {oldest} or newer; make one with "
+                f"`{make}` and pass --python rcb-eval/bin/python"
+            )
+            continue
         if not missing:
             return environment, candidate
         users = sorted(task for task, modules in needs.items() if modules & set(missing))
@@ -483,7 +500,7 @@ def choose_interpreter(candidates: list[Candidate], tasks: list[Task]) -> tuple[
             f"install {'it' if len(missing) == 1 else 'them'} with `{_install_command(candidate.python, missing)}`"
         )
     others = (
-        "or name an interpreter that has them with --python PATH or RCB_EVAL_PYTHON, "
+        "or name another interpreter with --python PATH or RCB_EVAL_PYTHON, "
         "or build one per task with --env auto"
     )
     raise _cli_error(
