@@ -7,7 +7,7 @@ returns the exit status. A handler signals bad user input by raising ``CliError`
 stderr, no traceback). The registrars are listed in ``REGISTRARS``; ``build_parser`` calls each in order.
 
 Exit status: 0 success, 1 ``inspect`` found annotation errors or ``validate`` found a task not ok, 2 bad
-input.
+input; ``evaluate`` adds 3 (infrastructure) and 4 (nothing judged), see ``evaluate_cli``.
 """
 
 from __future__ import annotations
@@ -392,14 +392,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit status (0 ok, 1 validation errors found, 2 bad input)."""
+    """Run the CLI; returns the exit status (0 ok, 1 validation errors found, 2 bad input, 3 and 4 see
+    ``evaluate_cli``)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
     except CliError as exc:
         sys.stderr.write(f"error: {exc}\n")
-        return 2
+        return exc.status
     except BrokenPipeError:
         # `... | head` closed the pipe: not an error of ours; silence the interpreter's flush at exit.
         sys.stderr.close()

@@ -18,6 +18,10 @@ import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+#: The oldest Python the sandbox's harness (``sandbox/_harness.py``) runs under: an evaluation interpreter
+#: must be this or newer, while the core itself installs on 3.10 (pyproject.toml).
+MIN_EVAL_PYTHON = (3, 11)
+
 #: Libraries a warm interpreter imports once, when the environment has them (heaviest first).
 HEAVY_MODULES = ("torch", "numpy", "scipy")
 
@@ -109,6 +113,11 @@ def _bind_paths(info: dict, python: str) -> tuple[str, ...]:
     return tuple(chosen)
 
 
+def _last_line(text: str) -> str:
+    """The last non-blank line of ``text`` (an error's own words, without the traceback above it)."""
+    return next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")[:300]
+
+
 _CACHE: dict[str, Environment] = {}
 _LOCK = threading.Lock()
 
@@ -136,7 +145,7 @@ def resolve_environment(python: str | None = None) -> Environment:
         raise EvalEnvironmentError(f"cannot run evaluation interpreter {path!r}: {exc}") from exc
     if done.returncode != 0:
         raise EvalEnvironmentError(
-            f"evaluation interpreter {path!r} failed to start (exit {done.returncode}): {done.stderr[-500:]}"
+            f"evaluation interpreter {path!r} failed to start (exit {done.returncode}): {_last_line(done.stderr)}"
         )
     info = json.loads(done.stdout.strip().splitlines()[-1])
     packages = tuple(info["packages"])
@@ -156,3 +165,35 @@ def resolve_environment(python: str | None = None) -> Environment:
     with _LOCK:
         _CACHE[path] = env
     return env
+
+
+_FIND = "import importlib.util as u, json, sys; print(json.dumps([n for n in sys.argv[1:] if u.find_spec(n) is None]))"
+
+
+def missing_modules(python: str, names: set[str] | list[str] | tuple[str, ...]) -> list[str]:
+    """The top-level modules of ``names`` that ``python`` cannot import (sorted), found without importing
+    them; raises ``EvalEnvironmentError`` when the interpreter does not run."""
+    wanted = sorted(set(names))
+    if not wanted:
+        return []
+    try:
+        done = subprocess.run(
+            [python, "-I", "-c", _FIND, *wanted],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={"PATH": "/usr/bin:/bin"},
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EvalEnvironmentError(f"cannot run evaluation interpreter {python!r}: {exc}") from exc
+    if done.returncode != 0:
+        raise EvalEnvironmentError(
+            f"evaluation interpreter {python!r} failed to start (exit {done.returncode})"
+        )
+    return sorted(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def version_tuple(version: str) -> tuple[int, int]:
+    """``(major, minor)`` of a ``platform.python_version()`` string such as ``3.11.7``."""
+    major, minor = version.split(".")[:2]
+    return int(major), int("".join(ch for ch in minor if ch.isdigit()) or 0)

@@ -318,10 +318,11 @@ def _required_imports(source: str) -> set[str]:
     return names
 
 
-def infer_requirements(task_root: str | Path, files: Sequence[str] | None = None) -> list[tuple[str, str]]:
-    """(import name, distribution) for every third-party import of the task's Python files that the base
-    does not provide, sorted by import name. The task's own modules, the standard library and relative
-    imports are left out; a task that needs only torch/numpy/scipy gives ``[]``."""
+def third_party_imports(task_root: str | Path, files: Sequence[str] | None = None) -> set[str]:
+    """Top-level names of the task's Python files' required imports that neither the task folder nor the
+    standard library provides (the base's ``torch``, ``numpy``... included): what an interpreter must
+    have for the task's tests to start. Optional imports (inside a ``try`` catching ``ImportError``) and
+    relative imports are left out."""
     root = Path(task_root)
     if files is None:
         from .pset import task_files
@@ -336,14 +337,24 @@ def infer_requirements(task_root: str | Path, files: Sequence[str] | None = None
             found |= _required_imports((root / rel).read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue
-    wanted = sorted(
+    return {
         name
         for name in found
-        if name not in local
-        and name not in sys.stdlib_module_names
-        and name not in BASE_IMPORTS
-        and name != "__future__"
-    )
+        if name not in local and name not in sys.stdlib_module_names and name != "__future__"
+    }
+
+
+def infer_requirements(task_root: str | Path, files: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """(import name, distribution) for every third-party import of the task's Python files that the base
+    does not provide, sorted by import name. The task's own modules, the standard library and relative
+    imports are left out; a task that needs only torch/numpy/scipy gives ``[]``."""
+    root = Path(task_root)
+    if files is None:
+        from .pset import task_files
+
+        files = task_files(root)
+    found = third_party_imports(root, files)
+    wanted = sorted(name for name in found if name not in BASE_IMPORTS)
     needs = [(name, IMPORT_TO_DISTRIBUTION.get(name, name)) for name in wanted]
     texts = "\n".join(
         (root / rel).read_text(encoding="utf-8", errors="replace")

@@ -255,5 +255,24 @@ def classify_imported(
     return classify("failed", output=output)
 
 
+#: Exit status of ``rcb`` for bad input (usage, an unreadable file, a refused request).
+EXIT_USAGE = 2
+#: Exit status of ``rcb evaluate`` when the machinery failed, not the model: the evaluation interpreter lacks
+#: the tasks' packages or cannot start, the sandbox is unusable, or a verdict is of the infrastructure tier.
+EXIT_INFRASTRUCTURE = 3
+#: Exit status of ``rcb evaluate`` when nothing was judged: no item to evaluate, or no verdict of the model's.
+EXIT_NOTHING_JUDGED = 4
+
+
+def label(category: str) -> str:
+    """The words the site shows for a category slug (the slug itself for one this table lacks)."""
+    return LABELS.get(category, category)
+
+
 class CliError(Exception):
-    """Bad user input at the command line: printed as ``error: <message>`` with exit status 2 (``cli.main``)."""
+    """A command that cannot go on: printed as one line ``error: <message>`` (``cli.main``), no traceback.
+    ``status`` is the exit status: ``EXIT_USAGE`` (bad input) unless the cause is the machine's."""
+
+    def __init__(self, message: str, *, status: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.status = status

@@ -6,8 +6,21 @@
 
 Predictions: one JSON object per line, ``{"task", "snippet", "completion_idx", "code"}`` (code re-indented
 to the snippet) or ``{"task", "snippet", "completion_idx", "response"}`` (a raw model reply, extracted with
-``--template``). Exit 0 when the evaluation ran (whatever the verdicts), 2 for bad input (naming
-``file:line``) or an unusable sandbox/interpreter.
+``--template``).
+
+The evaluation interpreter is the first of: ``--python PATH``, ``RCB_EVAL_PYTHON``, else the first that can
+import every third-party module the selected tasks' own files import (``torch``, ``numpy``...) among the
+repository's ``.venv-eval`` (in a checkout) and rcb's own interpreter, either of Python 3.11 or newer (the
+sandbox's harness needs it; rcb itself runs on 3.10); ``--env auto`` builds one per task
+instead. The command says which it uses. An interpreter named by ``--python`` or ``RCB_EVAL_PYTHON`` that
+lacks a module, or none found, stops the command before anything is judged, naming what is missing and the
+``pip install`` that adds it. (``--sandbox docker`` runs the image's interpreter: no such check.)
+
+Exit status (``EXIT_STATUS``): 0 every item was judged (whatever the verdicts); 2 bad input (usage, the pset,
+the predictions file, naming ``file:line``); 3 infrastructure: the evaluation interpreter lacks the tasks'
+packages or does not start, the sandbox is unusable, or some verdicts are infrastructure errors (missing
+dependency, sandbox failure, lost worker, a reference failing in its environment: left out of the scores);
+4 nothing was judged (no item to evaluate, or every verdict an infrastructure error).
 
 Every pass is confirmed against an impossible variant of its test (docs/integrity.md): the variants of a task
 are derived on its first pass and kept under the cache folder (``variants/``, by the task's content hash and
@@ -35,18 +48,36 @@ import os
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any, TextIO
 
-from .environments import Environment, EvalEnvironmentError, resolve_environment
+from .environments import (
+    MIN_EVAL_PYTHON,
+    Environment,
+    EvalEnvironmentError,
+    missing_modules,
+    repo_root,
+    resolve_environment,
+    version_tuple,
+)
 from .envs import (
+    IMPORT_TO_DISTRIBUTION,
     EnvironmentBuildError,
     RequirementsError,
     Sources,
     default_sources,
     task_environment,
     task_requirements,
+    third_party_imports,
 )
-from .errors import CliError
+from .errors import (
+    EXIT_INFRASTRUCTURE,
+    EXIT_NOTHING_JUDGED,
+    EXIT_USAGE,
+    INFRASTRUCTURE,
+    CliError,
+    label,
+)
 from .predictions import (
     PredictionError,
     PredictionLimits,
@@ -68,9 +99,17 @@ class EvaluateInputError(ValueError):
     """Bad user input (a message naming the file, line and field)."""
 
 
-def _cli_error(message: str) -> Exception:
-    # The core CLI turns a CliError into exit status 2.
-    return CliError(message)
+#: What ``rcb evaluate`` exits with (the module docstring says when), shown by ``rcb evaluate --help``.
+EXIT_STATUS = f"""exit status:
+  0  every item was judged (whatever the verdicts)
+  {EXIT_USAGE}  bad input: usage, the pset, the predictions file (naming file:line)
+  {EXIT_INFRASTRUCTURE}  infrastructure: the evaluation interpreter lacks the tasks' packages or does not start,
+     the sandbox is unusable, or some verdicts are infrastructure errors (left out of the scores)
+  {EXIT_NOTHING_JUDGED}  nothing was judged: no item to evaluate, or every verdict an infrastructure error"""
+
+
+def _cli_error(message: str, *, status: int = EXIT_USAGE) -> Exception:
+    return CliError(message, status=status)
 
 
 def register(subparsers: Any) -> None:
@@ -79,6 +118,8 @@ def register(subparsers: Any) -> None:
         "evaluate",
         help="run completions (or the reference / blank bodies) through the sandboxed tests and score them",
         description=__doc__.split("\n\n")[0],
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("pset", metavar="PSET", help="pset folder (papers.yaml + task folders)")
     p.add_argument("--tasks", nargs="+", metavar="ID", help="only these task ids")
@@ -91,7 +132,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--sandbox", choices=("local", "docker", "none"), default="local", help="sandbox backend")
     interpreter = p.add_mutually_exclusive_group()
     interpreter.add_argument(
-        "--python", metavar="PATH", help="evaluation interpreter (default: RCB_EVAL_PYTHON / .venv-eval)"
+        "--python",
+        metavar="PATH",
+        help="evaluation interpreter (default: RCB_EVAL_PYTHON, else the repository's .venv-eval or rcb's "
+        "own interpreter, whichever has the tasks' packages)",
     )
     interpreter.add_argument(
         "--env",
@@ -295,11 +339,11 @@ def assign_task_environments(runner: Runner, tasks: list[Task], *, stream: TextI
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    """Handler of ``evaluate`` (see the module docstring)."""
+    """Handler of ``evaluate`` (see the module docstring); returns the exit status."""
     pset, wanted = _pset_and_wanted(args)
     selected = [t for t in pset.tasks if wanted is None or t.id in wanted]
     items = _evaluation_items(args, pset, selected, wanted)
-    runner, environment = _make_runner(args)
+    runner, environment = _make_runner(args, selected)
     environments = assign_task_environments(runner, selected, stream=sys.stderr) if args.env else None
     progress = _progress(sys.stderr) if sys.stderr.isatty() else None
     with runner:
@@ -318,9 +362,31 @@ def run_evaluate(args: argparse.Namespace) -> int:
         rows = [_verdict_row(i, v) for i, v in zip(items, verdicts, strict=True)]
         json.dump({"verdicts": rows, "scores": scores}, sys.stdout, indent=1)
         sys.stdout.write("\n")
-        return 0
-    _print_report(items, verdicts, scores, environments)
-    return 0
+    else:
+        _print_report(items, verdicts, scores, environments)
+    status, problem = exit_status(verdicts)
+    if problem:
+        sys.stderr.write(f"error: {problem}\n")
+    return status
+
+
+def exit_status(verdicts: list[Verdict]) -> tuple[int, str]:
+    """The exit status of an evaluation that ran (module docstring) and, unless 0, one line saying why."""
+    infrastructure = [v for v in verdicts if v.tier == INFRASTRUCTURE]
+    if not verdicts:
+        return EXIT_NOTHING_JUDGED, "nothing was judged: no item to evaluate for the selected tasks"
+    counts = Counter(label(v.category) for v in infrastructure)
+    kinds = ", ".join(f"{name} {n}" for name, n in counts.most_common())
+    if len(infrastructure) == len(verdicts):
+        return EXIT_NOTHING_JUDGED, (
+            f"nothing was judged: every verdict is an infrastructure error ({kinds}), not the model's"
+        )
+    if infrastructure:
+        return EXIT_INFRASTRUCTURE, (
+            f"{len(infrastructure)} of {len(verdicts)} verdicts are infrastructure errors ({kinds}): "
+            "the scores leave them out"
+        )
+    return 0, ""
 
 
 def _pset_and_wanted(args: argparse.Namespace) -> tuple[Pset, set[str] | None]:
@@ -366,17 +432,112 @@ def _cache_root() -> str:
     return os.environ.get("RCB_CACHE_DIR") or default_cache_dir()
 
 
-def _make_runner(args: argparse.Namespace) -> tuple[Runner, Environment]:
-    """The runner of ``--sandbox``, ``--python`` (or ``RCB_EVAL_PYTHON``), ``--workers``, the verdict cache
-    and the store of impossible variants, with its default environment; a CLI error when the sandbox or
-    interpreter is unusable."""
+@dataclass(frozen=True)
+class Candidate:
+    """An interpreter ``evaluate`` may run the tests in; ``source`` says in words where it came from and
+    ``named`` whether the user named it (then it is the only one, and it must do)."""
+
+    python: str
+    source: str
+    named: bool
+
+
+def interpreter_candidates(args: argparse.Namespace) -> list[Candidate]:
+    """``--python``, else ``RCB_EVAL_PYTHON``, else the repository's ``.venv-eval`` (in a checkout) and rcb's
+    own interpreter, in that order."""
+    if args.python:
+        return [Candidate(args.python, "--python", True)]
+    named = os.environ.get("RCB_EVAL_PYTHON")
+    if named:
+        return [Candidate(named, "RCB_EVAL_PYTHON", True)]
+    found = []
+    checkout = repo_root() / ".venv-eval" / "bin" / "python"
+    if checkout.exists():
+        found.append(Candidate(str(checkout), "the repository's .venv-eval", False))
+    found.append(Candidate(sys.executable, "rcb's own interpreter", False))
+    return found
+
+
+def _distributions(modules: set[str] | list[str]) -> list[str]:
+    return sorted({IMPORT_TO_DISTRIBUTION.get(m, m) for m in modules})
+
+
+def _install_command(python: str, modules: list[str]) -> str:
+    return f"{python} -m pip install {' '.join(_distributions(modules))}"
+
+
+def choose_interpreter(candidates: list[Candidate], tasks: list[Task]) -> tuple[Environment, Candidate]:
+    """The first candidate that starts and can import every third-party module the tasks' own files import.
+    None: a ``CliError`` (exit 3, nothing judged yet) naming what the last candidate lacks and the command
+    that installs it."""
+    needs = {t.id: third_party_imports(t.root) for t in tasks}
+    wanted = set().union(*needs.values()) if needs else set()
+    problem = ""
+    for candidate in candidates:
+        try:
+            environment = resolve_environment(candidate.python)
+            missing = missing_modules(candidate.python, wanted)
+        except EvalEnvironmentError as exc:
+            problem = str(exc)
+            continue
+        if version_tuple(environment.version) < MIN_EVAL_PYTHON:
+            oldest = ".".join(map(str, MIN_EVAL_PYTHON))
+            make = f"python{oldest} -m venv rcb-eval"
+            if wanted:
+                make += f" && rcb-eval/bin/pip install {' '.join(_distributions(wanted))}"
+            problem = (
+                f"the evaluation interpreter {candidate.python} ({candidate.source}) is Python "
+                f"{environment.version}, and the sandbox's harness needs {oldest} or newer; make one with "
+                f"`{make}` and pass --python rcb-eval/bin/python"
+            )
+            continue
+        if not missing:
+            return environment, candidate
+        users = sorted(task for task, modules in needs.items() if modules & set(missing))
+        problem = (
+            f"the evaluation interpreter {candidate.python} ({candidate.source}) cannot import "
+            f"{', '.join(missing)}, which {', '.join(users)} import{'s' if len(users) == 1 else ''}; "
+            f"install {'it' if len(missing) == 1 else 'them'} with `{_install_command(candidate.python, missing)}`"
+        )
+    others = (
+        "or name another interpreter with --python PATH or RCB_EVAL_PYTHON, "
+        "or build one per task with --env auto"
+    )
+    raise _cli_error(
+        f"{problem}{'; ' if problem else ''}{others} (nothing was judged)", status=EXIT_INFRASTRUCTURE
+    )
+
+
+def _make_runner(args: argparse.Namespace, tasks: list[Task]) -> tuple[Runner, Environment]:
+    """The runner of ``--sandbox``, the interpreter (``choose_interpreter``; with ``--env auto`` only the
+    default for tasks given none), ``--workers``, the verdict cache and the store of impossible variants,
+    with its default environment. Says on stderr which interpreter it uses. A CLI error (exit 3) when the
+    sandbox or interpreter is unusable."""
     try:
         sandbox = make_sandbox(
             args.sandbox,
             docker_image=os.environ.get("RCB_DOCKER_IMAGE") or None,
             allow_unsandboxed=os.environ.get(ALLOW_VARIABLE) == "1",
         )
-        environment = resolve_environment(args.python or os.environ.get("RCB_EVAL_PYTHON") or None)
+    except SandboxUnavailable as exc:
+        raise _cli_error(str(exc), status=EXIT_INFRASTRUCTURE) from exc
+    candidates = interpreter_candidates(args)
+    try:
+        if args.env or args.sandbox == "docker":
+            environment = resolve_environment(candidates[0].python)
+            chosen = candidates[0]
+        else:
+            environment, chosen = choose_interpreter(candidates, tasks)
+    except EvalEnvironmentError as exc:
+        raise _cli_error(str(exc), status=EXIT_INFRASTRUCTURE) from exc
+    if args.env:
+        sys.stderr.write("evaluation environments: one per task (--env auto)\n")
+    else:
+        sys.stderr.write(
+            f"evaluation interpreter: {chosen.python} (Python {environment.version}, {chosen.source}; "
+            f"environment {environment.id})\n"
+        )
+    try:
         runner = Runner(
             sandbox=sandbox,
             environment=environment,
@@ -385,7 +546,7 @@ def _make_runner(args: argparse.Namespace) -> tuple[Runner, Environment]:
             variant_store=VariantStore(_cache_root()),
         )
     except (SandboxUnavailable, EvalEnvironmentError) as exc:
-        raise _cli_error(str(exc)) from exc
+        raise _cli_error(str(exc), status=EXIT_INFRASTRUCTURE) from exc
     return runner, environment
 
 
@@ -405,7 +566,7 @@ def _print_report(
         detail = (
             ""
             if verdict.passed
-            else f"  [{verdict.category}] {verdict.reason.splitlines()[0] if verdict.reason else ''}"
+            else f"  [{label(verdict.category)}] {verdict.reason.splitlines()[0] if verdict.reason else ''}"
         )
         print(
             f"{mark:<11} {item.task.id} / {item.snippet.name} #{item.completion_idx} ({verdict.duration_s:.2f}s){detail}"
@@ -427,7 +588,7 @@ def _print_report(
     if failed:
         print(
             "error categories: "
-            + ", ".join(f"{c} {n}" for c, n in sorted(failed.items(), key=lambda x: -x[1]))
+            + ", ".join(f"{label(c)} {n}" for c, n in sorted(failed.items(), key=lambda x: -x[1]))
         )
     if environments is not None:
         built = sum(1 for e in environments.values() if e.get("built"))

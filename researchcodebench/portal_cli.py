@@ -24,8 +24,12 @@ Every call trusts the certificate authorities of the file ``REQUESTS_CA_BUNDLE``
 ``SSL_CERT_FILE`` names (the first set), so the client works behind a TLS proxy whose CA is in the system's
 bundle; with none set, requests' own bundle.
 
+``submit`` needs a personal API token in ``RCB_TOKEN``: a signed-in user makes one on the portal's page
+``/accounts/tokens/``. Every error is one line of words: a release the portal lacks, a refused token (with
+where to make one), a portal that cannot be reached and why, never the portal's HTML page.
+
 Exit status: 0 done, 1 the run did not finish (failed, cancelled, timed out waiting), 2 bad input or a
-refused request.
+refused request, 3 the portal could not be reached.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tarfile
@@ -42,10 +47,11 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 import requests
 
-from .errors import CliError
+from .errors import EXIT_INFRASTRUCTURE, CliError
 from .problems import DEFAULT_TEMPLATE, TEMPLATES
 from .pset import PsetError, read_pset
 
@@ -74,13 +80,51 @@ def _url(portal: str, path: str) -> str:
 UPLOAD_CHECK_TIMEOUT_S = 600.0
 
 
+#: the portal's page where a signed-in user makes a personal API token
+TOKEN_PAGE = "/accounts/tokens/"
+
+
+def _portal_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    return " ".join(text.split())[:limit]
+
+
 def _refused(response: requests.Response, what: str) -> CliError:
+    """One line for an answer that is not the one asked for: a refused token says where to make one, the
+    portal's own words when it sent JSON, else the status alone (never an HTML page)."""
+    status = f"HTTP {response.status_code}{' ' + response.reason if response.reason else ''}"
     try:
-        errors = response.json().get("errors") or [response.json().get("detail")]
-        detail = "; ".join(str(e) for e in errors if e)
-    except (ValueError, AttributeError):
-        detail = response.text[:300]
-    return CliError(f"{what}: HTTP {response.status_code}: {detail}")
+        body = response.json()
+        errors = (body.get("errors") or [body.get("detail")]) if isinstance(body, dict) else []
+        detail = _one_line("; ".join(str(e) for e in errors if e))
+    except ValueError:
+        detail = ""
+    if response.status_code in (401, 403):
+        portal = _portal_of(response.url or what.split(" ", 1)[-1])
+        return CliError(
+            f"the portal refused the token in {TOKEN_VARIABLE} ({status}{': ' + detail if detail else ''}); "
+            f"make a token at {portal}{TOKEN_PAGE}"
+        )
+    return CliError(f"{what}: {status}{': ' + detail if detail else ''}")
+
+
+def _unreachable(url: str, exc: requests.RequestException) -> CliError:
+    """One line for a request that got no answer: the portal, and why in words."""
+    if isinstance(exc, requests.exceptions.SSLError):
+        why = (
+            "its certificate is not trusted (name the CA file in REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE or "
+            "SSL_CERT_FILE)"
+        )
+    elif isinstance(exc, requests.exceptions.Timeout):
+        why = "no answer in time (--timeout)"
+    else:
+        found = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(exc))
+        why = found.group(1).strip().lower() if found else "the connection failed"
+    return CliError(f"cannot reach the portal at {_portal_of(url)}: {why}", status=EXIT_INFRASTRUCTURE)
 
 
 def expected_digest(header: str | None) -> str | None:
@@ -120,6 +164,11 @@ def run_download(args: argparse.Namespace, *, stderr: TextIO | None = None) -> i
         archive = Path(tmp) / f"{release}.tar.gz"
         try:
             with requests.get(url, stream=True, timeout=args.timeout, verify=ca_bundle()) as response:
+                if response.status_code == 404:
+                    raise CliError(
+                        f"the portal has no release {release!r} ({url} answered HTTP 404); "
+                        "its releases are listed at " + _url(args.portal, "/releases/")
+                    )
                 if response.status_code != 200:
                     raise _refused(response, f"GET {url}")
                 expected = expected_digest(response.headers.get("Repr-Digest"))
@@ -128,7 +177,7 @@ def run_download(args: argparse.Namespace, *, stderr: TextIO | None = None) -> i
                         digest.update(chunk)
                         out.write(chunk)
         except requests.RequestException as exc:
-            raise CliError(f"GET {url}: {exc}") from exc
+            raise _unreachable(url, exc) from exc
         got = digest.hexdigest()
         wanted = [
             (h, src) for h, src in ((args.sha256, "--sha256"), (expected, "the portal's Repr-Digest")) if h
@@ -141,7 +190,12 @@ def run_download(args: argparse.Namespace, *, stderr: TextIO | None = None) -> i
         unpacked = Path(tmp) / "unpacked"
         try:
             with tarfile.open(archive, mode="r:gz") as tar:
-                tar.extractall(unpacked, members=safe_members(tar, release), filter="data")
+                members = safe_members(tar, release)
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(unpacked, members=members, filter="data")
+                else:
+                    # Before 3.10.12 tarfile has no filters; safe_members alone then keeps the archive in.
+                    tar.extractall(unpacked, members=members)
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise CliError(f"{url}: not a readable release archive: {exc}") from exc
         try:
@@ -256,7 +310,10 @@ def run_submit(args: argparse.Namespace, *, stderr: TextIO | None = None) -> int
     stderr = stderr or sys.stderr
     token = os.environ.get(TOKEN_VARIABLE)
     if not token:
-        raise CliError(f"set {TOKEN_VARIABLE} to your personal API token (the portal's profile page)")
+        raise CliError(
+            f"set {TOKEN_VARIABLE} to your personal API token (make one at "
+            f"{_url(args.portal, TOKEN_PAGE)} when signed in)"
+        )
     try:
         data = Path(args.predictions).read_bytes()
     except OSError as exc:
@@ -286,7 +343,7 @@ def run_submit(args: argparse.Namespace, *, stderr: TextIO | None = None) -> int
         if response.headers.get("Preference-Applied", "").lower() == "respond-async":
             upload = _checked_run(args, upload, token, stderr)
     except requests.RequestException as exc:
-        raise CliError(f"POST {url}: {exc}") from exc
+        raise _unreachable(url, exc) from exc
     again = " (this file was submitted before: the same run)" if response.status_code == 200 else ""
     stderr.write(
         f"run {upload['id']}: {upload['items']} completions, {upload['coverage']['covered_snippets']}/"
@@ -299,7 +356,7 @@ def run_submit(args: argparse.Namespace, *, stderr: TextIO | None = None) -> int
         run = _wait(args, upload["id"], token, stderr)
         row = _board_row(args, run) if run["status"] == "finished" else None
     except requests.RequestException as exc:
-        raise CliError(f"waiting for run {upload['id']}: {exc}") from exc
+        raise _unreachable(upload["url"], exc) from exc
     print(upload["url"])
     if run["status"] != "finished":
         print(f"status: {run['status']}{': ' + run['status_reason'] if run.get('status_reason') else ''}")

@@ -178,4 +178,48 @@ def test_submit_without_a_token_says_which_variable(tmp_path, monkeypatch, capsy
     monkeypatch.delenv("RCB_TOKEN", raising=False)
     argv = ["submit", str(_predictions(tmp_path / "p.jsonl")), "--portal", "http://127.0.0.1:9"]
     assert main([*argv, "--release", "r", "--model", "m"]) == 2
-    assert "RCB_TOKEN" in capsys.readouterr().err
+    line = _one_line_error(capsys.readouterr().err)
+    assert "RCB_TOKEN" in line and "http://127.0.0.1:9/accounts/tokens/" in line
+
+
+def _one_line_error(err: str) -> str:
+    """The only line of ``err``: words, no HTML, no traceback."""
+    (line,) = err.splitlines()
+    assert line.startswith("error: ") and "<" not in line and "Traceback" not in line, err
+    return line
+
+
+def test_downloading_a_release_the_portal_lacks_is_one_line_naming_it(
+    transactional_db, live_server, tmp_path, capsys
+):
+    status = main(["download", "nosuch", "--portal", live_server.url, "--output", str(tmp_path / "x")])
+    line = _one_line_error(capsys.readouterr().err)
+    assert status == 2 and line.startswith("error: the portal has no release 'nosuch' (")
+    assert f"{live_server.url}/releases/" in line and not (tmp_path / "x").exists()
+
+
+def test_a_refused_token_is_one_line_saying_where_to_make_one(
+    transactional_db, live_server, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("RCB_TOKEN", "not-a-token")
+    argv = ["submit", str(_predictions(tmp_path / "p.jsonl")), "--portal", live_server.url]
+    assert main([*argv, "--release", "r", "--model", "m"]) == 2
+    line = _one_line_error(capsys.readouterr().err)
+    assert line.startswith("error: the portal refused the token in RCB_TOKEN (HTTP 401")
+    assert line.endswith(f"make a token at {live_server.url}/accounts/tokens/")
+
+
+def test_an_unreachable_portal_is_one_line_with_exit_3(tmp_path, capsys):
+    assert main(["download", "r", "--portal", "http://127.0.0.1:9", "--output", str(tmp_path / "r")]) == 3
+    line = _one_line_error(capsys.readouterr().err)
+    assert line == "error: cannot reach the portal at http://127.0.0.1:9: connection refused"
+
+
+def test_submitting_a_file_that_is_not_there_is_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RCB_TOKEN", "t")
+    argv = ["submit", str(tmp_path / "none.jsonl"), "--portal", "http://127.0.0.1:9", "--release", "r"]
+    assert main([*argv, "--model", "m"]) == 2
+    assert (
+        _one_line_error(capsys.readouterr().err)
+        == f"error: {tmp_path / 'none.jsonl'}: No such file or directory"
+    )

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
+from types import SimpleNamespace
 
 import pytest
 
 from researchcodebench.cli import main
+from researchcodebench.environments import repo_root
+from researchcodebench.evaluate_cli import exit_status
 from researchcodebench.sandbox.local import LocalSandbox
 
 from .runner_fixtures import eval_python, make_pset
@@ -145,10 +149,10 @@ def test_unknown_task_filter_exits_2(pset, capsys):
 def test_human_output_lists_each_verdict_and_the_scores(pset, capsys):
     status, out, _ = _run(capsys, str(pset), "--blank", "--no-cache")
     assert status == 0
-    assert "toy / scale values #0" in out and "[name]" in out
+    assert "toy / scale values #0" in out and "[Name Errors]" in out
     assert "0/1 passed" in out
     assert "Scaled Pass@1 0.00, Pass@1 0.00" in out and "  toy: Scaled Pass@1 0.00" in out
-    assert "error categories: name 1" in out
+    assert "error categories: Name Errors 1" in out and "name_" not in out
 
 
 def test_passes_are_confirmed_against_variants_derived_once_then_read_from_the_cache(pset, tmp_path, capsys):
@@ -170,3 +174,93 @@ def test_passes_are_confirmed_against_variants_derived_once_then_read_from_the_c
     assert status == 0
     assert "impossible variants of toy: read from the cache for 1 snippet(s)" in err
     assert "passes: 1 confirmed against an impossible variant of the test, 0 unconfirmed" in out
+
+
+MISSING = "rcb_no_such_module"
+
+
+def test_an_interpreter_lacking_a_module_the_task_imports_stops_before_judging_with_exit_3(tmp_path, capsys):
+    pset = make_pset(tmp_path / "pset", prelude=f"import {MISSING}\n")
+    status, out, err = _run(capsys, str(pset), "--oracle", "--no-cache")
+    assert status == 3 and out == ""
+    (line,) = err.splitlines()
+    assert line.startswith(
+        f"error: the evaluation interpreter {eval_python()} (--python) cannot import {MISSING}"
+    )
+    assert f"`{eval_python()} -m pip install {MISSING}`" in line and "nothing was judged" in line
+
+
+def test_without_flags_the_first_interpreter_with_the_tasks_packages_is_used_and_named(
+    pset, capsys, monkeypatch
+):
+    monkeypatch.delenv("RCB_EVAL_PYTHON", raising=False)
+    status = main(["evaluate", str(pset), "--oracle", "--no-cache", "--workers", "1"])
+    out, err = capsys.readouterr()
+    checkout = repo_root() / ".venv-eval" / "bin" / "python"
+    if checkout.exists():
+        chosen = (str(checkout), "the repository's .venv-eval")
+    elif sys.version_info >= (3, 11):
+        chosen = (sys.executable, "rcb's own interpreter")
+    else:
+        # An installed rcb on 3.10: its own interpreter is too old for the harness, and it says so.
+        assert status == 3 and out == "" and "the sandbox's harness needs 3.11 or newer" in err
+        assert "--python rcb-eval/bin/python" in err
+        return
+    assert status == 0 and "1/1 passed" in out
+    assert f"evaluation interpreter: {chosen[0]} (Python " in err and chosen[1] in err
+
+
+def test_without_flags_and_no_interpreter_with_the_packages_it_prints_the_install_command(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.delenv("RCB_EVAL_PYTHON", raising=False)
+    pset = make_pset(tmp_path / "pset", prelude=f"import {MISSING}\n")
+    status = main(["evaluate", str(pset), "--oracle", "--no-cache"])
+    out, err = capsys.readouterr()
+    assert status == 3 and out == ""
+    (line,) = err.splitlines()
+    if sys.version_info >= (3, 11):
+        assert f"{sys.executable} (rcb's own interpreter) cannot import {MISSING}" in line
+        assert f"`{sys.executable} -m pip install {MISSING}`" in line and "--env auto" in line
+    else:
+        assert f"rcb-eval/bin/pip install {MISSING}`" in line and "--env auto" in line
+
+
+def test_every_verdict_an_infrastructure_error_exits_4_and_says_nothing_was_judged(tmp_path, capsys):
+    # Imported by name at run time only: the interpreter check cannot see it, the task's reference fails too.
+    prelude = f"import importlib\nimportlib.import_module({MISSING!r})\n"
+    pset = make_pset(tmp_path / "pset", prelude=prelude)
+    status, out, err = _run(capsys, str(pset), "--oracle", "--no-cache")
+    assert status == 4, err
+    assert "[Reference fails in its environment]" in out
+    assert err.splitlines()[-1].startswith(
+        "error: nothing was judged: every verdict is an infrastructure error"
+    )
+
+
+@pytest.mark.parametrize(
+    ("tiers", "expected"),
+    [
+        (["none", "model"], 0),
+        (["none", "infrastructure"], 3),
+        (["infrastructure", "infrastructure"], 4),
+        ([], 4),
+    ],
+)
+def test_exit_status_counts_infrastructure_verdicts_and_nothing_judged(tiers, expected):
+    verdicts = [SimpleNamespace(tier=t, category="missing_dependency") for t in tiers]
+    status, why = exit_status(verdicts)
+    assert status == expected and (why == "") == (expected == 0)
+    if expected == 3:
+        assert (
+            why
+            == "1 of 2 verdicts are infrastructure errors (Missing dependency 1): the scores leave them out"
+        )
+
+
+def test_help_lists_the_exit_statuses(capsys):
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--help"])
+    out = capsys.readouterr().out
+    for line in ("0  every item was judged", "2  bad input", "3  infrastructure", "4  nothing was judged"):
+        assert line in out
