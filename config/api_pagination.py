@@ -24,9 +24,17 @@ def _bounded(request: Request, name: str, *, default: int, minimum: int, maximum
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    if not (raw.isascii() and raw.isdigit()) or not minimum <= int(raw) <= maximum:
+    # Digits past the maximum's are out of range: counted before ``int()``, which refuses a string of more
+    # than 4,300 digits with a ValueError (Python's limit on converting decimal text).
+    digits = raw.lstrip("0") or "0"
+    if not (
+        raw.isascii()
+        and raw.isdigit()
+        and len(digits) <= len(str(maximum))
+        and minimum <= int(digits) <= maximum
+    ):
         raise ValidationError({name: [f"a whole number from {minimum} to {maximum}, not {raw[:40]!r}."]})
-    return int(raw)
+    return int(digits)
 
 
 class BoundedLimitOffsetPagination(LimitOffsetPagination):

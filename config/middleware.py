@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth import get_user
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 
@@ -90,3 +90,23 @@ class MethodNotAllowedPageMiddleware:
         if "Allow" in response:
             page["Allow"] = response["Allow"]
         return page
+
+
+class ApiNulCharacterMiddleware:
+    """No text the API reads may hold a NUL character (U+0000): PostgreSQL cannot store one, and a lookup
+    with it fails in the database (a 500) before any field would refuse it. Under ``/api/v1/`` a path
+    holding one names nothing (a JSON 404); a query parameter holding one, in its name or value, is a JSON
+    400 naming it. (A body's fields are DRF's: its ``CharField`` already refuses NUL with a 400.)"""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path_info.startswith("/api/v1/"):
+            if "\x00" in request.path_info:
+                return JsonResponse({"detail": "Not found."}, status=404)
+            bad = sorted({k for k, values in request.GET.lists() for v in (k, *values) if "\x00" in v})
+            if bad:
+                message = ["must not contain a NUL character (U+0000)."]
+                return JsonResponse({name.replace("\x00", "\\u0000"): message for name in bad}, status=400)
+        return self.get_response(request)

@@ -61,6 +61,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "config.middleware.BodySizeLimitMiddleware",
+    "config.middleware.ApiNulCharacterMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -312,6 +313,8 @@ REST_FRAMEWORK = {
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_PAGINATION_CLASS": "config.api_pagination.BoundedLimitOffsetPagination",
+    # ``?format=`` (empty) is a 404 like any format an operation does not answer in (config/api_negotiation.py).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api_negotiation.StrictFormatNegotiation",
     "PAGE_SIZE": 100,
     "DEFAULT_THROTTLE_RATES": {"uploads": env_str("RCB_UPLOAD_THROTTLE", "30/hour")},
 }

@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 from django.urls import reverse
 from django.utils.cache import patch_cache_control
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotFound
@@ -48,6 +48,18 @@ from evaluation.services.uploads import (
 )
 from researchcodebench.predictions import shown
 
+#: ``IDEMPOTENCY_KEY_RE`` as the schema states it (JSON Schema's patterns have no ``\x`` escapes)
+IDEMPOTENCY_KEY_PATTERN = "^[!-~]{1,128}$"
+#: every rule that refuses an upload, as its 400 documents them (the ones OpenAPI cannot state included)
+UPLOAD_REFUSALS = (
+    "Nothing was created; `errors` lists every problem (`<field>: <message>`, `line N: <message>`, or one "
+    "of the whole file): a "
+    "field the schema refuses; a `model` key of an existing model this token's user may not upload for; a new "
+    "model's key or `model_name` that another model has or that reads the same as another model's; a new "
+    "model without `model_name`; a malformed `Idempotency-Key`; a `file` that is not valid predictions for "
+    "the release (not UTF-8, not one JSON object per line, naming a task or snippet the release does not "
+    "have, over the size, line or code limits)."
+)
 #: the preference (RFC 7240) of a client that takes ``202 Accepted`` and asks for the outcome later
 RESPOND_ASYNC = "respond-async"
 
@@ -75,9 +87,10 @@ class RunUploadApi(APIView):
                 "Idempotency-Key",
                 str,
                 OpenApiParameter.HEADER,
+                pattern=IDEMPOTENCY_KEY_PATTERN,
                 description="optional, 1-128 visible ASCII characters (a UUID): a retry of the same file with "
                 "the same key answers 200 with the run (or the upload) the first attempt started instead of "
-                "starting another",
+                "starting another; a key this user already sent with another file or release is a 422",
             ),
             OpenApiParameter(
                 "Prefer",
@@ -91,8 +104,10 @@ class RunUploadApi(APIView):
             200: PredictionsUploadOutput,
             201: PredictionsUploadOutput,
             202: UploadReceiptOutput,
-            400: ErrorListOutput,
-            422: ErrorListOutput,
+            400: OpenApiResponse(ErrorListOutput, description=UPLOAD_REFUSALS),
+            422: OpenApiResponse(
+                ErrorListOutput, description="The `Idempotency-Key` was used by this user for another upload."
+            ),
         },
         summary="Upload predictions for a release",
     )

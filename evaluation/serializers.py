@@ -8,6 +8,7 @@ from contributions.api_fields import KnownNameField
 from contributions.models import Release
 from evaluation.models import EvaluationRun, LanguageModel, PredictionsUpload, TestResult
 from evaluation.selectors import RunFilters, run_requester_for_viewer
+from evaluation.services.uploads import MODEL_KEY_RE
 from researchcodebench.problems import TEMPLATES
 
 
@@ -15,11 +16,23 @@ class PredictionsUploadInput(serializers.Serializer):
     """multipart/form-data: the model (by key), the release (by name), the template, the paper setting and the
     JSONL file."""
 
-    model = serializers.CharField(
-        min_length=1, max_length=100, help_text="key of the model (created when unknown)"
+    model = KnownNameField(
+        known=lambda: list(LanguageModel.objects.order_by("key").values_list("key", flat=True)),
+        new_pattern=MODEL_KEY_RE.pattern,
+        min_length=1,
+        max_length=100,
+        help_text="key of the model. An existing model's key is refused (400, `model: ...`) unless its token's "
+        "user may upload for it: a model they created, one a maintainer granted them, or any but a published "
+        "model for a maintainer. An unknown key creates the model: it must match the pattern, needs "
+        "`model_name`, and is refused when it reads the same as an existing model's key or name "
+        "(letters that look alike, case and punctuation aside)",
     )
     model_name = serializers.CharField(
-        max_length=200, required=False, help_text="display name: creates the model when its key is unknown"
+        max_length=200,
+        required=False,
+        help_text="display name: creates the model when its key is unknown (required then: without it the "
+        "upload is a 400 naming `model_name`); refused when another model has that name or one that reads "
+        "the same. Ignored for an existing key",
     )
     release = KnownNameField(
         known=lambda: list(Release.objects.order_by("name").values_list("name", flat=True)),
@@ -43,7 +56,11 @@ class PredictionsUploadInput(serializers.Serializer):
         help_text="whether the paper was in the prompt (true/false); absent: the release's default. The run is "
         "ranked on the board of its release, template and paper setting",
     )
-    file = serializers.FileField(help_text="predictions JSONL, one object per line")
+    file = serializers.FileField(
+        help_text="predictions JSONL for the release (docs/predictions.md): UTF-8 text, one JSON object per "
+        "line naming a task and a snippet of the release, within the size, line and code limits. A file that "
+        "is not is a 400 listing each problem (`file: ...`, `line N: ...`); nothing is created"
+    )
 
 
 class RunCoverageOutput(serializers.Serializer):

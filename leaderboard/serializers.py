@@ -79,7 +79,8 @@ class BoardQuerySerializer(serializers.Serializer):
     paper_to = serializers.DateField(
         required=False,
         input_formats=["iso-8601"],
-        help_text="paper-date window end (YYYY-MM-DD, included): only papers first committed on or before it",
+        help_text="paper-date window end (YYYY-MM-DD, included): only papers first committed on or before it. "
+        "A window that ends before it starts (`paper_to` before `paper_from`) is a 400 naming `paper_to`",
         error_messages={"invalid": "paper_to: not a date; write it as YYYY-MM-DD, e.g. 2024-07-01."},
     )
     sort = _choice(forms.SORT_CHOICES, default=forms.DEFAULTS["sort"])
@@ -445,8 +446,12 @@ class SnippetRowSerializer(serializers.ModelSerializer):
     paper_key = serializers.CharField(source="task_version.task.paper.key")
     task_key = serializers.CharField(source="task_version.task.key")
     task_version = serializers.IntegerField(source="task_version.number")
-    solve_rate = serializers.FloatField(source="stat.solve_rate", allow_null=True, default=None)
-    results = serializers.IntegerField(source="stat.results", default=0)
+    solve_rate = serializers.FloatField(
+        source="stat.solve_rate", allow_null=True, default=None, help_text="in percent (null: no results yet)"
+    )
+    results = serializers.IntegerField(
+        source="results_scored", help_text="its results over every scored run (0 before any; never null)"
+    )
     unchecked_reason = serializers.CharField(source="get_unchecked_reason_display")
 
     class Meta:

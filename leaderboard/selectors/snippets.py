@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet, Value
+from django.db.models.functions import Coalesce
 
 from contributions.models import Release, Snippet, TaskVersion
 from contributions.task_folders import TaskFolderError, task_version_read
@@ -173,10 +174,13 @@ def _result(c: Completion) -> TestResult | None:
 
 
 def snippet_list(*, paper: str | None = None) -> QuerySet[Snippet]:
-    """Every snippet of every task version with its difficulty (``stat``, absent before any result), by
-    task, version and document order; ``paper`` (a key) narrows it to one paper's."""
-    qs = Snippet.objects.select_related("task_version__task__paper", "stat").order_by(
-        "task_version__task__key", "task_version__number", "ordinal"
+    """Every snippet of every task version with its difficulty (``stat``, absent before any result;
+    ``results_scored``: its results over every scored run, 0 before any), by task, version and document
+    order; ``paper`` (a key) narrows it to one paper's."""
+    qs = (
+        Snippet.objects.select_related("task_version__task__paper", "stat")
+        .annotate(results_scored=Coalesce(F("stat__results"), Value(0)))
+        .order_by("task_version__task__key", "task_version__number", "ordinal")
     )
     return qs.filter(task_version__task__paper__key=paper) if paper else qs
 
