@@ -35,6 +35,7 @@ from django.views.decorators.http import require_safe
 
 from contributions import selectors as contribution_selectors
 from contributions.models import Paper, Release, Snippet
+from contributions.params import optional_id
 from contributions.roles import REVIEW_PERMISSION
 from evaluation.models import EvaluationRun, LanguageModel
 from leaderboard import caching, charts, code_diff, freshness, vega
@@ -494,7 +495,7 @@ def _model_context(key: str, params: QueryDict, *, grid_only: bool = False) -> d
     """The model page's context; ``grid_only``: just what its ``grid`` partial reads."""
     run_id = params.get("run")
     try:
-        detail = model_detail(key=key, run_id=int(run_id) if run_id and run_id.isdigit() else None)
+        detail = model_detail(key=key, run_id=optional_id(run_id))
     except (LanguageModel.DoesNotExist, EvaluationRun.DoesNotExist) as exc:
         raise Http404(str(exc)) from None
     name = detail.model.name
@@ -846,9 +847,7 @@ def _problem_params(params: QueryDict, attempts: tuple[Attempt, ...]) -> tuple[s
 def _snippet_detail(key: str, name: str, params: QueryDict) -> SnippetDetail:
     raw_id = params.get("id", "")
     try:
-        snippet_id = snippet_lookup(
-            paper_key=key, name=name, snippet_id=int(raw_id) if raw_id.isdigit() else None
-        )
+        snippet_id = snippet_lookup(paper_key=key, name=name, snippet_id=optional_id(raw_id))
         return snippet_detail(snippet_id=snippet_id)
     except Snippet.DoesNotExist as exc:
         raise Http404(str(exc)) from None

@@ -34,6 +34,7 @@ from contributions.models import (
     Review,
     UncheckedReason,
 )
+from contributions.params import optional_id
 from contributions.proposal_status import report_blocking, report_overridable
 from contributions.roles import REVIEW_PERMISSION, is_maintainer
 from contributions.selectors import latest_revision, latest_submitted_revision
@@ -303,9 +304,9 @@ def _page_context(
     revisions = list(proposal.revisions.select_related("created_by").order_by("number"))
     under_review = latest_submitted_revision(proposal)
     shown = under_review or latest_revision(proposal)
-    wanted = request.GET.get("revision")
-    if wanted and wanted.isdigit():
-        shown = next((r for r in revisions if r.number == int(wanted)), shown)
+    wanted = optional_id(request.GET.get("revision"))
+    if wanted is not None:
+        shown = next((r for r in revisions if r.number == wanted), shown)
     validation = _validation_context(proposal, under_review)
     comments = list(proposal.comments.select_related("author", "revision").order_by("created_at", "pk"))
     code = _shown_code(shown, comments=comments) if shown else None
@@ -416,8 +417,9 @@ def _comment_prefill(request: HttpRequest) -> dict[str, Any]:
     prefill: dict[str, Any] = {}
     if request.GET.get("file"):
         prefill["file"] = request.GET["file"][:500]
-        if request.GET.get("line", "").isdigit():
-            prefill["line"] = int(request.GET["line"])
+        line = optional_id(request.GET.get("line"))
+        if line is not None:
+            prefill["line"] = line
     return prefill
 
 
@@ -631,7 +633,11 @@ def notification_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 def notifications_read(request: HttpRequest) -> HttpResponse:
     """Mark one notification (``id``) or all of them read; another user's ids mark nothing."""
-    ids = [int(v) for v in request.POST.getlist("id") if v.isdigit()] if "id" in request.POST else None
+    ids = (
+        [i for i in map(optional_id, request.POST.getlist("id")) if i is not None]
+        if "id" in request.POST
+        else None
+    )
     count = notifications_mark_read(user=request.user, notification_ids=ids)
     messages.success(request, f"Marked {count} notification{'s' if count != 1 else ''} read.")
     return redirect("contributions:notifications")
