@@ -21,7 +21,9 @@ BAD = ["9" * 5000, "1" + "0" * MAX_DIGITS, "²", "١", "-1", "1.5", " 5", "abc",
 
 
 def test_only_short_ascii_digits_are_ids():
-    assert optional_id("0") == 0 and optional_id("007") == 7 and optional_id("9" * MAX_DIGITS) == int("9" * 18)
+    assert (
+        optional_id("0") == 0 and optional_id("007") == 7 and optional_id("9" * MAX_DIGITS) == int("9" * 18)
+    )
     assert [optional_id(raw) for raw in [*BAD, None]] == [None] * (len(BAD) + 1)
 
 
