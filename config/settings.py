@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from csp.constants import NONCE, NONE, SELF, UNSAFE_INLINE
@@ -481,7 +482,15 @@ RCB_LLM_ALLOWED_HOSTS = env_list(
 RCB_APPROVALS_REQUIRED = env_int("RCB_APPROVALS_REQUIRED", 1, minimum=1)
 RCB_VALIDATION_LIMIT_S = env_int("RCB_VALIDATION_LIMIT_S", 600, minimum=1)
 RCB_VALIDATION_ATTEMPTS = env_int("RCB_VALIDATION_ATTEMPTS", 3, minimum=1)
-RCB_SITE_URL = env_str("RCB_SITE_URL", "")
+#: the portal's public address (scheme, host, optional port and path prefix): links in emails are absolute,
+#: this before the page's path; the default is the address ``make demo`` serves
+RCB_SITE_URL = env_str("RCB_SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+_site = urlsplit(RCB_SITE_URL)
+if _site.scheme not in ("http", "https") or not _site.netloc or _site.query or _site.fragment:
+    raise ImproperlyConfigured(
+        f"RCB_SITE_URL={RCB_SITE_URL!r} is not the portal's address: give http(s)://host[:port][/prefix], "
+        "e.g. https://rcb.example.org"
+    )
 
 LOGGING = {
     "version": 1,

@@ -369,7 +369,7 @@ class ProposalRevision(models.Model):
 
 
 class ProposalEvent(models.Model):
-    """The history of a proposal: one row per state change, with who, when and why."""
+    """The history of a proposal: one row per state change, with who, when, why and the status it gave."""
 
     proposal = models.ForeignKey(Proposal, on_delete=models.CASCADE, related_name="events")
     #: the revision the change concerns (null for changes that concern none, e.g. a withdrawal of a draft)
@@ -383,6 +383,10 @@ class ProposalEvent(models.Model):
     #: "" for the creation of the proposal
     from_state = models.CharField(max_length=20, blank=True)
     to_state = models.CharField(max_length=20)
+    #: the status the change gave the proposal (a ``proposal_status.STATUS_WORDS`` key) and its badge's words
+    #: then; "" for rows written without one (a creation, an import: their state says it)
+    status = models.CharField(max_length=40, blank=True)
+    status_label = models.CharField(max_length=200, blank=True)
     reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 

@@ -1,13 +1,16 @@
-"""The one place a proposal's state becomes words: what its author and the maintainers are told it is, what
-each should do next, and how a validation ended.
+"""The one place a proposal's state becomes words: what its author and the maintainers are told it is, whose
+turn it is, what each should do next, and how a validation ended.
 
 A ``Proposal.state`` alone does not say enough: a proposal ready for review may still have a snippet its
 test does not check, and one with changes requested may be waiting for a fix of its validation's errors,
 for an answer to a review, or for a submission the portal could not validate. ``status_of`` derives one
 ``ProposalStatus`` from the state and the validation of the revision under review, and
 ``validation_outcome`` one ``ValidationOutcome`` from that validation; every page (the proposal's page and
-its live updates, the review queue, the author's list, the form's steps) shows these, never the raw state.
-``selectors.proposal_status`` and ``selectors.proposal_queue_rows`` read what they need.
+its live updates, its history, the review queue, the author's list, the form's steps), every notification
+and every email shows these, never the raw state. Each status names whose turn it is (``TURNS``: the
+author, the maintainers, the portal, or nobody once closed) and the next step of each side
+(``NEXT_STEPS``). ``selectors.proposal_status`` and ``selectors.proposal_queue_rows`` read what they need;
+a state change records its status on its ``ProposalEvent`` (``history_words`` reads it back).
 """
 
 from __future__ import annotations
@@ -59,41 +62,92 @@ STATUS_WORDS: Mapping[str, tuple[str, str]] = {
     "withdrawn": ("Withdrawn", "neutral"),
 }
 
-#: key -> (the author's next step, the maintainers' next step); "" where there is nothing to do.
+#: key -> whose turn it is: "author", "maintainers", "portal" (validating, publishing) or "" (closed).
+TURNS: Mapping[str, str] = {
+    "draft": "author",
+    "waiting": "portal",
+    "validating": "portal",
+    "ready": "maintainers",
+    "needs_fix": "author",
+    "validation_failed": "author",
+    "could_not_run": "author",
+    "changes_requested": "author",
+    "revising": "author",
+    "approved": "portal",
+    "published": "",
+    "rejected": "",
+    "withdrawn": "",
+}
+
+#: whose turn -> its words, the same on every page, notification and email.
+TURN_WORDS: Mapping[str, str] = {
+    "author": "The author's turn",
+    "maintainers": "The maintainers' turn",
+    "portal": "The portal's turn",
+    "": "Closed: nobody's turn",
+}
+
+#: Statuses nobody is told of: the portal's work in progress between a submission and its validation's
+#: outcome. A validation is told once, by the status its outcome gives (notifications.notify_event).
+QUIET: frozenset[str] = frozenset({"waiting", "validating"})
+
+_VALIDATING_STEP = (
+    "Nothing to do: the portal validates the revision in its sandbox; this page updates by itself."
+)
+
+#: key -> (the author's next step, the maintainers' next step), in plain words; neither is ever empty.
 NEXT_STEPS: Mapping[str, tuple[str, str]] = {
-    "draft": ("Finish the form's steps and submit the proposal.", ""),
-    "waiting": (
-        "Nothing to do: the portal validates the revision in its sandbox; this page updates by itself.",
-        "Wait for the validation.",
-    ),
-    "validating": (
-        "Nothing to do: the portal validates the revision in its sandbox; this page updates by itself.",
-        "Wait for the validation.",
-    ),
+    "draft": ("Finish the form's steps and submit the proposal.", "Nothing to do: a draft is its author's."),
+    "waiting": (_VALIDATING_STEP, "Nothing to do until the validation ends."),
+    "validating": (_VALIDATING_STEP, "Nothing to do until the validation ends."),
     "ready": ("Nothing to do: a maintainer reviews the proposal next.", "Review it."),
     "needs_fix": (
-        "Make the test check each snippet named below, then upload a new revision. A maintainer may instead "
-        "accept a snippet as unchecked, with a written reason.",
-        "Review it: approve only with a reason for each unchecked snippet, or request a fix.",
+        "Make the test check each snippet named on the proposal's page, then upload a new revision. If a "
+        "snippet cannot be checked, say why in a comment: a maintainer may accept it with a written reason.",
+        "Wait for the author's new revision, or review it: approve only with a reason for each unchecked "
+        "snippet, or request a fix.",
     ),
-    "validation_failed": ("Fix the errors listed under Validation, then upload a new revision.", ""),
+    "validation_failed": (
+        "Fix the errors listed under Validation, then upload a new revision.",
+        "Nothing to do: the author fixes the errors the validation found.",
+    ),
     "could_not_run": (
         "Submit the same revision again: the validation failed for a reason of the portal's, not the task's.",
-        "",
+        "Check the portal's workers (the status page): the validation could not run for a reason of the "
+        "portal's; the author submits the revision again.",
     ),
-    "changes_requested": ("Read the review below, then upload a new revision.", ""),
-    "revising": ("Continue the form and submit the new revision.", "Wait for the author's new revision."),
-    "approved": ("Nothing to do: the task is being published.", ""),
-    "published": ("Nothing to do: the task is in the benchmark.", ""),
-    "rejected": ("", ""),
-    "withdrawn": ("", ""),
+    "changes_requested": (
+        "Read the review, then upload a new revision.",
+        "Nothing to do: the author answers the review with a new revision.",
+    ),
+    "revising": (
+        "Continue the form and submit the new revision.",
+        "Nothing to do: the author is preparing a new revision.",
+    ),
+    "approved": (
+        "Nothing to do: the portal publishes the task.",
+        "Nothing to do: the portal publishes the task.",
+    ),
+    "published": (
+        "Nothing to do: the task is in the benchmark.",
+        "Nothing to do: the task is in the benchmark.",
+    ),
+    "rejected": (
+        "Nothing to do: the proposal was rejected; the reason is in its history.",
+        "Nothing to do: the proposal was rejected.",
+    ),
+    "withdrawn": (
+        "Nothing to do: the proposal was withdrawn.",
+        "Nothing to do: the author withdrew the proposal.",
+    ),
 }
 
 
 @dataclass(frozen=True)
 class ProposalStatus:
-    """What a proposal is, in the words every page shows: ``key`` (a ``STATUS_WORDS`` key), ``label`` and
-    ``tone``; ``author_step`` and ``maintainer_step`` (what each should do next, "" for nothing);
+    """What a proposal is, in the words every page, notification and email shows: ``key`` (a
+    ``STATUS_WORDS`` key), ``label`` and ``tone``; ``turn`` (a ``TURNS`` value: who acts next) and
+    ``turn_words``; ``author_step`` and ``maintainer_step`` (what each should do next, in plain words);
     ``hints`` (how to fix each kind of error, for the author); ``unchecked`` (the snippets the test does not
     check) and ``errors`` (the error findings no review can accept)."""
 
@@ -105,6 +159,18 @@ class ProposalStatus:
     hints: tuple[str, ...] = ()
     unchecked: tuple[str, ...] = ()
     errors: int = 0
+
+    @property
+    def turn(self) -> str:
+        return TURNS[self.key]
+
+    @property
+    def turn_words(self) -> str:
+        return TURN_WORDS[self.turn]
+
+    def step_for(self, *, author: bool) -> str:
+        """The next step of the proposal's author (``author``) or of the maintainers."""
+        return self.author_step if author else self.maintainer_step
 
 
 @dataclass(frozen=True)
@@ -216,4 +282,27 @@ def status_of(
         hints=_hints(shown.get(key, [])),
         unchecked=tuple(sorted(unchecked)),
         errors=len(blocking),
+    )
+
+
+@dataclass(frozen=True)
+class HistoryWords:
+    """A history row's status: ``key``, ``label``, ``tone`` and ``turn_words``, as the badge showed them."""
+
+    key: str
+    label: str
+    tone: str
+    turn_words: str
+
+
+def history_words(*, key: str, label: str, state: str) -> HistoryWords:
+    """The status an event recorded (``ProposalEvent.status`` and ``status_label``, the badge's words when
+    it happened); for a row that recorded none (a creation, an import), the words of its ``state``."""
+    if key not in STATUS_WORDS:
+        key = _key_of(state=state, status=None, blocking=0, unchecked=0, revising=None)
+        label = _words(key)[0] if key in STATUS_WORDS else state
+    if key not in STATUS_WORDS:
+        return HistoryWords(key=key, label=label, tone="neutral", turn_words="")
+    return HistoryWords(
+        key=key, label=label or _words(key)[0], tone=STATUS_WORDS[key][1], turn_words=TURN_WORDS[TURNS[key]]
     )

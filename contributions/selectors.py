@@ -40,8 +40,10 @@ from contributions.models import (
     TaskVersion,
 )
 from contributions.proposal_status import (
+    HistoryWords,
     ProposalStatus,
     ValidationOutcome,
+    history_words,
     status_of,
     validation_outcome,
 )
@@ -392,9 +394,25 @@ def proposal_waiting(proposal: Proposal) -> timedelta:
     return timezone.now() - proposal.state_changed_at
 
 
-def proposal_history(*, proposal: Proposal) -> QuerySet[ProposalEvent]:
-    """Every state change of a proposal, oldest first, with its actor and revision."""
-    return proposal.events.select_related("actor", "revision").order_by("created_at", "pk")
+@dataclass(frozen=True)
+class HistoryRow:
+    """A change of a proposal's status: the event (who, when, why, which revision) and the status it gave,
+    in the words its badge showed then."""
+
+    event: ProposalEvent
+    status: HistoryWords
+
+
+def proposal_history(*, proposal: Proposal) -> list[HistoryRow]:
+    """Every change of a proposal's status, oldest first, with its actor, revision and status words."""
+    events = proposal.events.select_related("actor", "revision").order_by("created_at", "pk")
+    return [
+        HistoryRow(
+            event=event,
+            status=history_words(key=event.status, label=event.status_label, state=event.to_state),
+        )
+        for event in events
+    ]
 
 
 def revision_previous(*, revision: ProposalRevision) -> ProposalRevision | None:

@@ -68,9 +68,9 @@ def proposal_submit(*, proposal: Proposal, by: Any) -> ProposalEvent:
     if revision.submitted_at is None:
         ProposalRevision.objects.filter(pk=revision.pk, submitted_at__isnull=True).update(submitted_at=now)
         revision.submitted_at = now
-        reason = f"revision {revision.number} submitted"
+        reason = f"Revision {revision.number} submitted."
     elif revision.validation_status == VStatus.ERROR:
-        reason = f"revision {revision.number} submitted again (its validation could not run)"
+        reason = f"Revision {revision.number} submitted again: its validation could not run."
     else:
         raise ProposalError(
             f"code: revision {revision.number} was already submitted; upload a new revision", field="code"
@@ -123,8 +123,10 @@ def _validation_move(
     action: str,
     **validation: Any,
 ) -> ProposalEvent:
-    """A transition the validation job makes (no actor) for ``revision``, then its ``validation`` fields."""
-    event = _transition(
+    """A transition the validation job makes (no actor) for ``revision``, after its ``validation`` fields
+    (the status the transition records reads them; a refused transition rolls them back with it)."""
+    ProposalRevision.objects.filter(pk=revision.pk).update(**validation)
+    return _transition(
         proposal=revision.proposal,
         allowed=allowed,
         to=to,
@@ -133,8 +135,6 @@ def _validation_move(
         revision=revision,
         action=action,
     )
-    ProposalRevision.objects.filter(pk=revision.pk).update(**validation)
-    return event
 
 
 def _validation_end(
@@ -184,7 +184,8 @@ def proposal_validation_start(*, revision: ProposalRevision, job_id: str = "") -
         revision,
         allowed=(State.SUBMITTED,),
         to=State.VALIDATING,
-        reason=f"validating revision {revision.number} (attempt {attempt})",
+        reason=f"Validating revision {revision.number}"
+        + (f", try {attempt} of {settings.RCB_VALIDATION_ATTEMPTS}." if attempt > 1 else "."),
         action="start validating",
         validation_status=VStatus.RUNNING,
         validation_started_at=now,
@@ -251,18 +252,19 @@ def proposal_validation_finish(*, revision: ProposalRevision, report: Any) -> Pr
     if data["ok"] or not blocking:
         to = State.READY_FOR_REVIEW
         if data["ok"]:
-            reason = f"revision {revision.number} validated green"
+            reason = f"Revision {revision.number} passed every check."
         else:
             names = ", ".join(sorted(overridable))
             reason = (
-                f"revision {revision.number} validated; not checked by the test: {names} "
-                "(a maintainer must accept each with a written reason)"
+                f"Revision {revision.number} passed, but its test does not check: {names}. "
+                "A maintainer may accept each with a written reason."
             )
     else:
         to = State.CHANGES_REQUESTED
         shown = "; ".join(finding_line(f) for f in blocking[:5])
         more = f"; and {len(blocking) - 5} more" if len(blocking) > 5 else ""
-        reason = f"validation found {len(blocking)} error(s): {shown}{more}"
+        errors = f"{len(blocking)} error{'' if len(blocking) == 1 else 's'}"
+        reason = f"The validation of revision {revision.number} found {errors}: {shown}{more}"
     return _validation_end(
         revision,
         to=to,
@@ -289,7 +291,7 @@ def proposal_validation_fail(*, revision: ProposalRevision, reason: str, retry: 
             revision,
             allowed=(State.VALIDATING,),
             to=State.SUBMITTED,
-            reason=f"validation attempt {attempts} could not run, trying again: {reason}",
+            reason=f"The validation of revision {revision.number} could not run and will be tried again: {reason}",
             action="retry validating",
             validation_status=VStatus.PENDING,
             validation_deadline=None,
@@ -299,7 +301,7 @@ def proposal_validation_fail(*, revision: ProposalRevision, reason: str, retry: 
     return _validation_end(
         revision,
         to=State.CHANGES_REQUESTED,
-        reason=f"validation could not run: {reason}",
+        reason=f"The validation of revision {revision.number} could not run: {reason}",
         action="fail validating",
         status=VStatus.ERROR,
         report={"ok": False, "error": reason, "findings": []},

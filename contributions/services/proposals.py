@@ -15,7 +15,9 @@
 
 Every move is one conditional update (``Proposal.objects.filter(pk=..., state__in=...).update(...)``), so
 two requests (or a request and a worker) never both make it; it writes a ``ProposalEvent`` (who, when,
-why) and notifies the author and the maintainers (``notifications.notify_event``; emails after commit). A
+why, and the status it gave in ``proposal_status``'s words) and notifies the author and the maintainers of
+that status (``notifications.notify_event``: one notification per change of status, in plain words, with whose
+turn it is and the next step; emails after commit). A
 move that is not allowed from the current state, or not by this user, raises ``ProposalError`` naming the
 rule; ``ProposalError.field`` names the form field at fault where there is one.
 
@@ -59,7 +61,7 @@ from contributions.models import (
     TaskVersion,
 )
 from contributions.roles import is_maintainer
-from contributions.selectors import latest_revision, latest_submitted_revision
+from contributions.selectors import latest_revision, latest_submitted_revision, proposal_status
 from contributions.services.notifications import notify_comment, notify_event
 from contributions.task_folders import blobs_read
 from contributions.task_meta import meta_from_json, meta_to_json
@@ -115,7 +117,11 @@ def _transition(
     action: str,
     **fields: Any,
 ) -> ProposalEvent:
-    """Move ``proposal`` from one of ``allowed`` to ``to`` in one conditional update; record and notify.
+    """Move ``proposal`` from one of ``allowed`` to ``to`` in one conditional update; record the status it
+    gives (``selectors.proposal_status``) and notify of it.
+
+    Precondition: whatever else the status depends on (the revision's validation fields, a new revision
+    not submitted yet) is written before the call.
 
     Raises ``ProposalError`` naming ``action`` and the current state when the proposal is in none of
     ``allowed`` (read again from the database: the caller's copy may be stale).
@@ -141,15 +147,20 @@ def _transition(
     proposal.state_changed_at = now
     for name, value in fields.items():
         setattr(proposal, name, value)
+    # The status is read after the move: the caller has already written what it depends on (the revision's
+    # validation, a new revision being prepared).
+    status = proposal_status(proposal)
     event = ProposalEvent.objects.create(
         proposal=proposal,
         revision=revision,
         actor=actor,
         from_state=from_state,
         to_state=to,
+        status=status.key,
+        status_label=status.label[:200],
         reason=reason[:MAX_REASON],
     )
-    notify_event(event=event)
+    notify_event(event=event, status=status)
     return event
 
 
@@ -245,7 +256,15 @@ def proposal_create(
         raise ProposalError(
             f"task_key: another open proposal already uses {key!r}", field="task_key"
         ) from None
-    ProposalEvent.objects.create(proposal=proposal, actor=author, from_state="", to_state=State.DRAFT)
+    status = proposal_status(proposal)
+    ProposalEvent.objects.create(
+        proposal=proposal,
+        actor=author,
+        from_state="",
+        to_state=State.DRAFT,
+        status=status.key,
+        status_label=status.label,
+    )
     return proposal
 
 

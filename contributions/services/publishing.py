@@ -28,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from contributions.models import Paper, Proposal, ProposalEvent, Review, TaskVersion, UncheckedReason
+from contributions.proposal_status import status_of
 from contributions.selectors import latest_submitted_revision
 from contributions.services.catalogue import snippets_mark_unchecked, task_version_import
 from contributions.services.proposals import ProposalError, proposal_mark_published
@@ -152,11 +153,14 @@ def task_version_record_import(*, task_version: TaskVersion, by: Any, release_na
         published_version=task_version,
     )
     where = f" (release {release_name})" if release_name else ""
+    status = status_of(state=Proposal.State.PUBLISHED, validation_status=None, report=None)
     ProposalEvent.objects.create(
         proposal=record,
         actor=by,
         from_state="",
         to_state=Proposal.State.PUBLISHED,
+        status=status.key,
+        status_label=status.label,
         reason=f"imported by the operator as {task_version}{where}",
     )
     return record

@@ -142,7 +142,7 @@ def _revise(proposal: Proposal, *, by: Any) -> None:
         allowed=(Proposal.State.READY_FOR_REVIEW,),
         to=Proposal.State.CHANGES_REQUESTED,
         actor=by,
-        reason=f"the author is uploading a new revision to replace revision {number}",
+        reason=f"The author is preparing a new revision to replace revision {number}.",
         revision=under_review,
         action="revise",
     )
@@ -182,8 +182,7 @@ def revision_create(
         raise ProposalError(f"code: unknown source {source!r} (known: {', '.join(sorted(_SOURCES))})")
     cleaned = revision_manifest_clean(manifest, files=files)
     stored = file_blobs_store(files)
-    if proposal.state == Proposal.State.READY_FOR_REVIEW:
-        _revise(proposal, by=by)
+    revise = proposal.state == Proposal.State.READY_FOR_REVIEW
     pending = proposal.revisions.filter(submitted_at__isnull=True).first()
     if pending is not None:
         number = pending.number
@@ -201,6 +200,9 @@ def revision_create(
         manifest=cleaned,
         content_hash=revision_content_hash(files=stored, manifest=cleaned),
     )
+    if revise:
+        # After the new revision exists, so that the move records "revision N not submitted yet".
+        _revise(proposal, by=by)
     Proposal.objects.filter(pk=proposal.pk).update(updated_at=timezone.now())
     return revision
 

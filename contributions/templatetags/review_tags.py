@@ -1,6 +1,6 @@
 """Template helpers of the proposal, review and notification pages: ``{{ body|markdown }}`` (safe user
 Markdown), ``{{ key|unchecked_reason }}`` (why a snippet may stay unchecked, in words), ``{{ delta|waiting }}``
-(a waiting time in words), ``{{ state|state_label }}`` (a state of a history row in words) and ``{% unread_notifications as n %}`` (the nav's unread count)."""
+(a waiting time in words) and ``{% unread_notifications as n %}`` (the nav's unread count)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.utils.safestring import SafeString
 
 from contributions import selectors
 from contributions.markdown import render_markdown
-from contributions.models import Proposal, UncheckedReason
+from contributions.models import UncheckedReason
 
 register = template.Library()
 
@@ -29,17 +29,6 @@ def unchecked_reason(key: str | None) -> str:
         return ""
     try:
         return str(UncheckedReason(key).label)
-    except ValueError:
-        return str(key)
-
-
-@register.filter
-def state_label(key: str | None) -> str:
-    """The words of a ``Proposal.State`` in a history row, lower case ("" for none; unknown as it is)."""
-    if not key:
-        return ""
-    try:
-        return str(Proposal.State(key).label).lower()
     except ValueError:
         return str(key)
 

@@ -323,7 +323,7 @@ def _page_context(
         "under_review": under_review,
         "code": code,
         "thread": [(c, _comment_line_url(c, shown)) for c in comments],
-        "history": list(selectors.proposal_history(proposal=proposal)),
+        "history": selectors.proposal_history(proposal=proposal),
         "reviews": list(proposal.reviews.select_related("reviewer", "revision").order_by("created_at", "pk")),
         "rubric": RUBRIC,
         "review_form": review_form if (can_review or review_form is not None) else None,

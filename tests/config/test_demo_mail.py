@@ -1,6 +1,7 @@
 """The demo's mail (issue 22 item 9): with debug on (the demo) mail is printed as plain text, so that a
 confirmation link can be copied whole from the terminal, and the page after sign-up tells where the mail went
-instead of advising a spam folder no mail reaches."""
+instead of advising a spam folder no mail reaches. A proposal's notification email prints the same way, its
+link absolute (issue 34 item 3)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,27 @@ def test_with_real_mail_the_page_keeps_the_inbox_advice(client, settings):
     settings.MAILERS = {"default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend"}}
     html = client.get("/accounts/confirm-email/").content.decode()
     assert "spam folder" in html and "terminal" not in html
+
+
+def test_a_proposal_notification_prints_its_status_and_an_absolute_link_whole(
+    mailoutbox, django_capture_on_commit_callbacks
+):
+    from django.conf import settings
+
+    from config.mail import ReadableConsoleBackend
+    from contributions.services import proposal_validation_finish, proposal_validation_start
+    from tests.factories import UserFactory
+    from tests.factories.builders import proposal_submitted, validation_report
+
+    proposal = proposal_submitted(UserFactory(email="ada@example.org"))
+    revision = proposal.revisions.get()
+    proposal_validation_start(revision=revision)
+    with django_capture_on_commit_callbacks(execute=True):
+        proposal_validation_finish(revision=revision, report=validation_report())
+    (mail,) = mailoutbox
+    stream = io.StringIO()
+    ReadableConsoleBackend(stream=stream).send_messages([mail])
+    printed = stream.getvalue().splitlines()
+    assert f"Open the proposal: {settings.RCB_SITE_URL}/contribute/{proposal.pk}/" in printed
+    assert settings.RCB_SITE_URL.startswith(("http://", "https://"))
+    assert "Status: Ready for review" in printed and "The maintainers' turn." in printed

@@ -49,6 +49,15 @@ def test_a_malformed_database_url_names_the_variable():
     assert "DATABASE_URL" in result.stderr
 
 
+def test_a_site_address_that_is_not_an_http_url_names_the_variable():
+    """Links in emails are the site address before a path: a bare host or a relative one would send
+    readers nowhere."""
+    for value in ("rcb.example.org", "/contribute", "ftp://rcb.example.org"):
+        result = run_check({"RCB_SITE_URL": value})
+        assert result.returncode != 0
+        assert "RCB_SITE_URL" in result.stderr, value
+
+
 def test_postgresql_connections_price_random_reads_for_an_ssd_unless_told_otherwise():
     """A run's verdicts are an index lookup per completion; at PostgreSQL's default price of a random read
     (4) the planner scanned every verdict of the benchmark instead (bench/cold_pages.py, "run page": 878 ->

@@ -1,6 +1,8 @@
-"""Notifications of the contribution workflow (``contributions/services/notifications.py``): every transition
-notifies the author and the maintainers in the app and by mail, drafts stay private, a failed transition
-notifies nobody, and only the recipient marks a notification read."""
+"""Notifications of the contribution workflow (``contributions/services/notifications.py``): each change of a
+proposal's status notifies the author and the maintainers once, in the app and by mail, in the status's
+words; the portal's own steps (waiting, validating, a retry) notify nobody, so a validation is told once, by
+its outcome; drafts stay private, a failed transition notifies nobody, and only the recipient marks a
+notification read."""
 
 from __future__ import annotations
 
@@ -13,39 +15,68 @@ from contributions.services import (
     notifications_mark_read,
     proposal_review,
     proposal_submit,
+    proposal_validation_fail,
+    proposal_validation_finish,
     proposal_validation_start,
     proposal_withdraw,
 )
 from tests.contributions.conftest import State
 from tests.factories import UserFactory
-from tests.factories.builders import proposal_draft, proposal_upload, proposal_validated
+from tests.factories.builders import proposal_draft, proposal_upload, proposal_validated, validation_report
 
 pytestmark = pytest.mark.django_db
 
 
-def test_every_transition_notifies_author_and_maintainers_in_app_and_by_mail(
-    maintainer, mailoutbox, django_capture_on_commit_callbacks
+def test_a_validation_is_told_once_by_its_outcome_to_author_and_maintainers_in_app_and_by_mail(
+    maintainer, mailoutbox, django_capture_on_commit_callbacks, settings
 ):
+    settings.RCB_SITE_URL = "https://rcb.example.org/hub"
     author = UserFactory(email="author@example.org")
     proposal = proposal_draft(author)
     proposal_upload(proposal)
-    with django_capture_on_commit_callbacks(execute=True):
-        proposal_submit(proposal=proposal, by=author)
-    # The author made the move: only the maintainers hear of it.
-    submit_event = proposal.events.get(to_state=State.SUBMITTED)
-    assert list(Notification.objects.filter(event=submit_event).values_list("recipient", flat=True)) == [
-        maintainer.pk
-    ]
-    assert [m.to for m in mailoutbox] == [[maintainer.email]]
-    assert "moved" in mailoutbox[0].subject and proposal.task_key in mailoutbox[0].subject
     revision = proposal.revisions.get()
     with django_capture_on_commit_callbacks(execute=True):
+        proposal_submit(proposal=proposal, by=author)
         proposal_validation_start(revision=revision)
-    # The system made it: everyone hears.
-    start_event = proposal.events.get(to_state=State.VALIDATING)
-    recipients = set(Notification.objects.filter(event=start_event).values_list("recipient", flat=True))
-    assert recipients == {author.pk, maintainer.pk}
-    assert {tuple(m.to) for m in mailoutbox[1:]} == {(author.email,), (maintainer.email,)}
+        # A validation that could not run and is tried again is the portal's business too.
+        proposal_validation_fail(revision=revision, reason="sandbox unavailable")
+        proposal_validation_start(revision=revision)
+    assert (Notification.objects.count(), mailoutbox) == (0, [])
+    with django_capture_on_commit_callbacks(execute=True):
+        proposal_validation_finish(revision=revision, report=validation_report())
+    outcome = proposal.events.get(to_state=State.READY_FOR_REVIEW)
+    rows = {n.recipient_id: n.message for n in Notification.objects.filter(event=outcome)}
+    assert set(rows) == {author.pk, maintainer.pk} and Notification.objects.count() == 2
+    assert rows[author.pk].startswith(
+        f"{proposal.task_key}: Ready for review. The maintainers' turn. Next step: Nothing to do: a maintainer "
+        "reviews the proposal next."
+    )
+    assert rows[maintainer.pk].startswith(
+        f"{proposal.task_key}: Ready for review. The maintainers' turn. Next step: Review it."
+    )
+    assert {tuple(m.to) for m in mailoutbox} == {(author.email,), (maintainer.email,)}
+    for mail in mailoutbox:
+        assert mail.subject == f"[ResearchCodeBench] {proposal.task_key}: Ready for review"
+        assert f"Open the proposal: https://rcb.example.org/hub/contribute/{proposal.pk}/" in mail.body
+        assert "moved" not in mail.body and "attempt" not in mail.body
+
+
+def test_a_move_by_a_person_is_told_to_the_others_only(
+    maintainer, mailoutbox, django_capture_on_commit_callbacks
+):
+    proposal = proposal_validated(author=UserFactory(email="author@example.org"))
+    before = Notification.objects.count()
+    with django_capture_on_commit_callbacks(execute=True):
+        proposal_review(
+            proposal=proposal, reviewer=maintainer, decision="reject", body="Not a research paper."
+        )
+    rows = list(Notification.objects.all()[: Notification.objects.count() - before])
+    assert [n.recipient_id for n in rows] == [proposal.author_id]
+    assert rows[0].message == (
+        f"{proposal.task_key}: Rejected. Closed: nobody's turn. Next step: Nothing to do: the proposal was "
+        f"rejected; the reason is in its history. Why: Not a research paper. (by {maintainer.get_username()})"
+    )
+    assert [m.to for m in mailoutbox] == [["author@example.org"]]
 
 
 def test_maintainers_are_not_told_of_a_draft(maintainer):

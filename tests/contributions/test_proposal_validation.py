@@ -94,7 +94,7 @@ def test_an_error_finding_sends_the_proposal_back_with_the_finding_as_reason():
 def test_a_snippet_not_checked_by_the_test_goes_to_review_naming_the_snippet():
     proposal = proposal_validated(validation_report(NOT_CHECKED))
     assert proposal.state == State.READY_FOR_REVIEW
-    assert "not checked by the test: compute rms" in proposal.events.last().reason
+    assert "its test does not check: compute rms" in proposal.events.last().reason
 
 
 def test_validation_start_is_refused_twice_so_a_duplicate_message_does_nothing():
@@ -133,7 +133,7 @@ def test_an_infrastructure_failure_is_retried_then_returned_to_the_author(
     proposal.refresh_from_db()
     revision.refresh_from_db()
     assert proposal.state == State.CHANGES_REQUESTED
-    assert proposal.events.last().reason == "validation could not run: sandbox unavailable"
+    assert proposal.events.last().reason == "The validation of revision 1 could not run: sandbox unavailable"
     assert revision.validation_status == ProposalRevision.ValidationStatus.ERROR
     # The same revision may be submitted again: the failure was not the task's.
     proposal_submit(proposal=proposal, by=proposal.author)
@@ -156,7 +156,8 @@ def test_the_watchdog_fails_a_validation_past_its_jobs_hard_limit_and_names_the_
     proposal.refresh_from_db()
     assert proposal.state == State.CHANGES_REQUESTED
     assert proposal.events.last().reason == (
-        "validation could not run: it timed out, running past its limit of 30 s (RCB_VALIDATION_LIMIT_S), "
+        "The validation of revision 1 could not run: it timed out, running past its limit of 30 s "
+        "(RCB_VALIDATION_LIMIT_S), "
         "and its job was stopped; make the test faster"
     )
     # The battery finishing afterwards changes nothing.

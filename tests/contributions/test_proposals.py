@@ -20,7 +20,14 @@ from contributions.services import (
 )
 from tests.contributions.conftest import ALL_CHECKED, State, states
 from tests.factories import TaskFactory, TaskVersionFactory, UserFactory
-from tests.factories.builders import proposal_draft, proposal_submitted, proposal_validated
+from tests.factories.builders import (
+    NOT_CHECKED,
+    proposal_draft,
+    proposal_submitted,
+    proposal_upload,
+    proposal_validated,
+    validation_report,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -71,6 +78,18 @@ def test_saves_draft_answers_per_step_and_remembers_the_furthest_step():
     assert proposal.step == 2
     with pytest.raises(ProposalError, match="only the author"):
         proposal_save_draft(proposal=proposal, by=UserFactory(), step=3, data={})
+
+
+def test_the_history_records_each_status_in_the_words_of_the_badge():
+    proposal = proposal_validated(validation_report(NOT_CHECKED))
+    proposal_upload(proposal)  # from ready for review: the author replaces the revision under review
+    assert list(proposal.events.order_by("pk").values_list("status", "status_label")) == [
+        ("draft", "Draft"),
+        ("waiting", "Waiting for validation"),
+        ("validating", "Validating"),
+        ("needs_fix", "Needs a fix: 1 snippet not checked by its test"),
+        ("revising", "Changes requested: revision 2 not submitted yet"),
+    ]
 
 
 # ------------------------------------------------------------------------------------------- publishing

@@ -197,9 +197,12 @@ def test_the_page_shows_metadata_snippet_tree_code_lines_and_history(client):
     assert 'id="f-rmsnorm.py-L46" class="in-snippet"' in body
     assert "?revision=1&amp;file=rmsnorm.py&amp;line=46#comment-form" in body
     assert '<span class="k">def</span>' in body  # highlighted by Pygments
-    # history: who, when, from -> to, why
+    # history: who, when, the status in the badge's words with whose turn, why
     history = body[body.index('id="history"') :]
-    assert "submitted → validating" in history and "validated green" in history
+    assert '<span class="badge tone-info">Validating</span>' in history
+    assert '<span class="badge tone-ok">Ready for review</span>' in history
+    assert "The maintainers&#x27; turn" in history and "Revision 1 passed every check." in history
+    assert "→" not in history
 
 
 def test_the_validation_report_lists_findings_by_check_with_file_line_next_to_the_code(client):
@@ -469,7 +472,8 @@ def test_request_changes_needs_a_reason_then_moves_the_proposal_and_notifies_the
 
     client.force_login(proposal.author)
     notifications = client.get("/notifications/").content.decode()
-    assert "to changes requested: Rename `compute rms`." in notifications
+    assert "Changes requested. The author&#x27;s turn. Next step: Read the review" in notifications
+    assert "Why: Rename `compute rms`." in notifications
     assert f'href="/contribute/{proposal.pk}/"' in notifications
     assert 'aria-label="' in client.get("/papers/").content.decode().split("Notifications", 1)[1][:80]
     body = page(client, proposal).content.decode()
@@ -483,7 +487,7 @@ def test_a_rejection_records_the_reason_in_the_history(client):
     proposal.refresh_from_db()
     assert proposal.state == State.REJECTED
     history = page(client, proposal).content.decode().split('id="history"', 1)[1]
-    assert "ready for review → rejected" in history and "Not a research paper." in history
+    assert '<span class="badge tone-bad">Rejected</span>' in history and "Not a research paper." in history
 
 
 # -------------------------------------------------------------------------------------- notifications
@@ -492,6 +496,7 @@ def test_a_rejection_records_the_reason_in_the_history(client):
 def test_notifications_list_unread_first_and_mark_read_only_ones_own(client):
     proposal = proposal_validated()
     author = proposal.author
+    comment_add(proposal=proposal, author=MaintainerFactory(), body="Why this epsilon?")
     rows = list(Notification.objects.filter(recipient=author).order_by("pk"))
     assert len(rows) >= 2
     Notification.objects.filter(pk=rows[-1].pk).update(read_at=timezone.now())
