@@ -85,8 +85,9 @@ class Scope:
       release, the one the board then shows; none at all: the runs of no release);
     - ``all_releases``: every release's scope (pages across releases, and those showing snippet
       statistics, which count every run);
-    - ``models``: the scopes of these models (by key or display name, case-insensitive, as the comparison
-      takes them: ``leaderboard.selectors.picking.models_pick``);
+    - ``models``: the scopes of the models whose key, display name or developer holds one of these texts
+      (case-insensitive): every model the comparison may pick for them
+      (``leaderboard.selectors.picking.models_pick`` takes a part of one name);
     - ``paper`` (a key) or ``snippet`` (an id): the scopes of the releases that hold a version of that
       paper's (that snippet's paper's) tasks, and of the runs of no release: the only runs whose verdicts
       can reach its scores, its snippets' statistics or its completions (a run judges its release's
@@ -130,12 +131,13 @@ class Scope:
             )
             params.append(self.release)
         if self.models:
-            marks = ", ".join(["%s"] * len(self.models))
-            wanted.append(
-                f"key IN (SELECT 'model:' || CAST(id AS TEXT) FROM {models}"
-                f" WHERE LOWER(key) IN ({marks}) OR LOWER(name) IN ({marks}))"
-            )
-            params.extend([m.lower() for m in self.models] * 2)
+            contains = " OR ".join(
+                ["LOWER(key) LIKE %s ESCAPE '!' OR LOWER(name) LIKE %s ESCAPE '!'"
+                 " OR LOWER(developer) LIKE %s ESCAPE '!'"] * len(self.models)
+            )  # fmt: skip
+            wanted.append(f"key IN (SELECT 'model:' || CAST(id AS TEXT) FROM {models} WHERE {contains})")
+            for m in self.models:
+                params.extend([_like_part(m)] * 3)
         if self.paper is not None or self.snippet is not None:
             wanted.append(f"key = '{release_scope(None)}' OR key IN ({_holding_releases(self.snippet)})")
             params.append(self.paper if self.snippet is None else self.snippet)
@@ -149,6 +151,12 @@ class Scope:
             f" WHERE {' OR '.join(wanted)} GROUP BY key"
         )
         return sql, params
+
+
+def _like_part(text: str) -> str:
+    """A LIKE pattern (escape character ``!``) matching any text that holds ``text``, lower-cased."""
+    escaped = text.lower().replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return f"%{escaped}%"
 
 
 def _holding_releases(snippet: int | None) -> str:

@@ -50,7 +50,7 @@ from leaderboard.selectors.analyses import (
     error_breakdown,
 )
 from leaderboard.selectors.board import PaperWindow, Row, developer_names, leaderboard_rows, paper_window
-from leaderboard.selectors.compare import ModelComparison, model_compare
+from leaderboard.selectors.compare import ModelComparison, Setting, model_compare
 from leaderboard.selectors.curation import snippet_curation
 from leaderboard.selectors.models import (
     SEARCH_LIMIT,
@@ -61,7 +61,7 @@ from leaderboard.selectors.models import (
 )
 from leaderboard.selectors.models import model_search as find_models
 from leaderboard.selectors.papers import PaperDetail, SnippetNode, paper_detail
-from leaderboard.selectors.picking import model_choices, models_pick
+from leaderboard.selectors.picking import MATCHES_SHOWN, Picked, model_choices, models_pick
 from leaderboard.selectors.snippets import (
     Attempt,
     SnippetDetail,
@@ -1222,16 +1222,20 @@ def model_search(request: HttpRequest) -> HttpResponse:
 
 #: the most models one comparison shows (each costs a model page's queries)
 COMPARE_LIMIT = 6
+#: the most names of a comparison's query that are read (the rest are ignored)
+COMPARE_NAMES_READ = 2 * COMPARE_LIMIT
 
 
 @require_safe
 def compare_page(request: HttpRequest) -> HttpResponse:
     """``/compare/?models=A&models=B``: per-paper and per-snippet differences of two or more models, each
-    named by key or display name (any case); the board's checkboxes send the same query."""
+    named by display name or key (any case) or a part of one that picks one model; the board's checkboxes
+    send the same query."""
     return cached_page(
         request, page="compare", template="leaderboard/compare.html", title="Compare models",
-        build=lambda _form, query: _compare_context(query), params=("models",), filtered=False,
-        scope=Scope(models=tuple(k.strip() for k in request.GET.getlist("models"))),
+        build=lambda _form, query: _compare_context(query), params=("models", "release", "template", "paper"),
+        filtered=False,
+        scope=Scope(models=tuple(n.strip() for n in request.GET.getlist("models")[:COMPARE_NAMES_READ])),
     )  # fmt: skip
 
 
@@ -1260,40 +1264,87 @@ def _compared_rows(data: ModelComparison) -> list[dict]:
     return rows
 
 
-def _compare_picked(names: list[str]) -> tuple[list[str], list[str], tuple[str, ...]]:
-    """The keys of the models ``names`` picks (at most ``COMPARE_LIMIT``), the problems to show (each
-    unknown name, too many models) and the unknown names."""
+def _compare_picked(names: list[str]) -> tuple[Picked, list[str]]:
+    """The models ``names`` picks (at most ``COMPARE_LIMIT``) and the problems to show: each unknown or
+    ambiguous name, too many models."""
     picked = models_pick(names=names)
-    keys = list(picked.keys)
     problems_found = [
-        f"models: no model '{name}' (type a display name or key from the list)." for name in picked.unknown
+        f"No model is called “{name}”: type a model's name, key or developer." for name in picked.unknown
     ]
-    if len(keys) > COMPARE_LIMIT:
+    problems_found += [
+        f"“{name}” matches {len(matches) if len(matches) <= MATCHES_SHOWN else f'more than {MATCHES_SHOWN}'} "
+        "models: pick one below."
+        for name, matches in picked.ambiguous
+    ]
+    if len(picked.keys) > COMPARE_LIMIT:
         problems_found.append(
-            f"models: at most {COMPARE_LIMIT} models at once; the first {COMPARE_LIMIT} are shown."
+            f"At most {COMPARE_LIMIT} models compare at once: the first {COMPARE_LIMIT} are shown."
         )
-        keys = keys[:COMPARE_LIMIT]
-    return keys, problems_found, picked.unknown
+        picked = replace(picked, keys=picked.keys[:COMPARE_LIMIT], names=picked.names[:COMPARE_LIMIT])
+    return picked, problems_found
+
+
+def _asked_setting(params: QueryDict) -> Setting | None:
+    """The setting the query asks for (``release``, ``template``, ``paper``: with or without), None unless
+    it names a template and a paper setting."""
+    template, paper = params.get("template", "").strip(), params.get("paper", "")
+    if not template or paper not in ("with", "without"):
+        return None
+    return Setting(params.get("release", "").strip() or None, template[:100], paper == "with")
+
+
+def _compare_url(names: Sequence[str], setting: Setting | None = None) -> str:
+    query = [("models", n) for n in names] + (list(setting.query.items()) if setting else [])
+    return f"{reverse('leaderboard:compare')}?{urlencode(query)}"
+
+
+def _ambiguous_choices(picked: Picked) -> list[dict]:
+    """Each ambiguous name with a link per match: the comparison with that model in its place."""
+    out = []
+    for name, matches in picked.ambiguous:
+        others = [*picked.names, *(n for n, _ in picked.ambiguous if n != name)]
+        out.append(
+            {
+                "name": name,
+                "matches": [
+                    {"m": m, "url": _compare_url([*others, m.name])} for m in matches[:MATCHES_SHOWN]
+                ],
+            }
+        )
+    return out
 
 
 def _compare_context(params: QueryDict) -> dict:
-    """The comparison of the models ``params`` names (keys or display names, as ticked on the board or
-    typed with the autocomplete): no model yet is a hint to pick some, an unknown name a problem naming
-    it."""
-    keys, problems_found, unknown = _compare_picked(params.getlist("models"))
-    data = model_compare(keys=keys) if len(keys) >= 2 else None
+    """The comparison of the models ``params`` names (display names or keys, as ticked on the board or
+    typed with the autocomplete) on one setting (``_asked_setting``, else the one ``setting_choice``
+    picks): no model yet is a hint to pick some, an unknown or ambiguous name a problem naming it, models
+    with no common setting the settings each has and the nearest common one."""
+    picked, problems_found = _compare_picked(params.getlist("models")[:COMPARE_NAMES_READ])
+    asked = _asked_setting(params)
+    choice, data = model_compare(keys=picked.keys, setting=asked) if len(picked.keys) >= 2 else (None, None)
     context: dict = {
-        "keys": keys,
-        "unknown": unknown,
+        "picked": list(zip(picked.keys, picked.names, strict=True)),
+        "unknown": picked.unknown,
+        "ambiguous": _ambiguous_choices(picked),
         "choices": model_choices(),
         "problems": problems_found,
+        "choice": choice,
         "data": data,
         "page_title": "Compare models",
     }
+    if choice is not None:
+        names = dict(zip(picked.keys, picked.names, strict=True))
+        context["other_settings"] = [
+            {"s": s, "url": _compare_url(picked.names, s)} for s in choice.common if s != choice.chosen
+        ]
+        if choice.nearest is not None:
+            context["nearest_url"] = _compare_url([names[k] for k in choice.nearest_keys], choice.nearest)
+            context["nearest_names"] = [names[k] for k in choice.nearest_keys]
     if data is None:
         return context
     names = [d.model.name for d in data.models]
     context["page_title"] = "Compare " + " vs ".join(names)
+    context["pairs"] = [{"a": names[p.first], "b": names[p.second], "d": p.difference} for p in data.pairs]
     context["paper_chart"] = charts.skippable(
         charts.grouped_bar_chart(
             [p.paper_key for p in data.papers],

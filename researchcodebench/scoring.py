@@ -1,5 +1,5 @@
 """Scores (docs/scoring.md): Scaled Pass@1 (line rate), Pass@1 (task rate), per-paper scores, coverage,
-a deterministic bootstrap interval and the contamination views.
+a deterministic bootstrap interval, the paired difference of two models and the contamination views.
 
 Formulas (exact), per completion index c over the snippets s of the selection::
 
@@ -168,6 +168,59 @@ def bootstrap_ci(
     stats.sort()
     alpha = (1 - level) / 2
     return _quantile(stats, alpha), _quantile(stats, 1 - alpha)
+
+
+#: resamples of the paired bootstrap (``paired_difference``): numpy draws them all at once
+PAIRED_RESAMPLES = 2000
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Model A minus model B in Scaled Pass@1 points over the ``snippets`` both were judged on, with the
+    percentile interval (``level``) of a paired bootstrap: each resample draws snippets with replacement and
+    scores both models on the same draw, so what the two share (a snippet hard for both) cancels out.
+    ``distinguishable``: the interval excludes zero."""
+
+    difference: float
+    low: float
+    high: float
+    snippets: int
+    level: float = 0.95
+
+    @property
+    def distinguishable(self) -> bool:
+        return self.low > 0 or self.high < 0
+
+
+def paired_difference(
+    a: Mapping[Any, tuple[int, float]],
+    b: Mapping[Any, tuple[int, float]],
+    *,
+    resamples: int = PAIRED_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+    level: float = 0.95,
+) -> PairedDifference | None:
+    """A minus B over the snippets both were judged on: ``a`` and ``b`` map a snippet's key (any sortable
+    value, such as (task, name)) to (N_s, the fraction of its completions that passed). The difference is
+    the line-weighted rate of A minus B's on the shared snippets (``100 * sum N_s (p_As - p_Bs) / sum N_s``);
+    the interval comes from ``numpy.random.default_rng(seed)``, the keys sorted, so it is reproducible.
+    None when they share no snippet (or the shared ones have no lines)."""
+    import numpy as np
+
+    keys = sorted(set(a) & set(b))
+    lines = np.array([a[k][0] for k in keys], dtype=np.float64)
+    if not keys or lines.sum() <= 0:
+        return None
+    gains = lines * np.array([a[k][1] - b[k][1] for k in keys], dtype=np.float64)
+    difference = float(100 * gains.sum() / lines.sum())
+    picks = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
+    weights = lines[picks].sum(axis=1)
+    stats = 100 * gains[picks].sum(axis=1) / np.where(weights > 0, weights, 1)
+    alpha = (1 - level) / 2
+    low, high = np.quantile(stats, [alpha, 1 - alpha])
+    return PairedDifference(
+        difference=difference, low=float(low), high=float(high), snippets=len(keys), level=level
+    )
 
 
 def normalise_cutoff(value: str | _dt.date | None) -> _dt.date | None:

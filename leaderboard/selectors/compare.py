@@ -1,13 +1,87 @@
-"""Two or more models side by side (the comparison page): each on the run its model page shows, per-paper
-scores and per-snippet verdicts."""
+"""Two or more models side by side (the comparison page), comparable by construction: every model on a run
+of one setting (release, prompt template, paper in the prompt or not), per-paper scores, per-snippet verdicts
+and, for each pair, the paired difference in Scaled Pass@1 with its bootstrap interval. Models with no
+setting in common are not lined up: the comparison says which settings each has and the nearest common one."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import combinations
 
-from evaluation.models import LanguageModel
-from leaderboard.selectors.models import ModelDetail, SnippetVerdict, model_detail, verdict_state
+from evaluation.models import EvaluationRun, LanguageModel
+from leaderboard.selectors.models import (
+    ModelDetail,
+    RunSummary,
+    SnippetVerdict,
+    model_detail,
+    verdict_state,
+)
+from researchcodebench.scoring import PairedDifference, paired_difference
+
+
+@dataclass(frozen=True, order=True)
+class Setting:
+    """What a score is relative to: the release (None: a run on no release), the prompt template and
+    whether the paper was in the prompt. Scores of different settings are on different tasks or prompts."""
+
+    release: str | None
+    template: str
+    with_paper: bool
+
+    @classmethod
+    def of(cls, run: RunSummary) -> Setting:
+        return cls(run.release, run.template, run.with_paper)
+
+    @property
+    def label(self) -> str:
+        paper = "with the paper" if self.with_paper else "without the paper"
+        release = f"release {self.release}" if self.release else "no release"
+        return f"{release}, template {self.template}, {paper}"
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The comparison's query parameters that pick this setting."""
+        return {
+            "release": self.release or "",
+            "template": self.template,
+            "paper": "with" if self.with_paper else "without",
+        }
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The settings a model has a scored run on, its model page's own first."""
+
+    key: str
+    name: str
+    settings: tuple[Setting, ...]
+
+
+@dataclass(frozen=True)
+class SettingChoice:
+    """The settings of the picked models: ``common`` (every model has a scored run on each), ``chosen``
+    (the one compared; None when none is common or the one asked for is not), ``nearest`` (when none is
+    common: the setting most of the models share, with ``nearest_keys`` the models that have it; None when
+    no two models share one) and each model's own."""
+
+    chosen: Setting | None
+    common: tuple[Setting, ...]
+    per_model: tuple[ModelSettings, ...]
+    asked: Setting | None = None
+    nearest: Setting | None = None
+    nearest_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PairedRow:
+    """The paired difference of two compared models (indices into ``ModelComparison.models``): first minus
+    second; None when they share no judged snippet."""
+
+    first: int
+    second: int
+    difference: PairedDifference | None
 
 
 @dataclass(frozen=True)
@@ -50,10 +124,14 @@ class ComparedPaper:
 
 @dataclass(frozen=True)
 class ModelComparison:
+    """``models`` each on its run of ``setting``."""
+
+    setting: Setting
     models: tuple[ModelDetail, ...]
     papers: tuple[ComparedPaper, ...]
     snippets: tuple[ComparedSnippet, ...]
     differing: int
+    pairs: tuple[PairedRow, ...] = ()
 
 
 def _cell(run_id: int | None, v: SnippetVerdict | None) -> ComparedCell:
@@ -71,16 +149,88 @@ def _cell(run_id: int | None, v: SnippetVerdict | None) -> ComparedCell:
     )
 
 
-def model_compare(*, keys: Sequence[str]) -> ModelComparison:
-    """Two or more models side by side, each on the run its model page shows: per-paper scores and
-    per-snippet verdicts, snippets whose verdicts differ first, then document order. Raises
-    ``LanguageModel.DoesNotExist`` naming an unknown key. Seven queries per model."""
+def _scored(detail: ModelDetail) -> list[RunSummary]:
+    return [r for r in detail.runs if r.scaled_pass_at_1 is not None]
+
+
+def setting_choice(details: Sequence[ModelDetail], asked: Setting | None = None) -> SettingChoice:
+    """Which setting ``details`` (each model's default page) are compared on: ``asked`` when every model has
+    a scored run on it, else (nothing asked) the first model's own setting when common, else the common
+    setting of its newest run; none when nothing is common, with the nearest setting instead."""
+    per_model = []
+    for d in details:
+        own = [Setting.of(d.run)] if d.run is not None and d.run.scaled_pass_at_1 is not None else []
+        settings = dict.fromkeys([*own, *(Setting.of(r) for r in _scored(d))])
+        per_model.append(ModelSettings(key=d.model.key, name=d.model.name, settings=tuple(settings)))
+    sets = [set(m.settings) for m in per_model]
+    common_set = set.intersection(*sets) if sets else set()
+    order = per_model[0].settings if per_model else ()
+    common = tuple(s for s in order if s in common_set)
+    if asked is not None:
+        chosen = asked if asked in common_set else None
+    else:
+        chosen = common[0] if common else None
+    nearest, nearest_keys = None, ()
+    if not common:
+        counts = Counter(s for m in per_model for s in m.settings)
+        first_seen: dict[Setting, int] = {}
+        for s in (s for m in per_model for s in m.settings):
+            first_seen.setdefault(s, len(first_seen))
+        shared = [s for s, n in counts.items() if n >= 2]
+        if shared:
+            nearest = min(shared, key=lambda s: (-counts[s], first_seen[s]))
+            nearest_keys = tuple(m.key for m in per_model if nearest in m.settings)
+    return SettingChoice(
+        chosen=chosen, common=common, per_model=tuple(per_model), asked=asked,
+        nearest=nearest, nearest_keys=nearest_keys,
+    )  # fmt: skip
+
+
+def _run_on(detail: ModelDetail, setting: Setting) -> int:
+    """The model's run on ``setting`` the comparison uses: its finished one, newest first, else its newest
+    scored one (the model page's own run when it is on the setting)."""
+    if detail.run is not None and Setting.of(detail.run) == setting:
+        return detail.run.run_id
+    on = [r for r in _scored(detail) if Setting.of(r) == setting]
+    finished = [r for r in on if r.status == EvaluationRun.Status.FINISHED]
+    return (finished or on)[0].run_id
+
+
+def model_compare(
+    *, keys: Sequence[str], setting: Setting | None = None
+) -> tuple[SettingChoice, ModelComparison | None]:
+    """Two or more models side by side on one setting (``setting_choice``): per-paper scores, per-snippet
+    verdicts (snippets whose verdicts differ first, then document order) and each pair's paired difference.
+    The comparison is None when the models have no setting in common (or not ``setting``). Raises
+    ``LanguageModel.DoesNotExist`` naming an unknown key. Eight queries per model, eight more for each one
+    whose model page shows another setting."""
     details = []
     for key in dict.fromkeys(keys):
         try:
             details.append(model_detail(key=key))
         except LanguageModel.DoesNotExist:
             raise LanguageModel.DoesNotExist(f"no model {key!r}") from None
+    choice = setting_choice(details, setting)
+    if choice.chosen is None:
+        return choice, None
+    details = [
+        d if d.run is not None and d.run.run_id == _run_on(d, choice.chosen)
+        else model_detail(key=d.model.key, run_id=_run_on(d, choice.chosen))
+        for d in details
+    ]  # fmt: skip
+    return choice, _comparison(choice.chosen, details)
+
+
+def _fractions(detail: ModelDetail) -> dict[tuple[str, str, str], tuple[int, float]]:
+    """(paper, task, name) -> (lines, fraction of the tested completions that passed) of each judged snippet."""
+    return {
+        (v.paper_key, v.task_key, v.name): (v.lines, v.passed / v.tested)
+        for v in detail.verdict_grid
+        if v.tested
+    }
+
+
+def _comparison(setting: Setting, details: Sequence[ModelDetail]) -> ModelComparison:
     papers: dict[str, str] = {}
     for d in details:
         for p in d.per_paper:
@@ -115,7 +265,14 @@ def model_compare(*, keys: Sequence[str]) -> ModelComparison:
             )
         )
     snippets.sort(key=lambda s: not s.differs)
+    fractions = [_fractions(d) for d in details]
+    pairs = tuple(
+        PairedRow(first=i, second=j, difference=paired_difference(fractions[i], fractions[j]))
+        for i, j in combinations(range(len(details)), 2)
+    )
     return ModelComparison(
+        setting=setting,
+        pairs=pairs,
         models=tuple(details),
         papers=tuple(paper_rows),
         snippets=tuple(snippets),

@@ -116,7 +116,7 @@ def test_compare_page_shows_per_paper_and_per_snippet_differences_linking_both_c
 
 def test_compare_page_names_an_unknown_model_and_asks_for_two(client, two_models):
     html = get(client, reverse("leaderboard:compare"), models=["alpha-1", "nope"])
-    assert "no model &#x27;nope&#x27;" in html or "no model 'nope'" in unescape(html)
+    assert "No model is called “nope”" in unescape(html)
     one = get(client, reverse("leaderboard:compare"), models=["alpha-1"])
     assert "choose at least two models" in one
 

@@ -24,7 +24,7 @@ from django.urls import reverse
 from leaderboard import charts, vega
 from leaderboard.selectors.board import LeaderboardFilters, Row, leaderboard_rows
 from leaderboard.selectors.common import ModelRef, Score
-from leaderboard.selectors.compare import ComparedPaper, ModelComparison, model_compare
+from leaderboard.selectors.compare import ComparedPaper, ModelComparison, Setting, model_compare
 from leaderboard.selectors.models import ModelDetail
 from leaderboard.selectors.papers import MatrixRow, PaperDetail, SnippetNode, paper_detail
 from leaderboard.services import leaderboard_refresh_run
@@ -193,7 +193,7 @@ def test_compare_spec_scores_equal_the_selector_and_colours_equal_the_svg(client
     html = page(client, reverse("leaderboard:compare"), models=["alpha-1", "beta-2"])
     spec = embedded_spec(html, "compare-papers-spec")
     assert spec["$schema"] == vega.SCHEMA
-    data = model_compare(keys=["alpha-1", "beta-2"])
+    _choice, data = model_compare(keys=["alpha-1", "beta-2"])
     names = [d.model.name for d in data.models]
     expected = {(p.paper_key, names[i]): (s, p.spread) for p in data.papers for i, s in enumerate(p.scores)}
     got = {(v["paper"], v["model"]): (v["score"], v["spread"]) for v in spec["data"]["values"]}
@@ -320,7 +320,8 @@ def fixed_comparison(names: list[str]) -> ModelComparison:
         ComparedPaper("a", "Paper A", scores[0], 10.0 * (len(names) - 1)),
         ComparedPaper("b", "Paper <B>", (None, *scores[1][1:]), None),
     )
-    return ModelComparison(models=models, papers=papers, snippets=(), differing=0)
+    setting = Setting("r1", "rcb-v2", True)
+    return ModelComparison(setting=setting, models=models, papers=papers, snippets=(), differing=0)
 
 
 def fixed_rows() -> list[Row]:
