@@ -1102,14 +1102,13 @@ class Runner:
         verdict: Verdict,
     ) -> Verdict:
         """Run a pass once more against an impossible variant of its snippet's test, drawn at random where the
-        run cannot know it, and judge it per test (docs/integrity.md): a test the reference fails there that
-        passes proves the verdict forged."""
+        run cannot know it (a reference mutant when the snippet has one: ``variants.confirmation_order``), and
+        judge it per test (docs/integrity.md): a test the reference fails there that passes proves the
+        verdict forged."""
         found = self.snippet_variants(task, snippet)
         if not found.variants:
             return replace(verdict, confirmation="unconfirmed")
-        order = list(found.variants)
-        secrets.SystemRandom().shuffle(order)
-        for variant in order[:CONFIRMATION_TRIES]:
+        for variant in variants.confirmation_order(found.variants)[:CONFIRMATION_TRIES]:
             overrides = variants.variant_texts(facts.texts, variant.changes)
             run = self._run(task, snippet, code, facts, limits, screening, overrides=overrides)
             if run.tier == errors.INFRASTRUCTURE:

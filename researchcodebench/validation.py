@@ -103,7 +103,7 @@ BATTERY_RUN_FACTOR = 3.0
 VARIANT_RUNS_PER_SNIPPET = (
     variants.SETTLE_ROUNDS
     + 1
-    + variants.MUTANT_TRIES * (variants.REPEATS + 2)
+    + variants.MUTANT_TRIES_FOR_ONE * (variants.REPEATS + 2)
     + (variants.PER_SNIPPET + 1) * variants.REPEATS
 )
 #: The result of a fill or mutant the battery had no time left to run.

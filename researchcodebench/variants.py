@@ -3,7 +3,8 @@
 A variant changes only files outside every completion's region, the test script and the oracle modules,
 so no correct answer can pass it: the reference itself fails it, every time, by a failed assertion. A run
 that passes a test the reference fails on a variant did not earn its pass: it forged it (docs/integrity.md).
-Every pass is run once more against one variant of its snippet (``runner.Runner``), and judged per test.
+Every pass is run once more against one variant of its snippet (``runner.Runner``; a reference mutant when the
+snippet has one: ``confirmation_order``), and judged per test.
 
 Two kinds of change make a variant; each keeps every line where it was (only text inside lines changes):
 
@@ -52,8 +53,11 @@ REFERENCE_MUTANT = "reference-mutant"
 PER_SNIPPET = 2
 #: Runs of the reference a variant must fail, the same way each time.
 REPEATS = 3
-#: Mutants of an oracle copy tried per snippet before giving up on the kind.
+#: Mutants of an oracle copy tried per snippet once one holds (the second variant may then be of the other kind).
 MUTANT_TRIES = 6
+#: Mutants tried before giving up on the kind while none holds: a snippet with an oracle copy is confirmed
+#: against a mutant whenever one holds (``confirmation_order``), the only kind that catches a copier.
+MUTANT_TRIES_FOR_ONE = 18
 #: Rounds of fixing perturbations that make a test raise instead of fail.
 SETTLE_ROUNDS = 3
 #: The fraction of a perturbation the reference must still fail (the margin check).
@@ -170,6 +174,22 @@ class Variant:
             changes=tuple(changes),
             fails=tuple(sorted(fails)),
         )
+
+
+def confirmation_order(
+    found: Iterable[Variant], rng: random.Random | secrets.SystemRandom | None = None
+) -> list[Variant]:
+    """The order a pass is confirmed against ``found``: the variants with a reference mutant first, each kind
+    shuffled (``rng``, by default ``secrets.SystemRandom``). A mutant variant catches a forger and a
+    completion that takes its answer from the oracle (it follows the mutant); an expected-value variant
+    only the first, since the oracle still computes the truth there. So a snippet that has a mutant variant
+    is always confirmed against one, and the draw among them stays unknown to the run."""
+    rng = rng or secrets.SystemRandom()
+    mutants = [v for v in found if REFERENCE_MUTANT in v.kinds]
+    others = [v for v in found if REFERENCE_MUTANT not in v.kinds]
+    rng.shuffle(mutants)
+    rng.shuffle(others)
+    return mutants + others
 
 
 @dataclass(frozen=True)
@@ -675,8 +695,9 @@ def derive_snippet(
             continue
         candidates = mutations(oracle_file, texts[oracle_file], span[0], span[1], snippet)
         rng.shuffle(candidates)
-        for mutation in candidates[:MUTANT_TRIES]:
-            if len(variants) >= PER_SNIPPET:
+        for tried, mutation in enumerate(candidates):
+            enough = variants and tried >= MUTANT_TRIES
+            if len(variants) >= PER_SNIPPET or enough or tried >= MUTANT_TRIES_FOR_ONE:
                 break
             variant = _mutant_variant(
                 mutation, snippet, texts, test_file, test_text, settled, tests, run, run_all, rng

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from researchcodebench import variants
 from researchcodebench.problems import fill_in
 from researchcodebench.pset import read_pset
 from researchcodebench.runner import Runner
@@ -363,6 +364,22 @@ def test_the_confirmation_alone_catches_every_program_warm(runners, kind, name):
     task, snippet = _rmsnorm()
     verdict = runners["confirmation"].evaluate(task, snippet, _code(PROGRAMS[kind][name], snippet.indent))
     _assert_caught(verdict, name)
+
+
+@pytest.mark.slow
+def test_a_copier_is_confirmed_against_a_mutant_whatever_the_draw(runners):
+    """A snippet with an oracle copy is confirmed against a reference mutant every time: an expected-value
+    variant cannot catch a completion that calls the oracle (the suite, under load, once drew one)."""
+    task, snippet = _rmsnorm()
+    runner = runners["confirmation"]
+    found = runner.snippet_variants(task, snippet)
+    mutants = {v.id for v in found.variants if variants.REFERENCE_MUTANT in v.kinds}
+    assert mutants, f"no mutant variant of {snippet.name!r}: {[v.describe() for v in found.variants]}"
+    for i in range(4):
+        program = f"import rmsnorm_ref as helpers_{i}\nreturn helpers_{i}.RMSNorm(self.dim, eps=self.eps, p=self.p).root_mean_square(x)"
+        verdict = runner.evaluate(task, snippet, _code(program, snippet.indent))
+        _assert_caught(verdict, "oracle-under-another-name")
+        assert verdict.variant in mutants
 
 
 @pytest.mark.slow

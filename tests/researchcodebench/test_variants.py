@@ -78,6 +78,24 @@ def test_drawn_perturbations_are_far_from_the_identity():
         assert 0.4 <= abs(how.scale - 1.0) <= 0.9 and 0.25 <= how.shift <= 0.75
 
 
+def _variant(name: str, kinds: list[str]) -> variants.Variant:
+    changes = [variants.Change("t.py", i, i + 1, "x", 1, kind, "") for i, kind in enumerate(kinds)]
+    return variants.Variant.made(name, changes, ["T.test"])
+
+
+def test_a_pass_is_confirmed_against_a_mutant_first_and_the_draw_among_them_varies():
+    mutant_a = _variant("a", [variants.REFERENCE_MUTANT, variants.EXPECTED_VALUE])
+    mutant_b = _variant("b", [variants.REFERENCE_MUTANT])
+    expected = _variant("c", [variants.EXPECTED_VALUE])
+    firsts = set()
+    for seed in range(40):
+        order = variants.confirmation_order([expected, mutant_a, mutant_b], random.Random(seed))
+        assert order[2] is expected and {order[0].id, order[1].id} == {mutant_a.id, mutant_b.id}
+        firsts.add(order[0].id)
+    assert firsts == {mutant_a.id, mutant_b.id}
+    assert variants.confirmation_order([expected]) == [expected]
+
+
 def test_re_emitted_files_keep_their_lines_and_their_size_says_nothing_of_the_version():
     public = "x = 1\ny = 2\n"
     variant = "x = ((1) * 1.5 + 0.4)\ny = 2\n"
