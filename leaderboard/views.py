@@ -20,7 +20,7 @@ import functools
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from urllib.parse import quote
@@ -55,8 +55,10 @@ from leaderboard.selectors.curation import snippet_curation
 from leaderboard.selectors.models import (
     SEARCH_LIMIT,
     ModelDetail,
+    VerbatimShare,
     failed_snippets,
     model_detail,
+    run_verbatim_shares,
     verdict_state,
 )
 from leaderboard.selectors.models import model_search as find_models
@@ -366,7 +368,7 @@ def _board_context(form: BoardFilterForm, params: QueryDict) -> dict:
     window = paper_window(form.filters)
     mode = form.filters.contamination
     title = "Scaled Pass@1 per model" + ("" if mode == "none" else f" ({CONTAMINATION_LABELS[mode].lower()})")
-    groups = _board_groups(rows, title=title)
+    groups = _board_groups(rows, title=title, verbatim=run_verbatim_shares(run_ids=[r.run_id for r in rows]))
     return {
         "rows": rows,
         "groups": groups,
@@ -404,10 +406,14 @@ def _board_scatter_specs(rows: list[Row]) -> list[dict]:
     return out
 
 
-def _board_groups(rows: list[Row], *, title: str) -> list[dict]:
+def _board_groups(
+    rows: list[Row], *, title: str, verbatim: Mapping[int, VerbatimShare] | None = None
+) -> list[dict]:
     """The board's rows group by group (release, template, paper setting; the selector's order): each
-    group's label, its ranked rows (``ranked``, with a chart) and its incomplete rows (``apart``), and per
-    row the neighbours in rank order it is statistically tied with (``ties``: run id -> names)."""
+    group's label, its ranked rows (``ranked``, with a chart) and its incomplete rows (``apart``), each row
+    as ``{"r": row, "ties": [...], "verbatim": VerbatimShare | None}``: the neighbours in rank order it is
+    statistically tied with, and its near-verbatim share (``verbatim``: run id -> share)."""
+    verbatim = verbatim or {}
     by_group: dict[tuple, list[Row]] = {}
     for r in rows:
         by_group.setdefault(r.group, []).append(r)
@@ -430,8 +436,13 @@ def _board_groups(rows: list[Row], *, title: str) -> list[dict]:
         out.append(
             {
                 "label": label,
-                "ranked": [{"r": r, "ties": ties.get(r.run_id, [])} for r in ranked],
-                "apart": [r for r in members if r.incomplete],
+                "ranked": [
+                    {"r": r, "ties": ties.get(r.run_id, []), "verbatim": verbatim.get(r.run_id)}
+                    for r in ranked
+                ],
+                "apart": [
+                    {"r": r, "ties": [], "verbatim": verbatim.get(r.run_id)} for r in members if r.incomplete
+                ],
                 "chart": charts.skippable(chart) if ranked else "",
             }
         )

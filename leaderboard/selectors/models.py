@@ -236,6 +236,23 @@ def _verbatim_share(rows: list[dict]) -> VerbatimShare:
     )
 
 
+def run_verbatim_shares(*, run_ids: Iterable[int]) -> dict[int, VerbatimShare]:
+    """The near-verbatim share of each run of ``run_ids`` over its passes (``Memorisation.all`` of the model
+    page, docs/scoring.md#memorisation): one grouped count over the runs' passed completions, whose
+    figures are stored with each verdict. A run without a pass is absent."""
+    rows = (
+        Completion.objects.filter(run_id__in=list(run_ids), result__passed=True)
+        .values("run_id")
+        .annotate(
+            passes=Count("id"),
+            measured=Count("id", filter=Q(near_verbatim__isnull=False)),
+            verbatim=Count("id", filter=Q(near_verbatim=True)),
+        )
+        .order_by()
+    )
+    return {r["run_id"]: _verbatim_share([r]) for r in rows}
+
+
 def _memorisation(run: EvaluationRun, cutoff: date | None) -> Memorisation:
     """The run's passes that are near verbatim, split by the papers' first commit against ``cutoff``: one
     grouped count over the run's passed completions (their figures are stored with each verdict)."""
