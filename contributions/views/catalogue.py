@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from contributions import selectors
 from contributions.citation import release_bibtex
@@ -76,7 +76,7 @@ def _release_page_or_404(name: str) -> selectors.ReleasePage:
         raise Http404(str(exc)) from None
 
 
-@require_GET
+@require_safe
 def release_detail(request: HttpRequest, name: str) -> HttpResponse:
     """A release: its tasks and versions, counts, git tag and commit, its download, citation and board."""
     page = _release_page_or_404(name)
@@ -92,7 +92,7 @@ def release_detail(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "contributions/release_detail.html", context)
 
 
-@require_GET
+@require_safe
 def release_download(request: HttpRequest, name: str) -> HttpResponse:
     """The release as ``<name>.tar.gz``: the folder ``manage.py export_release`` writes (``papers.yaml`` and
     every task folder), streamed from a temporary file, its SHA-256 in ``Repr-Digest`` (and as the ``ETag``).
