@@ -109,6 +109,18 @@ def test_global_rule_without_any_known_cutoff_keeps_only_dated_papers(db):
     assert row.score.scaled_pass_at_1 == pytest.approx(100.0)
 
 
+def test_contamination_page_says_every_paper_is_dated_without_a_double_negative(client):
+    cache.clear()
+    rel, snippets = make_benchmark({"dated": (dt.date(2025, 1, 10), [2])}, release="r")
+    scored(make_run(snippets, {"dated": "P"}, release=rel))
+
+    html = get(client, reverse("leaderboard:contamination"))
+
+    note = html[html.index('id="undated-rule"') :].split("</p>", 1)[0]
+    assert "every one of these papers has a known first-commit date." in note
+    assert "has no known" not in note
+
+
 def test_contamination_page_states_the_unknown_date_rule_with_a_count(client, undated_release):
     html = get(client, reverse("leaderboard:contamination"))
     note = html[html.index('id="undated-rule"') :].split("</p>", 1)[0]
