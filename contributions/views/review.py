@@ -103,7 +103,7 @@ class CommentForm(forms.Form):
 
     def add_service_error(self, error: ProposalError) -> None:
         """Put a service's refusal on the field it names, else on the form."""
-        self.add_error(error.field if error.field in self.fields else None, str(error))
+        self.add_error(error.field if error.field in self.fields else None, error.words)
 
 
 class WithdrawForm(forms.Form):
@@ -177,7 +177,7 @@ class ReviewForm(forms.Form):
     def add_service_error(self, error: ProposalError) -> None:
         """Put a service's refusal on the field it names (the rubric's and the decision's on the form)."""
         fields = {"body": "body", "snippet_overrides": "override_0" if self.overridable else None}
-        self.add_error(fields.get(error.field or ""), str(error))
+        self.add_error(fields.get(error.field or ""), error.words)
 
 
 def _approve_blocked(*, proposal: Proposal, viewer: Any, report: dict[str, Any]) -> str:
@@ -569,7 +569,7 @@ def proposal_withdraw_view(request: HttpRequest, proposal_id: int) -> HttpRespon
     try:
         proposal_withdraw(proposal=proposal, by=request.user, reason=form.cleaned_data["reason"])
     except ProposalError as exc:
-        messages.error(request, str(exc))
+        messages.error(request, exc.words)
     else:
         messages.success(request, "The proposal was withdrawn.")
     return redirect("contributions:proposal_detail", proposal_id=proposal.pk)
