@@ -201,7 +201,9 @@ def _clean_task_key(task_key: str, *, author: Any, exclude: int | None = None) -
         validate_slug(key)
     except ValidationError:
         raise ProposalError(
-            f"task_key: {key!r} is not a slug (letters, digits, '-' and '_')", field="task_key"
+            f"task_key: the task key “{key}” may hold only letters, digits, hyphens (-) and underscores (_), "
+            "without spaces",
+            field="task_key",
         ) from None
     if len(key) > 100:
         raise ProposalError("task_key: at most 100 characters", field="task_key")

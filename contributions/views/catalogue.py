@@ -30,7 +30,12 @@ class ReleaseCutForm(forms.Form):
     """A new release: a slug name, a title, and which of the current task versions it holds (all by default)."""
 
     name = forms.SlugField(
-        max_length=100, help_text="Letters, digits, - and _; becomes the git tag (e.g. rcb-2026-01)."
+        max_length=100,
+        help_text="Letters, digits, - and _; becomes the git tag (e.g. rcb-2026-01).",
+        error_messages={
+            "invalid": "A release name may hold only letters, digits, hyphens (-) and underscores (_), without "
+            "spaces."
+        },
     )
     title = forms.CharField(max_length=200, required=False)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
