@@ -63,9 +63,11 @@ def _date_field(label: str, help_text: str = "") -> forms.DateField:
         label=label,
         required=False,
         input_formats=ISO_DATE,
+        # The browser's date input shows its own format (e.g. mm/dd/yyyy) and sends year-month-day: a
+        # format hint would contradict what the person sees.
         widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
-        help_text=help_text or "YYYY-MM-DD",
-        error_messages={"invalid": "Enter the date as YYYY-MM-DD."},
+        help_text=help_text,
+        error_messages={"invalid": "Enter a real date: pick it from the calendar, or type it as 2024-07-01."},
     )
 
 
@@ -79,6 +81,9 @@ class PaperMetaForm(forms.Form):
         label="Task key",
         max_length=100,
         help_text="The id the task is published under (letters, digits, '-' and '_'), e.g. dyt.",
+        error_messages={
+            "invalid": "A task key may hold only letters, digits, hyphens (-) and underscores (_), without spaces."
+        },
     )
     title = forms.CharField(label="Paper title", max_length=500)
     arxiv = forms.CharField(

@@ -228,7 +228,9 @@ def validation_outcome(*, status: str | None, report: Mapping[str, Any] | None) 
     if blocking:
         return ValidationOutcome(f"Failed: {len(blocking)} error{'' if len(blocking) == 1 else 's'}", "bad")
     n = len(unchecked)
-    return ValidationOutcome(f"{n} snippet{'' if n == 1 else 's'} not checked by its test", "warn")
+    if n == 1:
+        return ValidationOutcome("1 snippet not checked by its test", "warn")
+    return ValidationOutcome(f"{n} snippets not checked by their tests", "warn")
 
 
 def _hints(findings: list[dict[str, Any]]) -> tuple[str, ...]:

@@ -279,7 +279,10 @@ def run_start_view(request: HttpRequest) -> HttpResponse:
     except runs.RunError as exc:
         form.add_error(None, capfirst(str(exc)) + ".")
         return render(request, "evaluation/run_start.html", {"form": form}, status=400)
-    messages.success(request, f"Run {run.pk} of {run.model.name} was queued.")
+    # The progress fragment removes the message (by this id) once the run has started.
+    messages.success(
+        request, f"Run {run.pk} of {run.model.name} was queued.", extra_tags=f"run-{run.pk}-queued"
+    )
     return redirect("evaluation:run_detail", run_id=run.pk)
 
 

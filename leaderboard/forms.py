@@ -169,7 +169,7 @@ class BoardParamField(forms.ChoiceField):
 
 class PaperDateField(forms.CharField):
     """One end of the paper-date window as a date input. Empty or absent = no bound; another value must be
-    a date (``board_date``); a bad one is reported naming the parameter and the bound is dropped."""
+    a date (``board_date``); a bad one is reported naming the field by its label and the bound is dropped."""
 
     widget = forms.DateInput(attrs={"type": "date"})
 
@@ -183,9 +183,11 @@ class PaperDateField(forms.CharField):
             return ""
         try:
             return board_date(self.param, value).isoformat()
-        except ValidationError as exc:
+        except ValidationError:
+            # Worded for a person (the API keeps ``board_date``'s message naming the parameter).
             raise ValidationError(
-                f"{exc.messages[0]} Showing no bound instead.", code="invalid_date"
+                f"{self.label} must be a date such as 2024-07-01, not “{value}”; showing no bound instead.",
+                code="invalid_date",
             ) from None
 
     def bound_data(self, data: Any, initial: Any) -> str:
@@ -257,8 +259,11 @@ class BoardFilterForm(forms.Form):
                 board_date("paper_from", start) if start else None,
                 board_date("paper_to", end) if end else None,
             )
-        except ValidationError as exc:
-            self.add_error("paper_to", f"{exc.messages[0]} Showing no upper bound instead.")
+        except ValidationError:
+            self.add_error(
+                "paper_to",
+                f"The paper-date window ends ({end}) before it starts ({start}); showing no upper bound instead.",
+            )
             # The control shows what applies, as for any rejected parameter: no upper bound.
             self.data = self.data.copy()
             self.data["paper_to"] = ""

@@ -4,6 +4,7 @@ keyed by the parameter's name (a bad value -> 400 naming it)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 from collections.abc import Callable, Iterable
@@ -347,6 +348,8 @@ class MemorisationSerializer(_Output):
 class RunSummarySerializer(_Output):
     class Meta:
         dataclass = RunSummary
+        # ``label`` words a run without a release for the page; the API names runs by id and release.
+        fields = tuple(f.name for f in dataclasses.fields(RunSummary) if f.name != "label")
         extra_kwargs = {name: {"help_text": text} for name, text in FORGING_HELP.items()}
 
 

@@ -20,7 +20,7 @@ import functools
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from urllib.parse import quote
@@ -44,10 +44,12 @@ from leaderboard.forms import DEFAULTS as FILTER_DEFAULTS
 from leaderboard.scopes import Scope
 from leaderboard.selectors.analyses import (
     AblationPair,
+    ErrorBreakdown,
     SnippetAblation,
     ablation_pairs,
     contamination_overview,
     error_breakdown,
+    release_with_test_output,
 )
 from leaderboard.selectors.board import PaperWindow, Row, developer_names, leaderboard_rows, paper_window
 from leaderboard.selectors.compare import ModelComparison, Setting, model_compare
@@ -55,8 +57,10 @@ from leaderboard.selectors.curation import snippet_curation
 from leaderboard.selectors.models import (
     SEARCH_LIMIT,
     ModelDetail,
+    VerbatimShare,
     failed_snippets,
     model_detail,
+    run_verbatim_shares,
     verdict_state,
 )
 from leaderboard.selectors.models import model_search as find_models
@@ -366,7 +370,7 @@ def _board_context(form: BoardFilterForm, params: QueryDict) -> dict:
     window = paper_window(form.filters)
     mode = form.filters.contamination
     title = "Scaled Pass@1 per model" + ("" if mode == "none" else f" ({CONTAMINATION_LABELS[mode].lower()})")
-    groups = _board_groups(rows, title=title)
+    groups = _board_groups(rows, title=title, verbatim=run_verbatim_shares(run_ids=[r.run_id for r in rows]))
     return {
         "rows": rows,
         "groups": groups,
@@ -404,10 +408,14 @@ def _board_scatter_specs(rows: list[Row]) -> list[dict]:
     return out
 
 
-def _board_groups(rows: list[Row], *, title: str) -> list[dict]:
+def _board_groups(
+    rows: list[Row], *, title: str, verbatim: Mapping[int, VerbatimShare] | None = None
+) -> list[dict]:
     """The board's rows group by group (release, template, paper setting; the selector's order): each
-    group's label, its ranked rows (``ranked``, with a chart) and its incomplete rows (``apart``), and per
-    row the neighbours in rank order it is statistically tied with (``ties``: run id -> names)."""
+    group's label, its ranked rows (``ranked``, with a chart) and its incomplete rows (``apart``), each row
+    as ``{"r": row, "ties": [...], "verbatim": VerbatimShare | None}``: the neighbours in rank order it is
+    statistically tied with, and its near-verbatim share (``verbatim``: run id -> share)."""
+    verbatim = verbatim or {}
     by_group: dict[tuple, list[Row]] = {}
     for r in rows:
         by_group.setdefault(r.group, []).append(r)
@@ -430,8 +438,13 @@ def _board_groups(rows: list[Row], *, title: str) -> list[dict]:
         out.append(
             {
                 "label": label,
-                "ranked": [{"r": r, "ties": ties.get(r.run_id, [])} for r in ranked],
-                "apart": [r for r in members if r.incomplete],
+                "ranked": [
+                    {"r": r, "ties": ties.get(r.run_id, []), "verbatim": verbatim.get(r.run_id)}
+                    for r in ranked
+                ],
+                "apart": [
+                    {"r": r, "ties": [], "verbatim": verbatim.get(r.run_id)} for r in members if r.incomplete
+                ],
                 "chart": charts.skippable(chart) if ranked else "",
             }
         )
@@ -1000,16 +1013,30 @@ def snippet_prompt(request: HttpRequest, key: str, name: str) -> HttpResponse:
 
 @require_safe
 def errors_page(request: HttpRequest) -> HttpResponse:
+    """Error categories of the runs the filters keep. Without a ``release`` it starts on the release with
+    test output (``_errors_context``), which any run may change: the page is then stored under every
+    release's scope."""
+    started = Scope(all_releases=True) if not request.GET.get("release") else None
     return cached_page(
         request,
         page="errors",
         template="leaderboard/errors.html",
         title="Error categories",
         build=_errors_context,
+        scope=started,
     )
 
 
 def _errors_context(form: BoardFilterForm, params: QueryDict) -> dict:
+    """Without a ``release`` the page starts on the release with test output (``release_with_test_output``)
+    rather than the default one: the published results of a paper hold verdicts only, whose failures would
+    all be unclassified."""
+    if not params.get("release"):
+        started = release_with_test_output()
+        if started is not None:
+            params = params.copy()
+            params["release"] = started
+            form = BoardFilterForm(params)
     data = error_breakdown(filters=form.filters)
     share_chart = charts.bar_chart(
         [charts.Bar(c.label, c.share, c.label, note=f"({c.count})") for c in data.categories],
@@ -1055,6 +1082,24 @@ def _errors_context(form: BoardFilterForm, params: QueryDict) -> dict:
         "infra_total": infra_total,
         "model_total": sum(c.count for c in data.categories),
         "csv_url": _csv_url("errors", params),
+        "without_output": _without_output(data, form),
+        "form": form,
+    }
+
+
+def _without_output(data: ErrorBreakdown, form: BoardFilterForm) -> dict | None:
+    """Why the runs shown that were imported from the paper's published results have no test output, and
+    where there are runs with test output (``tested``: a link to that release's errors; None when it is the
+    one shown or none has); None when every run shown has test output."""
+    if not data.without_output:
+        return None
+    tested = release_with_test_output()
+    shown = form.filters.release
+    return {
+        "names": data.without_output,
+        "every": len(data.without_output) == len(data.per_model),
+        "tested": tested if tested is not None and tested != shown else None,
+        "tested_url": f"{reverse('leaderboard:errors')}?{urlencode({'release': tested})}" if tested else "",
     }
 
 

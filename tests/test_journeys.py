@@ -773,7 +773,10 @@ def test_a_visitor_narrows_the_board_to_a_paper_date_window_with_or_without_java
     # The contamination page reads one release and states the unknown-date rule.
     journey.goto("/contamination/")
     assert "Release rcb-test: 2 papers." in page.locator("#contamination-release").inner_text()
-    assert "none of these papers has no known first-commit date" in page.locator("#undated-rule").inner_text()
+    assert (
+        "every one of these papers has a known first-commit date"
+        in page.locator("#undated-rule").inner_text()
+    )
     fits_the_viewport(page)
     journey.step("the contamination page")
     journey.close()

@@ -94,6 +94,15 @@ class ProposalError(ValueError):
         super().__init__(message)
         self.field = field
 
+    @property
+    def words(self) -> str:
+        """The message for a person: without the leading ``field: `` key (the form shows the error at its
+        field, by its label), as a sentence."""
+        message = str(self)
+        if self.field and message.startswith(f"{self.field}: "):
+            message = message[len(self.field) + 2 :]
+        return message[:1].upper() + message[1:]
+
 
 # --------------------------------------------------------------------------------------------- helpers
 
@@ -192,7 +201,9 @@ def _clean_task_key(task_key: str, *, author: Any, exclude: int | None = None) -
         validate_slug(key)
     except ValidationError:
         raise ProposalError(
-            f"task_key: {key!r} is not a slug (letters, digits, '-' and '_')", field="task_key"
+            f"task_key: the task key “{key}” may hold only letters, digits, hyphens (-) and underscores (_), "
+            "without spaces",
+            field="task_key",
         ) from None
     if len(key) > 100:
         raise ProposalError("task_key: at most 100 characters", field="task_key")
@@ -398,7 +409,9 @@ def comment_add(
             content = blobs_read({file: revision.files[file]}, owner=str(revision))[file]
             count = len(_LINE_BREAKS.split(content.decode("utf-8", errors="replace")))
             if not isinstance(line, int) or isinstance(line, bool) or not 1 <= line <= count:
-                raise ProposalError(f"line: {file} has lines 1 to {count}, not {line!r}", field="line")
+                raise ProposalError(
+                    f"line: the file {file} has lines 1 to {count}, not {line!r}", field="line"
+                )
     else:
         revision = None
     comment = Comment.objects.create(

@@ -187,7 +187,7 @@ def _require_approvable(
     unchecked = [labels[key].rstrip(".") for key, value in rubric.items() if not value]
     if unchecked:
         raise ProposalError(
-            f"rubric: check every item before approving (not checked: {'; '.join(unchecked)})",
+            f"rubric: check every item of the rubric before approving (not checked: {'; '.join(unchecked)})",
             field="rubric",
         )
     report = revision.validation_report or {}

@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from contributions import selectors
 from contributions.citation import release_bibtex
@@ -30,7 +30,12 @@ class ReleaseCutForm(forms.Form):
     """A new release: a slug name, a title, and which of the current task versions it holds (all by default)."""
 
     name = forms.SlugField(
-        max_length=100, help_text="Letters, digits, - and _; becomes the git tag (e.g. rcb-2026-01)."
+        max_length=100,
+        help_text="Letters, digits, - and _; becomes the git tag (e.g. rcb-2026-01).",
+        error_messages={
+            "invalid": "A release name may hold only letters, digits, hyphens (-) and underscores (_), without "
+            "spaces."
+        },
     )
     title = forms.CharField(max_length=200, required=False)
     description = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=5000)
@@ -76,7 +81,7 @@ def _release_page_or_404(name: str) -> selectors.ReleasePage:
         raise Http404(str(exc)) from None
 
 
-@require_GET
+@require_safe
 def release_detail(request: HttpRequest, name: str) -> HttpResponse:
     """A release: its tasks and versions, counts, git tag and commit, its download, citation and board."""
     page = _release_page_or_404(name)
@@ -92,7 +97,7 @@ def release_detail(request: HttpRequest, name: str) -> HttpResponse:
     return render(request, "contributions/release_detail.html", context)
 
 
-@require_GET
+@require_safe
 def release_download(request: HttpRequest, name: str) -> HttpResponse:
     """The release as ``<name>.tar.gz``: the folder ``manage.py export_release`` writes (``papers.yaml`` and
     every task folder), streamed from a temporary file, its SHA-256 in ``Repr-Digest`` (and as the ``ETag``).

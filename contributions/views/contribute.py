@@ -12,7 +12,6 @@ from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.text import capfirst
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation
 
@@ -175,10 +174,7 @@ def _locked(request: HttpRequest, proposal: Proposal) -> HttpResponse:
 def _service_error(form: forms.Form, exc: ProposalError, *, fallback: str | None = None) -> None:
     """Put a service's refusal on the form field it names (or ``fallback``, or the whole form)."""
     field = exc.field if exc.field in form.fields else fallback
-    message = str(exc)
-    if exc.field and message.startswith(f"{exc.field}: "):
-        message = message[len(exc.field) + 2 :]
-    form.add_error(field, capfirst(message))
+    form.add_error(field, exc.words)
 
 
 def contribute(request: HttpRequest) -> HttpResponse:
@@ -491,7 +487,7 @@ def contribute_submit(request: HttpRequest, proposal_id: int) -> HttpResponse:
         try:
             proposal_submit(proposal=proposal, by=request.user)
         except ProposalError as exc:
-            error, error_step = str(exc), FIELD_STEPS.get(exc.field or "", 0)
+            error, error_step = exc.words, FIELD_STEPS.get(exc.field or "", 0)
         else:
             messages.success(
                 request, f"Revision {revision.number} of {proposal.task_key} was submitted for validation."

@@ -21,7 +21,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from contributions import selectors
 from contributions.code_view import RevisionCode, file_anchor, revision_code
@@ -103,7 +103,7 @@ class CommentForm(forms.Form):
 
     def add_service_error(self, error: ProposalError) -> None:
         """Put a service's refusal on the field it names, else on the form."""
-        self.add_error(error.field if error.field in self.fields else None, str(error))
+        self.add_error(error.field if error.field in self.fields else None, error.words)
 
 
 class WithdrawForm(forms.Form):
@@ -177,7 +177,7 @@ class ReviewForm(forms.Form):
     def add_service_error(self, error: ProposalError) -> None:
         """Put a service's refusal on the field it names (the rubric's and the decision's on the form)."""
         fields = {"body": "body", "snippet_overrides": "override_0" if self.overridable else None}
-        self.add_error(fields.get(error.field or ""), str(error))
+        self.add_error(fields.get(error.field or ""), error.words)
 
 
 def _approve_blocked(*, proposal: Proposal, viewer: Any, report: dict[str, Any]) -> str:
@@ -480,7 +480,7 @@ def _meta_rows(proposal: Proposal) -> list[tuple[str, str, bool]]:
 
 
 @login_required
-@require_GET
+@require_safe
 def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
     """The proposal's page for its author and the maintainers; an htmx poll gets the validation fragment."""
     proposal = _proposal_or_404(request, proposal_id)
@@ -569,7 +569,7 @@ def proposal_withdraw_view(request: HttpRequest, proposal_id: int) -> HttpRespon
     try:
         proposal_withdraw(proposal=proposal, by=request.user, reason=form.cleaned_data["reason"])
     except ProposalError as exc:
-        messages.error(request, str(exc))
+        messages.error(request, exc.words)
     else:
         messages.success(request, "The proposal was withdrawn.")
     return redirect("contributions:proposal_detail", proposal_id=proposal.pk)
@@ -592,7 +592,7 @@ class QueueFilterForm(forms.Form):
 
 @login_required
 @permission_required(REVIEW_PERMISSION, raise_exception=True)
-@require_GET
+@require_safe
 def review_queue(request: HttpRequest) -> HttpResponse:
     """Proposals waiting for maintainers, longest waiting first, with filters; htmx swaps only the table."""
     form = QueueFilterForm(request.GET or None)
@@ -620,7 +620,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_safe
 def notification_list(request: HttpRequest) -> HttpResponse:
     """The signed-in user's notifications, unread first, newest first within each."""
     rows = list(selectors.notification_list(user=request.user, limit=200))

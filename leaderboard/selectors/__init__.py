@@ -21,8 +21,9 @@ Contracts common to every selector:
 - They read the aggregated read models only (``leaderboard.models``), never raw results, except
   ``snippet_detail`` which lists the individual completions of one snippet (rows, not aggregates) and
   ``snippet_problem`` which rebuilds one snippet's problem from its task version's stored bytes, and
-  ``model_detail``'s memorisation figures, one grouped count over its run's passed completions (the figures
-  are stored on each completion with its verdict: no page tokenises code).
+  ``model_detail``'s memorisation figures and the board's (``run_verbatim_shares``), one grouped count over
+  the runs' passed completions (the figures are stored on each completion with its verdict: no page
+  tokenises code).
 - They run a constant number of queries whatever the number of models, runs or papers (tested).
 - They return frozen dataclasses (plain values: str, int, float, bool, date, tuples, dicts) that templates,
   serializers and CSV exports read directly. Scores are percentages (0-100); ``None`` means "no score"

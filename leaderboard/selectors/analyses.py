@@ -8,8 +8,8 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import date
 
-from contributions.models import Paper
-from evaluation.models import TestResult
+from contributions.models import Paper, Release
+from evaluation.models import EvaluationRun, TestResult
 from leaderboard.cutoffs import global_selection, model_cutoff, release_cutoffs, release_paper_dates
 from leaderboard.models import Contamination, RunErrorCount, RunPaperScore, RunScore, ScoreMode, SnippetStat
 from leaderboard.selectors.board import LeaderboardFilters, board_scores
@@ -48,6 +48,9 @@ class ErrorBreakdown:
     infrastructure: tuple[ErrorCountRow, ...]
     per_model: tuple[ModelErrors, ...]
     labels: dict[str, str]
+    #: the names of the models whose run shown was imported from the paper's published results: verdicts
+    #: without test output, so their failures can only be counted as unclassified
+    without_output: tuple[str, ...] = ()
 
 
 def error_breakdown(*, filters: LeaderboardFilters | None = None) -> ErrorBreakdown:
@@ -75,7 +78,31 @@ def error_breakdown(*, filters: LeaderboardFilters | None = None) -> ErrorBreakd
         for s in board
     )
     labels = {r.category: r.label for r in (*categories, *infra)}
-    return ErrorBreakdown(categories=categories, infrastructure=infra, per_model=per_model, labels=labels)
+    return ErrorBreakdown(
+        categories=categories,
+        infrastructure=infra,
+        per_model=per_model,
+        labels=labels,
+        without_output=tuple(
+            s.run.model.name for s in board if s.run.source == EvaluationRun.Source.IMPORTED
+        ),
+    )
+
+
+def release_with_test_output() -> str | None:
+    """The name of the release the errors page starts on: the first, in the order that picks the default
+    release (marked default, else the newest), with a finished run that holds test output (any run not
+    imported from the paper's published results, which hold verdicts only); None when no release has one.
+    One query."""
+    tested = EvaluationRun.objects.filter(status=EvaluationRun.Status.FINISHED).exclude(
+        source=EvaluationRun.Source.IMPORTED
+    )
+    return (
+        Release.objects.filter(pk__in=tested.values("release_id"))
+        .order_by("-is_default", "-created_at", "-pk")
+        .values_list("name", flat=True)
+        .first()
+    )
 
 
 # --- contamination page -------------------------------------------------------------------------------

@@ -85,6 +85,19 @@ class RunSummary:
     #: forged / (forged + confirmed) in percent; None when not measured (results imported without code, or
     #: no pass confirmed or forged)
     forging_rate: float | None = None
+    #: what the run covers when it has no release (e.g. "new task rmsnorm v2", a run queued on approval)
+    label: str = ""
+
+    @property
+    def status_label(self) -> str:
+        """The run's status in words ("Queued", "Testing", ...)."""
+        return EvaluationRun.Status(self.status).label
+
+    @property
+    def scored(self) -> bool:
+        """Whether the run has a score to show: a run not yet judged on any snippet (queued, or still
+        generating) has none, rather than a score of 0."""
+        return self.scaled_pass_at_1 is not None
 
 
 @dataclass(frozen=True)
@@ -158,6 +171,10 @@ def _forging(runs: Iterable[RunSummary]) -> Forging:
 
 
 def _summary(run: EvaluationRun, score: RunScore | None) -> RunSummary:
+    """The run as the model page lists it; a run not final and not yet judged on any snippet has no scores
+    (None, not 0)."""
+    if score is not None and not score.snippets and not run.is_final:
+        score = None
     measured = score is not None and run.source != EvaluationRun.Source.IMPORTED
     return RunSummary(
         run_id=run.pk,
@@ -178,6 +195,7 @@ def _summary(run: EvaluationRun, score: RunScore | None) -> RunSummary:
         forging_rate=forging_rate(forged=score.passes_forged, confirmed=score.passes_confirmed)
         if measured
         else None,
+        label=run.label,
     )
 
 
@@ -207,13 +225,14 @@ def model_detail(*, key: str, run_id: int | None = None) -> ModelDetail:
         RunErrorCount.objects.filter(run=chosen).values_list("category", "tier", "count")
     )
     grid = _verdict_grid(chosen)
+    summary = _summary(chosen, scores[chosen.pk].get(Contamination.NONE))
     before = [p for p, row in zip(paper_rows, per_paper, strict=True) if row.after_cutoff is False]
     after = [p for p, row in zip(paper_rows, per_paper, strict=True) if row.after_cutoff is True]
     return ModelDetail(
         model=ModelRef.of(model),
         runs=summaries,
-        run=_summary(chosen, scores[chosen.pk].get(Contamination.NONE)),
-        scores={mode: score_from_row(s) for mode, s in scores[chosen.pk].items()},
+        run=summary,
+        scores={mode: score_from_row(s) for mode, s in scores[chosen.pk].items()} if summary.scored else {},
         per_paper=per_paper,
         errors=errors,
         infrastructure_errors=infra,
@@ -234,6 +253,23 @@ def _verbatim_share(rows: list[dict]) -> VerbatimShare:
         near_verbatim=verbatim,
         share=100 * verbatim / measured if measured else None,
     )
+
+
+def run_verbatim_shares(*, run_ids: Iterable[int]) -> dict[int, VerbatimShare]:
+    """The near-verbatim share of each run of ``run_ids`` over its passes (``Memorisation.all`` of the model
+    page, docs/scoring.md#memorisation): one grouped count over the runs' passed completions, whose
+    figures are stored with each verdict. A run without a pass is absent."""
+    rows = (
+        Completion.objects.filter(run_id__in=list(run_ids), result__passed=True)
+        .values("run_id")
+        .annotate(
+            passes=Count("id"),
+            measured=Count("id", filter=Q(near_verbatim__isnull=False)),
+            verbatim=Count("id", filter=Q(near_verbatim=True)),
+        )
+        .order_by()
+    )
+    return {r["run_id"]: _verbatim_share([r]) for r in rows}
 
 
 def _memorisation(run: EvaluationRun, cutoff: date | None) -> Memorisation:
@@ -263,13 +299,14 @@ def _chosen_run(
 ) -> EvaluationRun | None:
     """The run the model page shows: ``run_id`` when given (``EvaluationRun.DoesNotExist`` unless it is one
     of ``runs``), else the first of ``runs`` in ``scores`` that is finished with the paper in the prompt,
-    else the first of ``runs`` in ``scores``; None when there is none."""
+    else the first of ``runs`` in ``scores``, of the runs with a score (``RunSummary.scored``); None when
+    there is none."""
     if run_id is not None:
         chosen = next((r for r in runs if r.pk == run_id), None)
         if chosen is None:
             raise EvaluationRun.DoesNotExist(f"run {run_id} is not a run of {key}")
         return chosen
-    scored = [r for r in runs if r.pk in scores]
+    scored = [r for r in runs if _summary(r, scores.get(r.pk, {}).get(Contamination.NONE)).scored]
     preferred = [r for r in scored if r.status == EvaluationRun.Status.FINISHED and r.with_paper]
     return (preferred or scored or [None])[0]
 

@@ -49,7 +49,7 @@ def test_a_new_proposal_is_a_draft_with_its_creation_in_the_history():
 
 
 def test_refuses_a_task_key_that_is_not_a_slug_naming_the_field():
-    with pytest.raises(ProposalError, match="not a slug") as caught:
+    with pytest.raises(ProposalError, match="may hold only letters, digits, hyphens") as caught:
         proposal_create(author=UserFactory(), task_key="../etc")
     assert caught.value.field == "task_key"
 

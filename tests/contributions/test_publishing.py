@@ -253,6 +253,10 @@ def test_a_bad_release_cut_is_an_error_on_its_field_and_creates_nothing(
     client.force_login(maintainer)
     response = cut(client, name="not a slug!", task_versions=[a.pk])
     assert response.status_code == 200 and response.context["form"].errors.keys() == {"name"}
+    assert (
+        "may hold only letters, digits, hyphens (-) and underscores (_)"
+        in response.context["form"].errors["name"][0]
+    )
     response = cut(client, name="r1", task_versions=["999999", "x"])
     assert "task_versions" in response.context["form"].errors
     response = cut(client, name="r1")

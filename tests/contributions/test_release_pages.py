@@ -19,6 +19,7 @@ from contributions.models import Release
 from tests.contributions.conftest import all_files
 from tests.factories import (
     EvaluationRunFactory,
+    MaintainerFactory,
     ReleaseEntryFactory,
     TaskVersionFactory,
 )
@@ -63,6 +64,27 @@ def test_release_download_is_the_folder_export_release_writes(client, small_pset
     assert response["ETag"] == f'"{digest.hexdigest()}"'
     # The same release gives the same bytes (no time or owner in the archive).
     assert b"".join(client.get("/releases/r1/download/").streaming_content) == body
+
+
+def test_release_download_answers_head_without_a_body(client, small_pset):
+    services.release_create_from_pset(path=small_pset(), name="r1")
+
+    response = client.head("/releases/r1/download/")
+
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == 'attachment; filename="r1.tar.gz"'
+    assert client.head("/releases/r1/").status_code == 200
+
+
+def test_release_page_offers_visitors_the_download_and_only_maintainers_the_command(client, small_pset):
+    services.release_create_from_pset(path=small_pset(), name="r1")
+
+    html = client.get("/releases/r1/").content.decode()
+    assert 'href="/releases/r1/download/"' in html and "manage.py" not in html
+
+    client.force_login(MaintainerFactory())
+    html = client.get("/releases/r1/").content.decode()
+    assert "<code>manage.py export_release r1 FOLDER</code>" in html
 
 
 def test_metadata_only_release_has_a_page_without_download(client, small_pset):

@@ -351,7 +351,7 @@ def test_a_comment_on_a_line_the_file_lacks_is_refused_naming_the_line(client):
         f"/contribute/{proposal.pk}/comment/", {"body": "x", "file": "rmsnorm.py", "line": "999"}
     )
     assert response.status_code == 400
-    assert "line: rmsnorm.py has lines 1 to" in response.content.decode()
+    assert "The file rmsnorm.py has lines 1 to" in response.content.decode()
     assert not proposal.comments.exists()
 
 
@@ -426,7 +426,7 @@ def test_approval_with_a_snippet_not_checked_is_refused_until_a_reason_is_writte
     refused = client.post(f"/contribute/{proposal.pk}/review/", {"decision": "approve", **RUBRIC_POST})
     assert refused.status_code == 400
     assert (
-        "accept each snippet not checked by the test with a written reason: compute rms"
+        "Accept each snippet not checked by the test with a written reason: compute rms"
         in refused.content.decode()
     )
     proposal.refresh_from_db()
@@ -443,7 +443,8 @@ def test_approval_with_a_snippet_not_checked_is_refused_until_a_reason_is_writte
         {"decision": "approve", "override_reason_0": "covered", "override_0": explanation},
     )
     assert unchecked.status_code == 400
-    assert "check every item before approving" in unchecked.content.decode()
+    assert "Check every item of the rubric before approving" in unchecked.content.decode()
+    assert "rubric:" not in unchecked.content.decode()
 
     accepted = client.post(
         f"/contribute/{proposal.pk}/review/",
@@ -461,7 +462,7 @@ def test_request_changes_needs_a_reason_then_moves_the_proposal_and_notifies_the
     proposal = proposal_validated()
     client.force_login(MaintainerFactory())
     refused = client.post(f"/contribute/{proposal.pk}/review/", {"decision": "request_changes", "body": ""})
-    assert refused.status_code == 400 and "body: give a reason" in refused.content.decode()
+    assert refused.status_code == 400 and "Give a reason" in refused.content.decode()
 
     response = client.post(
         f"/contribute/{proposal.pk}/review/", {"decision": "request_changes", "body": "Rename `compute rms`."}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from html import unescape
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 from django.test import Client
 
 from contributions.models import Notification, Proposal, ProposalEvent
-from contributions.proposal_status import NEXT_STEPS, QUIET
+from contributions.proposal_status import NEXT_STEPS, QUIET, validation_outcome
 from contributions.services import (
     proposal_review,
     proposal_submit,
@@ -383,3 +384,12 @@ def test_email_links_are_absolute_on_the_default_site_address(
     assert links and all(
         line == f"Open the proposal: {settings.RCB_SITE_URL}/contribute/{proposal.pk}/" for line in links
     )
+
+
+def test_validation_outcome_of_several_unchecked_snippets_says_their_tests():
+    second = replace(NOT_CHECKED, snippet="scale", message="snippet 'scale' is not checked by the test")
+    report = validation_report(NOT_CHECKED, second).to_dict()
+
+    outcome = validation_outcome(status="failed", report=report)
+
+    assert outcome.label == "2 snippets not checked by their tests"

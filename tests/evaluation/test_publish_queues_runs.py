@@ -3,13 +3,16 @@ active portal-run model (managed by the maintainers) on it, and of no other mode
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from contributions.models import Proposal, TaskVersion
 from contributions.signals import task_version_published
 from evaluation.models import Completion, EvaluationRun, LanguageModel
+from leaderboard.services import leaderboard_refresh_run
 from tests.factories import LanguageModelFactory, MaintainerFactory, UserFactory
-from tests.factories.builders import proposal_approved, proposal_validated
+from tests.factories.builders import make_benchmark, make_run, proposal_approved, proposal_validated
 
 pytestmark = pytest.mark.django_db
 
@@ -58,3 +61,26 @@ def test_a_repeated_publication_message_queues_nothing_twice(django_capture_on_c
     task_version_published.send(sender=TaskVersion, task_version_id=version.pk, by_user_id=maintainer.pk)
     task_version_published.send(sender=TaskVersion, task_version_id=10**9, by_user_id=None)
     assert EvaluationRun.objects.count() == 1
+
+
+def test_model_page_shows_a_queued_approval_run_as_queued_with_what_it_covers_not_as_zero(
+    client, django_capture_on_commit_callbacks
+):
+    portal = LanguageModelFactory(key="PORTAL", name="Portal Model")
+    release, snippets = make_benchmark({"p1": (None, [1, 1])})
+    finished = make_run(snippets, {"p1": "P F"}, model=portal, release=release)
+    leaderboard_refresh_run(run=finished)
+    publish(django_capture_on_commit_callbacks)
+    queued = EvaluationRun.objects.get(status=EvaluationRun.Status.QUEUED)
+    leaderboard_refresh_run(run=queued)  # a score row of nothing judged yet
+
+    html = client.get("/models/PORTAL/").content.decode()
+
+    row = re.search(rf"<tr>\s*<td><a href=\"\?run={queued.pk}\">.*?</tr>", html, re.S).group(0)
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", row))
+    assert "no release: new task rmsnorm-new v1" in text
+    assert "Queued" in text and "queued: no score yet" in text and "0.00" not in text
+    assert f"the page shows run {finished.pk}" in html
+
+    shown = client.get(f"/models/PORTAL/?run={queued.pk}").content.decode()
+    assert "not scored yet: the run is queued" in shown

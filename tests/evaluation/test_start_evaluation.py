@@ -170,6 +170,28 @@ def test_contributor_cannot_open_or_post_the_start_page(db, client, fake_llm):
     assert not EvaluationRun.objects.exists()
 
 
+def test_the_queued_message_shows_once_and_the_progress_poll_removes_it_once_the_run_starts(
+    db, client, fake_llm
+):
+    make_release()
+    model = fake_llm_model(fake_llm.base_url)
+    client.force_login(MaintainerFactory())
+    started = client.post(START_URL, {**settings_post(model.key, "r1"), "confirm": "yes"})
+    run = EvaluationRun.objects.get()
+    poll = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "run-progress"}
+    removal = f'<li id="message-run-{run.pk}-queued" hx-swap-oob="delete">'
+
+    page = client.get(started.url).content.decode()
+    assert re.search(
+        rf'<li class="message message-success" id="message-run-{run.pk}-queued">Run {run.pk} ', page
+    )
+    assert "was queued." not in client.get(started.url).content.decode()  # shown once
+    assert removal not in client.get(started.url, **poll).content.decode()  # still true while queued
+
+    EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.GENERATING)
+    assert removal in client.get(started.url, **poll).content.decode()
+
+
 def test_anonymous_visitor_is_sent_to_sign_in(db, client):
     response = client.get(START_URL)
     assert response.status_code == 302 and response.url.startswith("/accounts/login/")

@@ -5,6 +5,7 @@ filters the board, its API and its cache entries."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
 from django.core.cache import cache
@@ -109,6 +110,18 @@ def test_global_rule_without_any_known_cutoff_keeps_only_dated_papers(db):
     assert row.score.scaled_pass_at_1 == pytest.approx(100.0)
 
 
+def test_contamination_page_says_every_paper_is_dated_without_a_double_negative(client):
+    cache.clear()
+    rel, snippets = make_benchmark({"dated": (dt.date(2025, 1, 10), [2])}, release="r")
+    scored(make_run(snippets, {"dated": "P"}, release=rel))
+
+    html = get(client, reverse("leaderboard:contamination"))
+
+    note = html[html.index('id="undated-rule"') :].split("</p>", 1)[0]
+    assert "every one of these papers has a known first-commit date." in note
+    assert "has no known" not in note
+
+
 def test_contamination_page_states_the_unknown_date_rule_with_a_count(client, undated_release):
     html = get(client, reverse("leaderboard:contamination"))
     note = html[html.index('id="undated-rule"') :].split("</p>", 1)[0]
@@ -151,13 +164,20 @@ def test_date_window_leaves_out_papers_with_an_unknown_date(client, undated_rele
     assert "1 paper with an unknown date is outside every window." in html
 
 
+def _errors(html: str) -> str:
+    """The words of the page's field errors."""
+    return " ".join(re.findall(r'class="[^"]*error[^"]*"[^>]*>(.*?)</', html, re.S))
+
+
 def test_bad_window_dates_are_reported_naming_the_field_and_the_board_still_shows(client, two_releases):
     html = get(client, "/", paper_from="2024-13-01", paper_to="soon")
-    assert "paper_from: &#x27;2024-13-01&#x27; is not a date" in html
-    assert "paper_to: &#x27;soon&#x27; is not a date" in html
+    assert "Paper date from must be a date such as 2024-07-01, not “2024-13-01”" in html
+    assert "Paper date to must be a date such as 2024-07-01, not “soon”" in html
+    assert "paper_from" not in _errors(html) and "paper_to" not in _errors(html)
     assert Page(html).rows and 'id="window-summary"' not in html
     html = get(client, "/", paper_from="2025-01-01", paper_to="2024-01-01")
-    assert "paper_to: 2024-01-01 is before paper_from (2025-01-01)." in html
+    assert "The paper-date window ends (2024-01-01) before it starts (2025-01-01)" in html
+    assert "paper_to" not in _errors(html)
     assert "2025-01-01 – (no end)" in html
     assert 'name="paper_to" value=""' in html  # the control shows the bound that applies: none
 

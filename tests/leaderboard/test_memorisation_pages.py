@@ -12,6 +12,7 @@ import pytest
 from contributions.models import Snippet
 from evaluation.models import Completion, EvaluationRun
 from evaluation.services.verdicts import test_result_record
+from leaderboard.services import leaderboard_refresh_run
 from leaderboard.views import snippet_url
 from tests.evaluation.run_helpers import FAILED, PASSED
 from tests.factories import EvaluationRunFactory, LanguageModelFactory, make_benchmark
@@ -177,3 +178,55 @@ def test_model_page_says_why_passes_without_stored_code_cannot_be_compared(clien
 
     assert f"None of run {board.run.pk}'s 3 passes could be compared with its reference" in _text(html)
     assert 'id="memorisation-table"' not in html
+
+
+def _finish(run: EvaluationRun) -> None:
+    EvaluationRun.objects.filter(pk=run.pk).update(
+        status=EvaluationRun.Status.FINISHED, finished_at=dt.datetime.now(dt.UTC)
+    )
+    leaderboard_refresh_run(run=run)
+
+
+def test_board_row_marks_a_run_with_near_verbatim_passes_with_its_share(client, board):
+    _finish(board.run)
+    clean = EvaluationRunFactory(
+        model=LanguageModelFactory(key="CLEAN"), release=board.release, status=EvaluationRun.Status.FINISHED
+    )
+    leaderboard_refresh_run(run=clean)
+
+    html = client.get("/").content.decode()
+
+    rows = {
+        m.group(1): m.group(2) for m in re.finditer(r'<tr[^>]*data-model="([^"]+)">(.*?)</tr>', html, re.S)
+    }
+    assert "50% near verbatim" in rows["MEMO"]
+    assert "1 of the 2 passes compared with the reference reproduces it almost as written" in _text(
+        rows["MEMO"]
+    )
+    assert "near verbatim" not in rows["CLEAN"]
+    assert_accessible(html)
+
+
+def test_compare_runs_table_shows_each_runs_near_verbatim_share(client, board):
+    other = EvaluationRunFactory(
+        model=LanguageModelFactory(key="OTHER"), release=board.release, status=EvaluationRun.Status.TESTING
+    )
+    item = Completion.objects.create(
+        run=other,
+        snippet=board.snippets["OLD"][0],
+        completion_idx=0,
+        stage=Completion.Stage.PENDING_TEST,
+        code=RENAMED,
+    )
+    test_result_record(completion_id=item.pk, verdict=PASSED, worker_host="h", attempt=1)
+    _finish(board.run)
+    _finish(other)
+
+    html = client.get("/compare/?models=MEMO&models=OTHER").content.decode()
+
+    table = re.search(r'<table class="table" id="compare-runs">.*?</table>', html, re.S).group(0)
+    assert "Near-verbatim passes" in table
+    memo, plain = re.findall(r"<tr>\s*<th scope=\"row\">.*?</tr>", table, re.S)
+    assert "50.0% 1 of 2 compared 50% near verbatim" in _text(memo)
+    assert "0.0% 0 of 1 compared" in _text(plain) and "near verbatim" not in plain
+    assert_accessible(html)

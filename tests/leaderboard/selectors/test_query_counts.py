@@ -17,7 +17,7 @@ from leaderboard.selectors.analyses import (
     snippet_stats_table,
 )
 from leaderboard.selectors.board import LeaderboardFilters, filter_choices, leaderboard_rows
-from leaderboard.selectors.models import model_detail
+from leaderboard.selectors.models import model_detail, run_verbatim_shares
 from leaderboard.selectors.papers import paper_detail
 from leaderboard.selectors.snippets import snippet_detail
 from leaderboard.services import leaderboard_refresh_runs
@@ -76,6 +76,7 @@ CASES: dict[str, Callable[[dict], object]] = {
     "paper_scores_table": lambda ctx: paper_scores_table(),
     "snippet_stats_table": lambda ctx: snippet_stats_table(),
     "filter_choices": lambda ctx: filter_choices(),
+    "run_verbatim_shares": lambda ctx: run_verbatim_shares(run_ids=[r.run_id for r in leaderboard_rows()]),
 }
 
 
