@@ -44,14 +44,14 @@ FIX_HINTS: Mapping[str, str] = {
 #: The hint for a check ``FIX_HINTS`` does not name.
 GENERIC_HINT = "Fix what each error below says, then upload a new revision."
 
-#: key -> (label, tone): the words of every status. A label may name ``{n}`` (a count) and ``{s}`` ("" or
-#: "s"); the tone is the badge's colour (``badge tone-<tone>`` in review.css).
+#: key -> (label, tone): the words of every status. A label may name ``{n}`` (a count), ``{s}`` ("" or
+#: "s") and ``{its}`` ("its" or "their"); the tone is the badge's colour (``badge tone-<tone>`` in review.css).
 STATUS_WORDS: Mapping[str, tuple[str, str]] = {
     "draft": ("Draft", "neutral"),
     "waiting": ("Waiting for validation", "info"),
     "validating": ("Validating", "info"),
     "ready": ("Ready for review", "ok"),
-    "needs_fix": ("Needs a fix: {n} snippet{s} not checked by its test", "warn"),
+    "needs_fix": ("Needs a fix: {n} snippet{s} not checked by {its} test", "warn"),
     "validation_failed": ("Validation failed", "bad"),
     "could_not_run": ("Validation could not run", "bad"),
     "changes_requested": ("Changes requested", "warn"),
@@ -207,7 +207,7 @@ def report_blocking(report: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _words(key: str, n: int = 0) -> tuple[str, str]:
     label, tone = STATUS_WORDS[key]
-    return label.format(n=n, s="" if n == 1 else "s"), tone
+    return label.format(n=n, s="" if n == 1 else "s", its="its" if n == 1 else "their"), tone
 
 
 def validation_outcome(*, status: str | None, report: Mapping[str, Any] | None) -> ValidationOutcome:

@@ -393,3 +393,10 @@ def test_validation_outcome_of_several_unchecked_snippets_says_their_tests():
     outcome = validation_outcome(status="failed", report=report)
 
     assert outcome.label == "2 snippets not checked by their tests"
+
+
+def test_a_count_agrees_with_its_words():
+    from contributions.proposal_status import _words
+
+    assert _words("needs_fix", 1)[0] == "Needs a fix: 1 snippet not checked by its test"
+    assert _words("needs_fix", 2)[0] == "Needs a fix: 2 snippets not checked by their test"
