@@ -521,6 +521,7 @@ def _model_context(key: str, params: QueryDict, *, grid_only: bool = False) -> d
         "dated_chart": _model_dated_chart(detail),
         "page_title": name,
         "d": detail,
+        "run_groups": _run_groups(detail),
         "heatmap": charts.skippable(heat),
         "error_chart": charts.skippable(error_chart),
         "cutoff_chart": charts.skippable(cutoff_chart) if cutoff_chart else "",
@@ -544,6 +545,15 @@ def _model_context(key: str, params: QueryDict, *, grid_only: bool = False) -> d
         if detail.memorisation and detail.memorisation.before_cutoff
         else [],
     }
+
+
+def _run_groups(detail: ModelDetail) -> list[dict]:
+    """The model's runs by setting (release, template, paper setting), newest setting first: only runs of
+    one setting are comparable, so the table lines up each setting's runs under its own heading."""
+    groups: dict[Setting, list] = {}
+    for r in detail.runs:
+        groups.setdefault(Setting.of(r), []).append(r)
+    return [{"setting": setting, "runs": runs} for setting, runs in groups.items()]
 
 
 def _model_dated_chart(detail: ModelDetail) -> str:

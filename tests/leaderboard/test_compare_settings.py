@@ -106,3 +106,14 @@ def test_the_picker_keeps_display_names_takes_a_unique_part_and_offers_the_match
         f"{COMPARE}?models=GPT-4.1&models=DeepSeek+R1",
         f"{COMPARE}?models=GPT-4.1&models=DeepSeek+V3",
     ]
+
+
+def test_the_model_page_lines_up_its_runs_by_setting(client, world):
+    html = get(client, reverse("leaderboard:model", args=["DEEPSEEK_V3"]))
+    groups = re.findall(r'<tbody class="run-group">(.*?)</tbody>', html, re.S)
+    heads = [text(re.search(r'<tr class="group-head">(.*?)</tr>', g, re.S).group(1)).strip() for g in groups]
+    assert heads == [
+        "Release r1, template rcb-v2, without the paper · 1 run",
+        "Release r1, template rcb-v2, with the paper · 1 run",
+    ]
+    assert all(len(re.findall(r"#\d+", g)) == 1 for g in groups)

@@ -52,7 +52,7 @@ class Page(HTMLParser):
             self.tables[-1]["caption"] = True
         elif tag == "th" and self.tables:
             self.tables[-1]["th"] += 1
-            self.tables[-1]["th_scoped"] += a.get("scope") in ("col", "row")
+            self.tables[-1]["th_scoped"] += a.get("scope") in ("col", "row", "colgroup", "rowgroup")
         elif tag == "label":
             self.label_depth += 1
             if a.get("for"):
