@@ -17,6 +17,7 @@ import sys
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 #: The oldest Python the sandbox's harness (``sandbox/_harness.py``) runs under: an evaluation interpreter
 #: must be this or newer, while the core itself installs on 3.10 (pyproject.toml).
@@ -133,21 +134,7 @@ def resolve_environment(python: str | None = None) -> Environment:
             f"evaluation interpreter {path!r} does not exist; pass --python PATH or set RCB_EVAL_PYTHON"
         )
     code = f"HEAVY = {HEAVY_MODULES!r}\n{_PROBE}"
-    try:
-        done = subprocess.run(
-            [path, "-I", "-c", code],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={"PATH": "/usr/bin:/bin"},
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise EvalEnvironmentError(f"cannot run evaluation interpreter {path!r}: {exc}") from exc
-    if done.returncode != 0:
-        raise EvalEnvironmentError(
-            f"evaluation interpreter {path!r} failed to start (exit {done.returncode}): {_last_line(done.stderr)}"
-        )
-    info = json.loads(done.stdout.strip().splitlines()[-1])
+    info = _probe(path, code)
     packages = tuple(info["packages"])
     req = requirements_hash(packages)
     env = Environment(
@@ -176,9 +163,15 @@ def missing_modules(python: str, names: set[str] | list[str] | tuple[str, ...]) 
     wanted = sorted(set(names))
     if not wanted:
         return []
+    return sorted(_probe(python, _FIND, *wanted))
+
+
+def _probe(python: str, code: str, *args: str) -> Any:
+    """The JSON that ``code`` prints last when ``python`` runs it isolated (``-I``, a bare PATH); raises
+    ``EvalEnvironmentError`` when the interpreter does not run or exits non-zero."""
     try:
         done = subprocess.run(
-            [python, "-I", "-c", _FIND, *wanted],
+            [python, "-I", "-c", code, *args],
             capture_output=True,
             text=True,
             timeout=120,
@@ -188,9 +181,9 @@ def missing_modules(python: str, names: set[str] | list[str] | tuple[str, ...]) 
         raise EvalEnvironmentError(f"cannot run evaluation interpreter {python!r}: {exc}") from exc
     if done.returncode != 0:
         raise EvalEnvironmentError(
-            f"evaluation interpreter {python!r} failed to start (exit {done.returncode})"
+            f"evaluation interpreter {python!r} failed to start (exit {done.returncode}): {_last_line(done.stderr)}"
         )
-    return sorted(json.loads(done.stdout.strip().splitlines()[-1]))
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def version_tuple(version: str) -> tuple[int, int]:
