@@ -254,6 +254,9 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = not STATIC_MANIFEST
+# Without the manifest, files are looked up when asked for (an edit shows at once) rather than listed when the
+# middleware starts: listing them all took about 50 ms each time a handler was built (every test client).
+WHITENOISE_AUTOREFRESH = not STATIC_MANIFEST
 MEDIA_ROOT = VAR_DIR / "media"
 
 # --- Transport security ----------------------------------------------------------------------------------------

@@ -36,6 +36,16 @@ CHROMIUM_ARGS = (
 LONG_MARKERS = ("slow", "browser")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Passwords are hashed with a fast hasher in the test processes: PBKDF2's 1.2 million rounds take about
+    0.4 s a hash, and every account a test makes and every sign-in pays it (more than half the time of the
+    account and review tests). No test is about the hasher; production keeps Django's default. Set before any
+    password is hashed (Django caches the hashers on first use)."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(autouse=True)
 def _empty_cache() -> None:
     """Each test starts with the embedded default cache (this process's memory) empty: what an earlier test
