@@ -24,30 +24,37 @@ from researchcodebench.scoring import PairedDifference, paired_difference
 @dataclass(frozen=True, order=True)
 class Setting:
     """What a score is relative to: the release (None: a run on no release), the prompt template and
-    whether the paper was in the prompt. Scores of different settings are on different tasks or prompts."""
+    whether the paper was in the prompt; for a run on no release, ``covers``: what it covers instead (its
+    ``RunSummary.label``, such as "new task rmsnorm v2" for a run queued on the task's approval). Scores of
+    different settings are on different tasks or prompts."""
 
     release: str | None
     template: str
     with_paper: bool
+    covers: str = ""
 
     @classmethod
     def of(cls, run: RunSummary) -> Setting:
-        return cls(run.release, run.template, run.with_paper)
+        return cls(run.release, run.template, run.with_paper, "" if run.release else run.label)
 
     @property
     def label(self) -> str:
         paper = "with the paper" if self.with_paper else "without the paper"
-        release = f"release {self.release}" if self.release else "no release"
+        if self.release:
+            release = f"release {self.release}"
+        else:
+            release = f"{self.covers} (not in a release)" if self.covers else "no release"
         return f"{release}, template {self.template}, {paper}"
 
     @property
     def query(self) -> dict[str, str]:
         """The comparison's query parameters that pick this setting."""
-        return {
+        query = {
             "release": self.release or "",
             "template": self.template,
             "paper": "with" if self.with_paper else "without",
         }
+        return {**query, "covers": self.covers} if self.covers else query
 
 
 @dataclass(frozen=True)
