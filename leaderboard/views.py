@@ -52,7 +52,7 @@ from leaderboard.selectors.analyses import (
     release_with_test_output,
 )
 from leaderboard.selectors.board import PaperWindow, Row, developer_names, leaderboard_rows, paper_window
-from leaderboard.selectors.compare import ModelComparison, Setting, model_compare
+from leaderboard.selectors.compare import COMPARE_LIMIT, ModelComparison, Setting, model_compare
 from leaderboard.selectors.curation import snippet_curation
 from leaderboard.selectors.models import (
     SEARCH_LIMIT,
@@ -1275,8 +1275,6 @@ def model_search(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
-#: the most models one comparison shows (each costs a model page's queries)
-COMPARE_LIMIT = 6
 #: the most names of a comparison's query that are read (the rest are ignored)
 COMPARE_NAMES_READ = 2 * COMPARE_LIMIT
 
