@@ -305,3 +305,17 @@ class FilesForm(forms.Form):
             key: data.get(key, default) if data.get(key) is not None else default
             for key, default in MANIFEST_DEFAULTS.items()
         }
+
+
+#: what a person calls the answers a proposal service may name (``ProposalError.field``) that no single field
+#: of the contribution form holds
+_ANSWER_LABELS = {"code": "Code", "meta": "Paper details", "manifest": "Files"}
+
+
+def contribution_label(field: str | None) -> str | None:
+    """The label of the contribution form's answer ``field`` (a ``ProposalError.field``), for a refusal shown
+    away from that field; None for no field or one a person never answers."""
+    for form in (PaperMetaForm, CodeForm, FilesForm):
+        if field in form.base_fields:
+            return str(form.base_fields[field].label)
+    return _ANSWER_LABELS.get(field or "")

@@ -157,23 +157,25 @@ def endpoint_refusal(url: str) -> str | None:
     )
 
 
+def endpoint_problem(model: LanguageModel) -> str | None:
+    """Why the portal may not call ``model``'s endpoint, in words that name no field key (None when it may):
+    it has none (no base URL, and its provider no default one), or its host is not allowed
+    (``endpoint_refusal``)."""
+    url = model.base_url or PROVIDER_BASE_URLS.get(model.provider)
+    if not url:
+        return f"its provider ({model.get_provider_display()}) has no default endpoint; set a base URL"
+    return endpoint_refusal(url)
+
+
 def base_url_for(model: LanguageModel) -> str:
     """The endpoint of ``model``: its own base URL, else its provider's default.
 
-    ``LLMError`` when there is none or its host is not allowed (``endpoint_refusal``).
+    ``LLMError`` when there is none or its host is not allowed (``endpoint_problem``).
     """
-    if model.base_url:
-        url = model.base_url
-    elif model.provider in PROVIDER_BASE_URLS:
-        url = PROVIDER_BASE_URLS[model.provider]
-    else:
-        raise LLMError(
-            f"model {model.key!r}: provider {model.provider!r} has no default endpoint; set a base URL"
-        )
-    refusal = endpoint_refusal(url)
-    if refusal:
-        raise LLMError(f"model {model.key!r}: {refusal}")
-    return url
+    problem = endpoint_problem(model)
+    if problem:
+        raise LLMError(f"model {model.key!r}: {problem}")
+    return model.base_url or PROVIDER_BASE_URLS[model.provider]
 
 
 def api_key_for(model: LanguageModel) -> str:
@@ -182,7 +184,7 @@ def api_key_for(model: LanguageModel) -> str:
     if not model.api_key_env:
         if model.provider in LOCAL_PROVIDERS:
             return "not-needed"
-        raise LLMError(f"model {model.key!r} names no API key variable (api_key_env is empty)")
+        raise LLMError(f"model {model.key!r} names no API key environment variable: set one on the model")
     refusal = key_env_refusal(model.api_key_env)
     if refusal:
         raise LLMError(f"model {model.key!r}: {refusal}")

@@ -31,6 +31,7 @@ from leaderboard import serializers as s
 from leaderboard.scopes import Scope
 from leaderboard.selectors.analyses import error_breakdown, paper_scores_table, snippet_stats_table
 from leaderboard.selectors.board import leaderboard_rows
+from leaderboard.selectors.compare import COMPARE_LIMIT, comparison_summary
 from leaderboard.selectors.models import model_detail, model_list
 from leaderboard.selectors.papers import paper_detail, paper_list
 from leaderboard.selectors.snippets import snippet_detail, snippet_list
@@ -193,6 +194,44 @@ class LeaderboardSnippetsApi(_Table):
         paper = _parse(s.SnippetQuerySerializer, request).validated_data.get("paper")
         rows = snippet_stats_table(paper=paper)
         return {"results": s.rows_data(s.SnippetStatRowSerializer, rows), "count": len(rows)}
+
+
+class CompareApi(_Cached):
+    renderer_classes = [FastJSONRenderer, BrowsableAPIRenderer]
+    keys = tuple(s.CompareQuerySerializer().fields)
+
+    @extend_schema(
+        summary="Two or more models compared on one setting: scores and paired differences",
+        description=(
+            "The comparison page's numbers (`/compare/`). The models are compared only on a setting they all "
+            "have a scored run on (the same release, prompt template and paper setting): the first that "
+            "`release`, `template` and `paper` pick (each optional; none given: the setting the first "
+            "model's page shows, when common, else the common setting of its newest run). `models` gives each "
+            "model's run on it with its Scaled Pass@1, and `pairs` each pair's paired difference (first minus "
+            "second) with its 95% paired bootstrap interval and whether that excludes zero "
+            "(docs/scoring.md#comparing-two-models-the-paired-difference). When they have no setting in common "
+            "(or none the query picks) the answer is still a 200: `setting` is null, `note` says why, "
+            "`models` lists the settings each has and `nearest` the setting most of them share. An unknown or "
+            "ambiguous name in `models` is a 400 naming `models`."
+        ),
+        parameters=[s.CompareQuerySerializer],
+        responses=s.ComparisonSerializer,
+    )
+    def get(self, request: Request) -> HttpResponse:
+        return super().get(request)
+
+    def scope(self, request: Request, **kwargs: Any) -> Scope:
+        """The models every name may pick (as the comparison page's)."""
+        return Scope(models=tuple(n.strip() for n in request.query_params.getlist("models")[:COMPARE_LIMIT]))
+
+    def data(self, request: Request) -> dict[str, Any]:
+        params = {k: v for k, v in request.query_params.items() if k not in ("format", "models")}
+        if "models" in request.query_params:
+            params["models"] = request.query_params.getlist("models")
+        query = s.CompareQuerySerializer(data=params)
+        query.is_valid(raise_exception=True)
+        summary = comparison_summary(keys=query.validated_data["models"].keys, asked=query.setting_query())
+        return s.ComparisonSerializer(summary).data
 
 
 class ModelListApi(ListAPIView):

@@ -11,6 +11,7 @@ urlpatterns = [
     path("leaderboard/papers/", api.LeaderboardPapersApi.as_view(), name="api-leaderboard-papers"),
     path("leaderboard/errors/", api.LeaderboardErrorsApi.as_view(), name="api-leaderboard-errors"),
     path("leaderboard/snippets/", api.LeaderboardSnippetsApi.as_view(), name="api-leaderboard-snippets"),
+    path("compare/", api.CompareApi.as_view(), name="api-compare"),
     path("models/", api.ModelListApi.as_view(), name="api-models"),
     path("models/<str:key>/", api.ModelDetailApi.as_view(), name="api-model"),
     path("papers/", api.PaperListApi.as_view(), name="api-papers"),

@@ -19,8 +19,16 @@ from contributions.api_fields import KnownNameField
 from contributions.models import Snippet
 from leaderboard import forms
 from leaderboard.selectors.analyses import PaperTableRow, SnippetTableRow
-from leaderboard.selectors.board import LeaderboardFilters, Row
+from leaderboard.selectors.board import ANY_RELEASE, LeaderboardFilters, Row
 from leaderboard.selectors.common import ErrorCountRow, ModelRef, Score
+from leaderboard.selectors.compare import (
+    COMPARE_LIMIT,
+    ComparedPair,
+    ComparedScore,
+    ComparisonSummary,
+    Setting,
+    SettingQuery,
+)
 from leaderboard.selectors.models import (
     Forging,
     Memorisation,
@@ -31,7 +39,9 @@ from leaderboard.selectors.models import (
     VerbatimShare,
 )
 from leaderboard.selectors.papers import MatrixRow, PaperDetail, paper_list
+from leaderboard.selectors.picking import MATCHES_SHOWN, Picked, models_pick
 from leaderboard.selectors.snippets import Attempt, SnippetDetail
+from researchcodebench.scoring import PairedDifference
 
 
 def _choice(choices: list[str], **kwargs: Any) -> serializers.ChoiceField:
@@ -141,6 +151,91 @@ class SnippetQuerySerializer(serializers.Serializer):
         if not paper_list().filter(key=value).exists():
             raise serializers.ValidationError(f'unknown paper "{value}".')
         return value
+
+
+class _ModelNamesField(serializers.ListField):
+    """The ``models`` of a comparison: its errors are one flat list of messages (a 400's body maps each
+    parameter to a list of strings), each bad name numbered."""
+
+    def run_child_validation(self, data: list[Any]) -> list[Any]:
+        result, errors = [], []
+        for n, item in enumerate(data, 1):
+            try:
+                result.append(self.child.run_validation(item))
+            except serializers.ValidationError as exc:
+                errors += [f"name {n}: {message}" for message in exc.detail]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return result
+
+
+def _release_names() -> list[str]:
+    return [name for name in forms.board_choices()["release"] if name != ANY_RELEASE]
+
+
+class CompareQuerySerializer(serializers.Serializer):
+    """The comparison's query: the models (two to ``COMPARE_LIMIT``, each a key, a display name or a part of
+    exactly one model's key, name or developer) and, optionally, part of the setting to compare them on."""
+
+    models = _ModelNamesField(
+        child=serializers.CharField(max_length=100, trim_whitespace=False),
+        min_length=2,
+        max_length=COMPARE_LIMIT,
+        help_text="a model's key or display name (any case), or a part of exactly one model's key, name or "
+        "developer; repeat the parameter for each model (2 to 6). A name that matches no model, one that "
+        "matches several (the 400 lists them), or names that pick fewer than two different models are a 400 "
+        "naming `models`",
+    )
+    release = KnownNameField(
+        known=_release_names, required=False, max_length=100,
+        help_text="compare on a run of this release (default: the setting the first model's page shows, when "
+        "every model has it)",
+    )  # fmt: skip
+    template = KnownNameField(
+        known=_board_known("template"),
+        required=False,
+        max_length=16,
+        help_text="compare on this prompt template",
+    )
+    paper = _choice(
+        ["with", "without"],
+        required=False,
+        help_text="compare on runs with the paper in the prompt, or without",
+    )
+
+    def validate_release(self, value: str) -> str:
+        return forms.board_choice("release", value, _release_names())
+
+    def validate_template(self, value: str) -> str:
+        return forms.board_choice("template", value, forms.board_choices()["template"])
+
+    def validate_models(self, value: list[str]) -> Picked:
+        picked = models_pick(names=value)
+        errors = [
+            f"No model is called “{name}”: give a model's key or display name, or a part of one."
+            for name in picked.unknown
+        ]
+        for name, matches in picked.ambiguous:
+            listed = ", ".join(f"{m.name} ({m.key})" for m in matches[:MATCHES_SHOWN])
+            more = " and more" if len(matches) > MATCHES_SHOWN else ""
+            errors.append(f"“{name}” matches several models: {listed}{more}. Give the key of one of them.")
+        if not errors and len(picked.keys) < 2:
+            shown = ", ".join(picked.names) or "no model"
+            errors.append(f"These names pick {shown} only: name at least two different models.")
+        if errors:
+            raise serializers.ValidationError(errors)
+        return picked
+
+    def setting_query(self) -> SettingQuery | None:
+        """The part of a setting asked for; None when nothing is."""
+        data = self.validated_data
+        paper = data.get("paper")
+        query = SettingQuery(
+            release=data.get("release"),
+            template=data.get("template"),
+            with_paper=None if paper is None else paper == "with",
+        )
+        return None if query == SettingQuery() else query
 
 
 # An output serializer's fields are those of a selector's dataclass (``Meta.dataclass``): names, types and
@@ -508,6 +603,92 @@ class SnippetTableSerializer(serializers.Serializer):
 
     results = SnippetStatRowSerializer(many=True)
     count = serializers.IntegerField()
+
+
+class SettingSerializer(_Output):
+    label = serializers.CharField(help_text="the setting in words")
+
+    class Meta:
+        dataclass = Setting
+        extra_kwargs = {
+            "release": {"help_text": "null: runs on no release"},
+            "covers": {
+                "help_text": 'what a run on no release covers ("new task rmsnorm v2"); empty on a release'
+            },
+        }
+
+
+class SettingQuerySerializer(_Output):
+    class Meta:
+        dataclass = SettingQuery
+        ref_name = "SettingAsked"
+        extra_kwargs = {
+            "release": {"help_text": "null: any release"},
+            "template": {"help_text": "null: any template"},
+            "with_paper": {"help_text": "null: with or without the paper"},
+        }
+
+
+class PairedDifferenceSerializer(_Output):
+    distinguishable = serializers.BooleanField(help_text="the interval excludes zero")
+
+    class Meta:
+        dataclass = PairedDifference
+        extra_kwargs = {
+            "difference": {
+                "help_text": "first minus second, in Scaled Pass@1 points, over the snippets both were judged on"
+            },
+            "low": {"help_text": "lower end of the paired bootstrap interval"},
+            "high": {"help_text": "upper end of the paired bootstrap interval"},
+            "snippets": {"help_text": "the snippets both were judged on"},
+            "level": {"help_text": "the interval's confidence level"},
+        }
+
+
+class ComparedScoreSerializer(_Output):
+    settings = SettingSerializer(many=True, help_text="the settings the model has a scored run on")
+
+    class Meta:
+        dataclass = ComparedScore
+        extra_kwargs = {
+            "run_id": {"help_text": "the model's run on the compared setting (null: nothing compared)"},
+            "scaled_pass_at_1": {"help_text": "that run's Scaled Pass@1 (null: nothing compared)"},
+            "pass_at_1": {"help_text": "that run's Pass@1 (null: nothing compared)"},
+        }
+
+
+class ComparedPairSerializer(_Output):
+    difference = PairedDifferenceSerializer(
+        allow_null=True, help_text="null: the two share no judged snippet"
+    )
+
+    class Meta:
+        dataclass = ComparedPair
+        extra_kwargs = {"first": {"help_text": "a model's key"}, "second": {"help_text": "a model's key"}}
+
+
+class ComparisonSerializer(_Output):
+    setting = SettingSerializer(
+        allow_null=True, help_text="the setting compared on (null: none in common, or none the query picks)"
+    )
+    asked = SettingQuerySerializer(allow_null=True, help_text="the part of a setting asked for (null: none)")
+    models = ComparedScoreSerializer(many=True)
+    pairs = ComparedPairSerializer(
+        many=True, help_text="each pair of models, in the order given (empty: nothing compared)"
+    )
+    common = SettingSerializer(many=True, help_text="the settings every model has a scored run on")
+    nearest = SettingSerializer(
+        allow_null=True,
+        help_text="when none is common: the setting most of the models share (null: none, or one is common)",
+    )
+
+    class Meta:
+        dataclass = ComparisonSummary
+        ref_name = "Comparison"
+        extra_kwargs = {
+            "nearest_models": {"help_text": "keys of the models that have the nearest setting"},
+            "note": {"help_text": "why nothing is compared, in words (empty when something is)"},
+        }
 
 
 def serializer_columns(serializer: serializers.Serializer, prefix: str = "") -> list[str]:

@@ -52,7 +52,7 @@ from leaderboard.selectors.analyses import (
     release_with_test_output,
 )
 from leaderboard.selectors.board import PaperWindow, Row, developer_names, leaderboard_rows, paper_window
-from leaderboard.selectors.compare import ModelComparison, Setting, model_compare
+from leaderboard.selectors.compare import COMPARE_LIMIT, ModelComparison, Setting, model_compare
 from leaderboard.selectors.curation import snippet_curation
 from leaderboard.selectors.models import (
     SEARCH_LIMIT,
@@ -1275,8 +1275,6 @@ def model_search(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
-#: the most models one comparison shows (each costs a model page's queries)
-COMPARE_LIMIT = 6
 #: the most names of a comparison's query that are read (the rest are ignored)
 COMPARE_NAMES_READ = 2 * COMPARE_LIMIT
 
@@ -1288,8 +1286,8 @@ def compare_page(request: HttpRequest) -> HttpResponse:
     send the same query."""
     return cached_page(
         request, page="compare", template="leaderboard/compare.html", title="Compare models",
-        build=lambda _form, query: _compare_context(query), params=("models", "release", "template", "paper"),
-        filtered=False,
+        build=lambda _form, query: _compare_context(query),
+        params=("models", "release", "template", "paper", "covers"), filtered=False,
         scope=Scope(models=tuple(n.strip() for n in request.GET.getlist("models")[:COMPARE_NAMES_READ])),
     )  # fmt: skip
 
@@ -1340,12 +1338,14 @@ def _compare_picked(names: list[str]) -> tuple[Picked, list[str]]:
 
 
 def _asked_setting(params: QueryDict) -> Setting | None:
-    """The setting the query asks for (``release``, ``template``, ``paper``: with or without), None unless
-    it names a template and a paper setting."""
+    """The setting the query asks for (``release``, ``template``, ``paper``: with or without; without a
+    release, ``covers``: what the runs cover), None unless it names a template and a paper setting."""
     template, paper = params.get("template", "").strip(), params.get("paper", "")
     if not template or paper not in ("with", "without"):
         return None
-    return Setting(params.get("release", "").strip() or None, template[:100], paper == "with")
+    release = params.get("release", "").strip()[:100] or None
+    covers = "" if release else params.get("covers", "").strip()[:200]
+    return Setting(release, template[:100], paper == "with", covers)
 
 
 def _compare_url(names: Sequence[str], setting: Setting | None = None) -> str:

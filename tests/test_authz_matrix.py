@@ -109,6 +109,8 @@ MATRIX: dict[str, list[Req]] = {
     "api-leaderboard-papers": [get(200, 200, 200, 200, api=True)],
     "api-leaderboard-errors": [get(200, 200, 200, 200, api=True)],
     "api-leaderboard-snippets": [get(200, 200, 200, 200, api=True)],
+    # without its ``models`` the comparison is a 400 naming them, for anyone
+    "api-compare": [get(400, 400, 400, 400, api=True), post(401, 405, 405, 405, api=True)],
     "api-models": [get(200, 200, 200, 200, api=True), post(401, 405, 405, 405, api=True)],
     "api-model": [get(200, 200, 200, 200, args=("model_key",), api=True)],
     "api-papers": [get(200, 200, 200, 200, api=True), post(401, 405, 405, 405, api=True)],

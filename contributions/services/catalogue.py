@@ -353,11 +353,11 @@ def snippet_mark_unchecked(*, snippet: Snippet, reason: str, explanation: str) -
     ``UNCHECKED_EXPLANATION_MIN`` characters. Raises ``CatalogueError`` naming what is wrong. The paper's
     pages show it at once (their cache is keyed by the paper's last change)."""
     if reason not in UncheckedReason.values:
-        raise CatalogueError(f"reason: {reason!r} is not one of {', '.join(UncheckedReason.values)}")
+        raise CatalogueError(f"the reason {reason!r} is not one of {', '.join(UncheckedReason.values)}")
     text = (explanation or "").strip()
     if len(text) < UNCHECKED_EXPLANATION_MIN:
         raise CatalogueError(
-            f"explanation: write at least {UNCHECKED_EXPLANATION_MIN} characters (got {len(text)})"
+            f"the explanation needs at least {UNCHECKED_EXPLANATION_MIN} characters (it has {len(text)})"
         )
     Snippet.objects.filter(pk=snippet.pk).update(
         checked_by_test=False, unchecked_reason=reason, unchecked_explanation=text

@@ -226,7 +226,7 @@ def proposal_validation_progress(
 def _report_dict(report: Any) -> dict[str, Any]:
     data = report.to_dict() if hasattr(report, "to_dict") else report
     if not isinstance(data, Mapping) or not isinstance(data.get("ok"), bool):
-        raise ProposalError("a validation report must be a ValidationReport or its to_dict() with 'ok'")
+        raise ProposalError("a validation report must be a ValidationReport or a mapping with 'ok'")
     return json.loads(json.dumps(dict(data), default=str))
 
 

@@ -103,6 +103,12 @@ class ProposalError(ValueError):
             message = message[len(self.field) + 2 :]
         return message[:1].upper() + message[1:]
 
+    def words_away(self, label: str | None) -> str:
+        """``words`` where they are shown away from their field (on the whole form, or on another field):
+        after the field's ``label`` ("Test entry point: ..."), so they still say which answer is at fault."""
+        words = self.words
+        return f"{label}: {words[:1].lower()}{words[1:]}" if label else words
+
 
 # --------------------------------------------------------------------------------------------- helpers
 
@@ -324,9 +330,11 @@ def proposal_save_draft(*, proposal: Proposal, by: Any, step: int, data: Mapping
     try:
         encoded = json.dumps(dict(data), sort_keys=True)
     except (TypeError, ValueError) as exc:
-        raise ProposalError(f"step {step}: answers are not JSON data: {exc}") from None
+        raise ProposalError(f"the answers of step {step} cannot be saved: {exc}") from None
     if len(encoded) > 1_000_000:
-        raise ProposalError(f"step {step}: answers are too large ({len(encoded)} bytes)")
+        raise ProposalError(
+            f"the answers of step {step} are too large to save ({len(encoded):,} characters; at most 1,000,000)"
+        )
     proposal = _lock(proposal)
     if proposal.state not in _EDITABLE:
         raise ProposalError(f"cannot edit a proposal that is {_label(proposal.state)}")

@@ -179,7 +179,9 @@ def revision_create(
             raise ProposalError(f"code: {rel!r} is not file bytes", field="code")
     source = intake_result.source
     if source not in _SOURCES:
-        raise ProposalError(f"code: unknown source {source!r} (known: {', '.join(sorted(_SOURCES))})")
+        raise ProposalError(
+            f"code: unknown source {source!r} (known: {', '.join(sorted(_SOURCES))})", field="code"
+        )
     cleaned = revision_manifest_clean(manifest, files=files)
     stored = file_blobs_store(files)
     revise = proposal.state == Proposal.State.READY_FOR_REVIEW

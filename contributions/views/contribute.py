@@ -23,7 +23,7 @@ from contributions.contribute import (
     revision_tagged_files,
     snippet_problem,
 )
-from contributions.forms import CodeForm, FilesForm, PaperMetaForm, meta_initial
+from contributions.forms import CodeForm, FilesForm, PaperMetaForm, contribution_label, meta_initial
 from contributions.intake import (
     IntakeError,
     IntakeLimits,
@@ -172,9 +172,12 @@ def _locked(request: HttpRequest, proposal: Proposal) -> HttpResponse:
 
 
 def _service_error(form: forms.Form, exc: ProposalError, *, fallback: str | None = None) -> None:
-    """Put a service's refusal on the form field it names (or ``fallback``, or the whole form)."""
-    field = exc.field if exc.field in form.fields else fallback
-    form.add_error(field, exc.words)
+    """Put a service's refusal on the form field it names, or on ``fallback`` (the field where the answer it
+    names is given), in words without its key; else on the whole form, after the label of what it names."""
+    if exc.field in form.fields or fallback is not None:
+        form.add_error(exc.field if exc.field in form.fields else fallback, exc.words)
+    else:
+        form.add_error(None, exc.words_away(contribution_label(exc.field)))
 
 
 def contribute(request: HttpRequest) -> HttpResponse:
@@ -372,7 +375,10 @@ def contribute_code(request: HttpRequest, proposal_id: int) -> HttpResponse:
             except ProposalError as exc:
                 if exc.field in MANIFEST_DEFAULTS:
                     # The guess was refused (e.g. no test script at all): the upload is what lacks it.
-                    form.add_error(code_field, f"The upload cannot be a task: {exc}")
+                    form.add_error(
+                        code_field,
+                        f"The upload cannot be a task. {exc.words_away(contribution_label(exc.field))}.",
+                    )
                 else:
                     _service_error(form, exc, fallback=code_field)
             else:
@@ -487,7 +493,8 @@ def contribute_submit(request: HttpRequest, proposal_id: int) -> HttpResponse:
         try:
             proposal_submit(proposal=proposal, by=request.user)
         except ProposalError as exc:
-            error, error_step = exc.words, FIELD_STEPS.get(exc.field or "", 0)
+            error = exc.words_away(contribution_label(exc.field))
+            error_step = FIELD_STEPS.get(exc.field or "", 0)
         else:
             messages.success(
                 request, f"Revision {revision.number} of {proposal.task_key} was submitted for validation."

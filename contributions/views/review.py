@@ -112,6 +112,11 @@ class WithdrawForm(forms.Form):
         required=False,
         max_length=MAX_REASON,
         widget=forms.Textarea(attrs={"rows": 2}),
+        # Shown as a message above the page, away from the field: it says which answer it is about.
+        error_messages={
+            "max_length": "The reason for withdrawing may be at most %(limit_value)d characters long "
+            "(it has %(show_value)d).",
+        },
     )
 
 

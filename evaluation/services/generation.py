@@ -110,14 +110,11 @@ def generation_refusal(*, model: LanguageModel) -> str | None:
     """
     if model.management != LanguageModel.Management.MAINTAINER:
         return (
-            f"model {model.key} is {model.get_management_display().lower()}: the portal generates "
-            "completions only for models managed by the maintainers"
+            f"{model.name} is {model.get_management_display().lower()}: the portal generates completions "
+            "only for models managed by the maintainers"
         )
-    try:
-        llm.base_url_for(model)
-    except llm.LLMError as exc:
-        return str(exc)
-    return None
+    problem = llm.endpoint_problem(model)
+    return f"{model.name}: {problem}" if problem else None
 
 
 def run_start(

@@ -152,7 +152,7 @@ def _versions_of(release: Release | None, task_versions: Iterable[TaskVersion] |
         return list(task_versions)
     if release is not None:
         return list(release.task_versions.select_related("task"))
-    raise RunError("give a release or task_versions")
+    raise RunError("give a release or task versions")
 
 
 def _run_arguments_check(
@@ -167,7 +167,7 @@ def _run_arguments_check(
     if verification not in EvaluationRun.Verification.values:
         raise RunError(f"unknown verification level {verification!r}")
     if n_completions < 1:
-        raise RunError("n_completions must be at least 1")
+        raise RunError("the number of completions per snippet must be at least 1")
     if source == EvaluationRun.Source.UPLOADED and not has_predictions:
         raise RunError("an uploaded run needs predictions")
     if source == EvaluationRun.Source.GENERATED and has_predictions:
@@ -220,7 +220,7 @@ def _uploaded_completions(
             raise RunError(f"prediction for unknown task/snippet {p.task!r} / {p.snippet!r}")
         if not 0 <= p.completion_idx < run.n_completions:
             raise RunError(
-                f"prediction {p.task!r} / {p.snippet!r}: completion_idx {p.completion_idx} "
+                f"prediction {p.task!r} / {p.snippet!r}: completion index {p.completion_idx} "
                 f"is outside 0..{run.n_completions - 1}"
             )
         key = (p.task, p.snippet, p.completion_idx)

@@ -1,7 +1,8 @@
 """Two or more models side by side (the comparison page), comparable by construction: every model on a run
 of one setting (release, prompt template, paper in the prompt or not), per-paper scores, per-snippet verdicts
 and, for each pair, the paired difference in Scaled Pass@1 with its bootstrap interval. Models with no
-setting in common are not lined up: the comparison says which settings each has and the nearest common one."""
+setting in common are not lined up: the comparison says which settings each has and the nearest common one.
+The page reads ``model_compare``; the API (``/api/v1/compare/``) its numbers, ``comparison_summary``."""
 
 from __future__ import annotations
 
@@ -24,30 +25,70 @@ from researchcodebench.scoring import PairedDifference, paired_difference
 @dataclass(frozen=True, order=True)
 class Setting:
     """What a score is relative to: the release (None: a run on no release), the prompt template and
-    whether the paper was in the prompt. Scores of different settings are on different tasks or prompts."""
+    whether the paper was in the prompt; for a run on no release, ``covers``: what it covers instead (its
+    ``RunSummary.label``, such as "new task rmsnorm v2" for a run queued on the task's approval). Scores of
+    different settings are on different tasks or prompts."""
 
     release: str | None
     template: str
     with_paper: bool
+    covers: str = ""
 
     @classmethod
     def of(cls, run: RunSummary) -> Setting:
-        return cls(run.release, run.template, run.with_paper)
+        return cls(run.release, run.template, run.with_paper, "" if run.release else run.label)
 
     @property
     def label(self) -> str:
         paper = "with the paper" if self.with_paper else "without the paper"
-        release = f"release {self.release}" if self.release else "no release"
+        if self.release:
+            release = f"release {self.release}"
+        else:
+            release = f"{self.covers} (not in a release)" if self.covers else "no release"
         return f"{release}, template {self.template}, {paper}"
 
     @property
     def query(self) -> dict[str, str]:
         """The comparison's query parameters that pick this setting."""
-        return {
+        query = {
             "release": self.release or "",
             "template": self.template,
             "paper": "with" if self.with_paper else "without",
         }
+        return {**query, "covers": self.covers} if self.covers else query
+
+    def picks(self, setting: Setting) -> bool:
+        """Whether ``setting`` is this one (``SettingQuery.picks`` takes part of one)."""
+        return setting == self
+
+
+@dataclass(frozen=True)
+class SettingQuery:
+    """Part of a setting, as the API asks for one: each of ``release``, ``template`` and ``with_paper`` that
+    is not None must match, the others may be anything."""
+
+    release: str | None = None
+    template: str | None = None
+    with_paper: bool | None = None
+
+    def picks(self, setting: Setting) -> bool:
+        return (
+            (self.release is None or setting.release == self.release)
+            and (self.template is None or setting.template == self.template)
+            and (self.with_paper is None or setting.with_paper == self.with_paper)
+        )
+
+    @property
+    def label(self) -> str:
+        parts = [f"release {self.release}"] if self.release is not None else []
+        parts += [f"template {self.template}"] if self.template is not None else []
+        if self.with_paper is not None:
+            parts.append("with the paper" if self.with_paper else "without the paper")
+        return ", ".join(parts) or "any setting"
+
+
+#: the most models one comparison shows (each costs a model page's queries)
+COMPARE_LIMIT = 6
 
 
 @dataclass(frozen=True)
@@ -62,14 +103,14 @@ class ModelSettings:
 @dataclass(frozen=True)
 class SettingChoice:
     """The settings of the picked models: ``common`` (every model has a scored run on each), ``chosen``
-    (the one compared; None when none is common or the one asked for is not), ``nearest`` (when none is
+    (the one compared; None when none is common or none the one asked for picks), ``nearest`` (when none is
     common: the setting most of the models share, with ``nearest_keys`` the models that have it; None when
     no two models share one) and each model's own."""
 
     chosen: Setting | None
     common: tuple[Setting, ...]
     per_model: tuple[ModelSettings, ...]
-    asked: Setting | None = None
+    asked: Setting | SettingQuery | None = None
     nearest: Setting | None = None
     nearest_keys: tuple[str, ...] = ()
 
@@ -153,10 +194,13 @@ def _scored(detail: ModelDetail) -> list[RunSummary]:
     return [r for r in detail.runs if r.scaled_pass_at_1 is not None]
 
 
-def setting_choice(details: Sequence[ModelDetail], asked: Setting | None = None) -> SettingChoice:
-    """Which setting ``details`` (each model's default page) are compared on: ``asked`` when every model has
-    a scored run on it, else (nothing asked) the first model's own setting when common, else the common
-    setting of its newest run; none when nothing is common, with the nearest setting instead."""
+def setting_choice(
+    details: Sequence[ModelDetail], asked: Setting | SettingQuery | None = None
+) -> SettingChoice:
+    """Which setting ``details`` (each model's default page) are compared on: the first common one that
+    ``asked`` picks (a setting, or part of one), else (nothing asked) the first model's own setting when
+    common, else the common setting of its newest run; none when nothing is common (or none that ``asked``
+    picks), with the nearest setting instead when nothing is common."""
     per_model = []
     for d in details:
         own = [Setting.of(d.run)] if d.run is not None and d.run.scaled_pass_at_1 is not None else []
@@ -167,7 +211,7 @@ def setting_choice(details: Sequence[ModelDetail], asked: Setting | None = None)
     order = per_model[0].settings if per_model else ()
     common = tuple(s for s in order if s in common_set)
     if asked is not None:
-        chosen = asked if asked in common_set else None
+        chosen = next((s for s in common if asked.picks(s)), None)
     else:
         chosen = common[0] if common else None
     nearest, nearest_keys = None, ()
@@ -197,7 +241,7 @@ def _run_on(detail: ModelDetail, setting: Setting) -> int:
 
 
 def model_compare(
-    *, keys: Sequence[str], setting: Setting | None = None
+    *, keys: Sequence[str], setting: Setting | SettingQuery | None = None
 ) -> tuple[SettingChoice, ModelComparison | None]:
     """Two or more models side by side on one setting (``setting_choice``): per-paper scores, per-snippet
     verdicts (snippets whose verdicts differ first, then document order) and each pair's paired difference.
@@ -278,3 +322,89 @@ def _comparison(setting: Setting, details: Sequence[ModelDetail]) -> ModelCompar
         snippets=tuple(snippets),
         differing=sum(1 for s in snippets if s.differs),
     )
+
+
+@dataclass(frozen=True)
+class ComparedScore:
+    """One model of a comparison as the API answers it: the settings it has a scored run on, and its run on
+    the compared setting with that run's scores (None: not compared)."""
+
+    key: str
+    name: str
+    settings: tuple[Setting, ...]
+    run_id: int | None
+    scaled_pass_at_1: float | None
+    pass_at_1: float | None
+
+
+@dataclass(frozen=True)
+class ComparedPair:
+    """``first`` minus ``second`` (model keys) in Scaled Pass@1 over the snippets both were judged on (None
+    when they share none)."""
+
+    first: str
+    second: str
+    difference: PairedDifference | None
+
+
+@dataclass(frozen=True)
+class ComparisonSummary:
+    """A comparison's numbers (the API's answer): the ``setting`` compared on (None when the models have
+    none in common, or none that ``asked`` picks), each model's score on it, each pair's paired difference;
+    the settings they all have (``common``) and, when none, the ``nearest`` one with the models that have it
+    (``nearest_models``); ``note`` says in words why nothing is compared (empty when something is)."""
+
+    setting: Setting | None
+    asked: SettingQuery | None
+    models: tuple[ComparedScore, ...]
+    pairs: tuple[ComparedPair, ...]
+    common: tuple[Setting, ...]
+    nearest: Setting | None
+    nearest_models: tuple[str, ...]
+    note: str
+
+
+def comparison_summary(*, keys: Sequence[str], asked: SettingQuery | None = None) -> ComparisonSummary:
+    """``model_compare`` of ``keys`` on the first common setting ``asked`` picks, as numbers: each model's
+    Scaled Pass@1 on the setting and each pair's paired difference, or, when nothing is compared, the
+    settings each model has and the nearest common one. Raises ``LanguageModel.DoesNotExist`` naming an
+    unknown key. The queries of ``model_compare``."""
+    choice, data = model_compare(keys=keys, setting=asked)
+    compared = data.models if data is not None else ()
+    runs = {d.model.key: d.run for d in compared if d.run is not None}
+    models = []
+    for m in choice.per_model:
+        run = runs.get(m.key)
+        models.append(
+            ComparedScore(
+                key=m.key,
+                name=m.name,
+                settings=m.settings,
+                run_id=run.run_id if run else None,
+                scaled_pass_at_1=run.scaled_pass_at_1 if run else None,
+                pass_at_1=run.pass_at_1 if run else None,
+            )
+        )
+    pairs = tuple(
+        ComparedPair(compared[p.first].model.key, compared[p.second].model.key, p.difference)
+        for p in (data.pairs if data is not None else ())
+    )
+    return ComparisonSummary(
+        setting=choice.chosen, asked=asked, models=tuple(models), pairs=pairs, common=choice.common,
+        nearest=choice.nearest, nearest_models=choice.nearest_keys, note=_note(choice),
+    )  # fmt: skip
+
+
+def _note(choice: SettingChoice) -> str:
+    """Why ``choice`` compares nothing, in words ("" when it compares)."""
+    if choice.chosen is not None:
+        return ""
+    names = {m.key: m.name for m in choice.per_model}
+    if choice.common:
+        listed = "; ".join(s.label for s in choice.common)
+        return f"Not every model has a scored run on {choice.asked.label}. They all have runs on: {listed}."
+    note = "These models have no setting in common."
+    if choice.nearest is None:
+        return f"{note} No two of them share a setting."
+    shared = ", ".join(names[k] for k in choice.nearest_keys)
+    return f"{note} The setting most of them share is {choice.nearest.label} ({shared})."

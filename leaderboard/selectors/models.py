@@ -298,17 +298,23 @@ def _chosen_run(
     *, key: str, runs: list[EvaluationRun], scores: Mapping[int, dict], run_id: int | None
 ) -> EvaluationRun | None:
     """The run the model page shows: ``run_id`` when given (``EvaluationRun.DoesNotExist`` unless it is one
-    of ``runs``), else the first of ``runs`` in ``scores`` that is finished with the paper in the prompt,
-    else the first of ``runs`` in ``scores``, of the runs with a score (``RunSummary.scored``); None when
-    there is none."""
+    of ``runs``), else, of the runs with a score (``RunSummary.scored``), the first on a release before one
+    on no release (a run queued on a task's approval covers that task only), and among those the first that
+    is finished with the paper in the prompt; None when there is none."""
     if run_id is not None:
         chosen = next((r for r in runs if r.pk == run_id), None)
         if chosen is None:
             raise EvaluationRun.DoesNotExist(f"run {run_id} is not a run of {key}")
         return chosen
     scored = [r for r in runs if _summary(r, scores.get(r.pk, {}).get(Contamination.NONE)).scored]
-    preferred = [r for r in scored if r.status == EvaluationRun.Status.FINISHED and r.with_paper]
-    return (preferred or scored or [None])[0]
+    return min(
+        scored,
+        key=lambda r: (
+            r.release_id is None,
+            not (r.status == EvaluationRun.Status.FINISHED and r.with_paper),
+        ),
+        default=None,
+    )
 
 
 def _per_paper(

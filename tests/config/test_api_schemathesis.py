@@ -130,6 +130,7 @@ BOARD_OPERATIONS = tuple(
     for path in ("leaderboard/", "leaderboard/papers/", "leaderboard/errors/", "papers/{key}/")
 )
 UPLOAD = ("POST /api/v1/runs/upload/",)
+COMPARE = ("GET /api/v1/compare/",)
 #: every refusal of a request the schema allows: the only 400s the search below accepts for valid data
 DOCUMENTED_REFUSALS = (
     Refusal(
@@ -137,6 +138,14 @@ DOCUMENTED_REFUSALS = (
         BOARD_OPERATIONS,
         r"paper_to: paper_to: \S+ is before paper_from \(\S+\)\.",
         "tests/config/test_api_bounds.py::test_a_window_ending_before_it_starts_is_a_400_naming_paper_to",
+    ),
+    Refusal(
+        "model names that match no model, several models, or fewer than two different models",
+        COMPARE,
+        r"models: (No model is called “.*”: give a model's key or display name, or a part of one\."
+        r"|“.*” matches several models: .*\. Give the key of one of them\."
+        r"|These names pick .* only: name at least two different models\.)",
+        "tests/leaderboard/test_api_compare.py::test_a_name_that_picks_no_model_or_several_is_a_400_naming_models",
     ),
     Refusal(
         "model key of a model the token's user may not upload for",

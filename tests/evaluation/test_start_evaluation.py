@@ -200,7 +200,9 @@ def test_anonymous_visitor_is_sent_to_sign_in(db, client):
 def test_start_refuses_a_model_the_portal_does_not_call_naming_the_field(db, client):
     make_release()
     published = LanguageModelFactory(key="paper-model", management="published")
-    no_endpoint = LanguageModelFactory(key="no-endpoint", provider="other", base_url="")
+    no_endpoint = LanguageModelFactory(
+        key="no_endpoint_key", name="No Endpoint", provider="other", base_url=""
+    )
     client.force_login(MaintainerFactory())
 
     refused = client.post(START_URL, {**settings_post(published.key, "r1"), "confirm": "yes"})
@@ -209,7 +211,10 @@ def test_start_refuses_a_model_the_portal_does_not_call_naming_the_field(db, cli
 
     refused = client.post(START_URL, {**settings_post(no_endpoint.key, "r1"), "confirm": "yes"})
     assert refused.status_code == 400
-    assert "has no default endpoint; set a base URL" in refused.context["form"].errors["model"][0]
+    # in words: the model by its name, its provider by its label (issue 34 item 6)
+    assert refused.context["form"].errors["model"] == [
+        "No Endpoint: its provider (Other OpenAI-compatible endpoint) has no default endpoint; set a base URL."
+    ]
     assert not EvaluationRun.objects.exists()
 
 

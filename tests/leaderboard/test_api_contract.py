@@ -148,6 +148,8 @@ def read_urls(board: dict[str, Any]) -> list[str]:
         "/api/v1/leaderboard/snippets/",
         "/api/v1/leaderboard/snippets/?paper=old",
         "/api/v1/leaderboard/snippets/?format=csv",
+        "/api/v1/compare/?models=GPT&models=anon",
+        "/api/v1/compare/?models=GPT&models=Llama&paper=with",
         "/api/v1/models/",
         "/api/v1/models/?format=csv",
         "/api/v1/models/GPT/",
