@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -101,6 +102,9 @@ def status_report() -> dict[str, Any]:
         if cached is not None:
             return cached
     report = health_report()
+    # /healthz gives a worker's last heartbeat as ISO text; the page says how long ago, from the datetime.
+    for worker in report["workers"]:
+        worker["last_seen"] = datetime.fromisoformat(worker["last_seen_at"])
     report["queues"] = queues_status(broker_ok=report["broker"]["ok"])
     report["work"] = work_status() if report["database"]["ok"] else None
     for row in report["queues"]:

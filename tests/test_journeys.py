@@ -11,8 +11,10 @@
 
 A JavaScript console error, a failed request or a response of 400 or more (other than the ones a step
 expects) fails a journey. Every page a journey visits also passes the accessibility audit of
-tests/test_accessibility.py (axe-core, keyboard). Each step leaves a screenshot under
-``$RCB_VAR_DIR/journeys/`` (var/test/journeys/ in ``make test``).
+tests/test_accessibility.py at two widths, a desktop's and a phone's: axe-core (a violation of any impact
+fails), the keyboard at the journey's own width, no blank page past the footer, and no sideways scrolling
+at the phone's. Each step leaves a screenshot at each width under ``$RCB_VAR_DIR/journeys/``
+(var/test/journeys/ in ``make test``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from django.db import connections
 
 from tests.conftest import REPO, chromium
 from tests.evaluation.test_demo_fake_llm import fake_server
-from tests.test_accessibility import audit, board_readable_at_phone_width
+from tests.test_accessibility import (
+    DESKTOP,
+    PHONE,
+    audit,
+    axe_passes,
+    board_readable_at_phone_width,
+    ends_at_the_footer,
+    fits_the_width,
+)
 
 __all__ = ["fake_server"]  # the demo's fake LLM (manage.py serve_fake_llm), used as a fixture below
 
@@ -62,7 +72,8 @@ EXAMPLE = REPO / "examples" / "pset" / "rmsnorm"
 class Journey:
     """A page that records what goes wrong in the browser, and names each step with a screenshot."""
 
-    def __init__(self, browser: Any, name: str, base_url: str, *, width: int = 1200) -> None:
+    def __init__(self, browser: Any, name: str, base_url: str, *, width: int = DESKTOP) -> None:
+        self.width = width
         self.context = browser.new_context(viewport={"width": width, "height": 900}, accept_downloads=True)
         self.page = self.context.new_page()
         self.name = name
@@ -104,19 +115,37 @@ class Journey:
         self.page.goto(f"{self.base_url}{path}")
 
     def step(self, label: str, *, targets: list[str] = (), accessible: bool = True) -> None:
-        """A screenshot named after the step; the accessibility audit of the page as it is now; and no
-        browser problem so far (failing at the step where the first one appeared)."""
+        """No browser problem so far (failing at the step where the first one appeared); then, at the
+        journey's width and at the other one of ``DESKTOP`` and ``PHONE``, a screenshot named after the step
+        and the width and the page as it is now checked: axe, no blank page past the footer and, at
+        ``PHONE``, no sideways scrolling (``fits``); the keyboard walk at the journey's own width only.
+        ``accessible=False`` (a step that downloads, the page left as it was) keeps the screenshots alone."""
         self.steps += 1
         # htmx settled: no request in flight and its indicators faded out (mid-fade text fails contrast).
         self.page.wait_for_function(
             """() => !document.querySelector('.htmx-request') && [...document.querySelectorAll('.htmx-indicator')]
                      .every(e => getComputedStyle(e).opacity === '0')"""
         )
-        slug = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
-        self.page.screenshot(path=str(SHOTS / f"{self.name}-{self.steps:02d}-{slug}.png"), full_page=True)
+        shot = f"{self.name}-{self.steps:02d}-" + re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
+        self.page.screenshot(path=str(SHOTS / f"{shot}-{self.width}.png"), full_page=True)
         assert not self._problems(), f"{self.name}, step {label!r}:\n" + "\n".join(self._problems())
         if accessible:
             audit(self.page, targets=list(targets))
+            self.fits()
+        # The other width, on the same page: resizing costs far less than walking the journey twice.
+        other = DESKTOP if self.width == PHONE else PHONE
+        self.page.set_viewport_size({"width": other, "height": 900})
+        self.page.screenshot(path=str(SHOTS / f"{shot}-{other}.png"), full_page=True)
+        if accessible:
+            axe_passes(self.page)
+            self.fits()
+        self.page.set_viewport_size({"width": self.width, "height": 900})
+
+    def fits(self) -> None:
+        """The page ends at its footer and, at ``PHONE``, does not scroll sideways."""
+        ends_at_the_footer(self.page)
+        if self.page.viewport_size["width"] == PHONE:
+            fits_the_width(self.page)
 
     def close(self) -> None:
         self.context.close()
@@ -148,7 +177,8 @@ def test_a_journey_fails_on_a_console_error_a_failed_request_and_an_error_respon
 def visitor_board():
     """Two papers, three models with results; the second paper was first committed after one model's cutoff
     (so the contamination rules keep different papers); every completion carries code, so the snippet page
-    shows a diff against the reference."""
+    shows a diff against the reference, its changed lines holding the tokens whose colours are the palest
+    there (operator words, constants, an exception, an f-string's braces)."""
     import datetime as dt
 
     from contributions.models import Snippet
@@ -160,7 +190,7 @@ def visitor_board():
         {"alpha": (dt.date(2023, 1, 10), [3, 2, 5]), "beta": (dt.date(2025, 3, 1), [4, 1])},
         release="rcb-test",
     )
-    Snippet.objects.update(code="def f(x):\n    y = x * 2\n    return y\n")
+    Snippet.objects.update(code="def f(x):\n    y = x * 2 if x is not None else 0\n    return y\n")
     models = [
         ("open-one", "Model Open One", "Meta", True, {"alpha": "P P P", "beta": "P F"}),
         ("closed-two", "Model Closed Two", "OpenAI", False, {"alpha": "P F P", "beta": "F F"}),
@@ -172,7 +202,9 @@ def visitor_board():
             knowledge_cutoff=dt.date(2024, 6, 1),
         )  # fmt: skip
         run = make_run(snippets, verdicts, release=rel, model=model)
-        Completion.objects.filter(run=run).update(code="def f(x):\n    y = x + x\n    return y\n")
+        Completion.objects.filter(run=run).update(
+            code='def f(x):\n    y = x + x if x not in (None,) else ValueError(f"{x}")\n    return y\n'
+        )
         leaderboard_refresh_run(run=run)
     return rel
 
@@ -392,6 +424,13 @@ def test_an_author_contributes_a_task_that_a_maintainer_publishes_and_the_portal
     assert run.status == EvaluationRun.Status.FINISHED, run.status_reason
     reviewer.goto(f"/runs/{run.pk}/")
     reviewer.step("run finished")
+    # The status page says in words how long ago the live worker was heard from, the exact time kept.
+    reviewer.goto("/status/")
+    seen = rpage.locator("table.workers time").first
+    assert re.fullmatch(r"now|(a|\d+)\s(second|minute)s?\sago", seen.inner_text()), seen.inner_text()
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", seen.get_attribute("datetime"))
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", seen.get_attribute("title"))
+    reviewer.step("status page")
     paper_key = proposal.published_version.task.paper.key
 
     def scored_on_paper() -> bool:
@@ -413,12 +452,6 @@ def test_an_author_contributes_a_task_that_a_maintainer_publishes_and_the_portal
 
 
 # --- issue 22: the author's Back in the form, and a flagged proposal's next step, at two widths -----------
-
-
-def fits_the_viewport(page: Any) -> None:
-    """Nothing on the page is wider than the viewport (no sideways scrolling)."""
-    width = page.evaluate("window.innerWidth")
-    assert page.evaluate("document.documentElement.scrollWidth") <= width, page.url
 
 
 def sign_in(journey: Journey, user: Any, path: str) -> None:
@@ -452,11 +485,11 @@ def test_the_form_keeps_what_was_typed_and_a_flagged_proposal_shows_its_next_ste
     page.select_option("#id_license", "MIT")
     submit_button(page)
     page.wait_for_url("**/step/2/")
-    fits_the_viewport(page)
+    fits_the_width(page)
     page.go_back()
     page.wait_for_function("() => document.querySelector('#id_task_key')?.value === 'rmsnorm-back'")
     assert page.input_value("#id_title") == "Root Mean Square Layer Normalization"
-    fits_the_viewport(page)
+    fits_the_width(page)
     author.step("back to the paper step", targets=["#id_task_key"])
     page.fill("#id_venue", "NeurIPS2019")
     submit_button(page)
@@ -474,11 +507,11 @@ def test_the_form_keeps_what_was_typed_and_a_flagged_proposal_shows_its_next_ste
     assert "Needs a fix: 1 snippet not checked by its test" in page.locator("h1").inner_text()
     step = page.locator("#next-step").inner_text()
     assert "assert on the value the snippet computes" in step and "compute rms" in step
-    fits_the_viewport(page)
+    fits_the_width(page)
     author.step("flagged proposal", targets=["#next-step a.button"])
     page.locator("#next-step").get_by_role("link", name="Upload a new revision").click()
     page.wait_for_url("**/step/2/")
-    fits_the_viewport(page)
+    fits_the_width(page)
     author.step("new revision form", targets=["#id_archive"])
 
     # ---- the maintainer's queue: the same words, the validation outcome, the waiting time
@@ -486,7 +519,7 @@ def test_the_form_keeps_what_was_typed_and_a_flagged_proposal_shows_its_next_ste
     sign_in(reviewer, MaintainerFactory(), "/review/")
     row = reviewer.page.locator(f"tr[data-proposal='{flagged.pk}']").inner_text()
     assert "Needs a fix" in row and "not checked by its test" in row
-    fits_the_viewport(reviewer.page)
+    fits_the_width(reviewer.page)
     reviewer.step("review queue", targets=["#id_state_0", "#id_q"])
     author.close()
     reviewer.close()
@@ -537,14 +570,20 @@ def test_a_visitor_picks_models_to_compare_on_a_compact_board(live_server, brows
     journey = Journey(browser, f"pick-{width}", live_server.url, width=width)
     page = journey.page
     journey.goto("/")
-    fits_the_viewport(page)
+    fits_the_width(page)
     name_and_score_on_screen(page)
-    # The navigation takes at most two lines at either width (the main links scroll sideways on a phone).
-    lines = page.evaluate(
-        "[...document.querySelectorAll('nav.nav .brand, nav.nav li')]"
-        ".map(e => { const r = e.getBoundingClientRect(); return Math.round((r.top + r.bottom) / 2); })"
+    # Every item of the navigation is on screen at either width, nothing in it scrolls: on a phone the main
+    # links wrap under the brand's line, in two lines at most (issue 34).
+    items = page.evaluate(
+        "[...document.querySelectorAll('nav.nav .brand, nav.nav li')].map(e => { const r = e.getBoundingClientRect();"
+        " return {text: e.innerText, left: r.left, right: r.right, middle: Math.round((r.top + r.bottom) / 2)}; })"
     )
-    assert len({round(c / 16) for c in lines}) <= 2, f"the navigation's items centre at {lines}"
+    assert all(0 <= i["left"] and i["right"] <= width for i in items), items
+    assert page.evaluate(
+        "[...document.querySelectorAll('nav.nav ul')].every(u => u.scrollWidth <= u.clientWidth)"
+    )
+    lines = {round(i["middle"] / 16) for i in items}
+    assert len(lines) <= (2 if width == DESKTOP else 3), f"the navigation's items centre at {items}"
     # Compact rows: a tie is a marker, not a list of names; the header stays in view.
     assert page.locator("#board-table details.tie").count()
     assert page.locator("#board-table details.tie[open]").count() == 0
@@ -568,7 +607,7 @@ def test_a_visitor_picks_models_to_compare_on_a_compact_board(live_server, brows
     page.click("#board-columns button[type=submit]")
     page.wait_for_url("**cols=*")
     assert page.locator("#board-table thead th.c-date").count() == 0
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("a column hidden")
 
     page.get_by_role("checkbox", name=f"Compare {LONG_NAMES[0]}").check()
@@ -577,7 +616,7 @@ def test_a_visitor_picks_models_to_compare_on_a_compact_board(live_server, brows
     page.wait_for_url("**/compare/?models=*")
     assert page.locator("#compare-runs tbody tr").count() == 2
     assert "LONG_MODEL_0" in page.url and "LONG_MODEL_3" in page.url
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("compare the picked models", targets=["#compare-new"])
 
     # The comparison's URL is shareable, and takes the names the site shows.
@@ -585,14 +624,14 @@ def test_a_visitor_picks_models_to_compare_on_a_compact_board(live_server, brows
     journey.goto("/compare/")
     assert page.locator("#compare-errors").count() == 0
     assert "Pick the models to compare" in page.locator("main").inner_text()
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("empty comparison")
     page.fill("#compare-new", LONG_NAMES[1].upper())
     page.fill("#compare-new-2", LONG_NAMES[2])
     page.click("main form.compare-pick button[type=submit]")
     page.wait_for_selector("#compare-runs")
     assert page.locator("#compare-runs tbody tr").count() == 2
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("compare by name")
     journey.goto(shared.removeprefix(live_server.url))
     assert page.locator("#compare-runs tbody tr").count() == 2
@@ -625,7 +664,7 @@ def test_a_visitor_opens_a_release_page_downloads_its_task_folders_and_finds_the
     assert page.locator("#release-tasks tbody tr").count() == 10
     assert "release/demo" in page.locator("#release-facts").inner_text()
     assert "@misc{researchcodebench-demo," in page.locator("#release-bibtex").inner_text()
-    fits_the_viewport(page)
+    fits_the_width(page)
     visitor.step("release page", targets=["#release-links a[download]", "#release-bibtex"])
 
     with page.expect_download() as download:
@@ -638,12 +677,12 @@ def test_a_visitor_opens_a_release_page_downloads_its_task_folders_and_finds_the
 
     page.locator("#release-links").get_by_role("link", name="Leaderboard of this release").click()
     page.wait_for_url("**/?release=demo")
-    fits_the_viewport(page)
+    fits_the_width(page)
     visitor.step("the release's board")
 
     page.locator("nav[aria-label=Main]").get_by_role("link", name="API", exact=True).click()
     page.wait_for_url("**/api/")
-    fits_the_viewport(page)
+    fits_the_width(page)
     visitor.step("api front page", targets=["#api-links a"])
 
     visitor.expected_errors.add(("GET", "/releases/no-such-release/"))
@@ -651,7 +690,7 @@ def test_a_visitor_opens_a_release_page_downloads_its_task_folders_and_finds_the
     assert page.locator("h1").inner_text() == "Page not found"
     # Chromium logs the expected 404 of the page itself as a console error: that one is this step's point.
     visitor.problems = [p for p in visitor.problems if "status of 404" not in p]
-    fits_the_viewport(page)
+    fits_the_width(page)
     visitor.step("not found")
 
     # Signed in without the maintainers' role: no "Review" link is offered; the review queue, reached by its
@@ -663,12 +702,12 @@ def test_a_visitor_opens_a_release_page_downloads_its_task_folders_and_finds_the
     assert page.locator("nav[aria-label=Main]").get_by_role("link", name="Review", exact=True).count() == 0
     visitor.goto("/review/")
     assert page.locator("h1").inner_text() == "You cannot open this page"
-    fits_the_viewport(page)
+    fits_the_width(page)
     visitor.problems = [p for p in visitor.problems if "status of 403" not in p]
     visitor.step("review queue forbidden", targets=["main a[href='/contribute/']"])
     visitor.goto("/releases/demo/default/")
     assert page.locator("h1").inner_text() == "This address receives a form"
-    fits_the_viewport(page)
+    fits_the_width(page)
     visitor.problems = [p for p in visitor.problems if "status of 405" not in p]
     visitor.step("form address opened", targets=["main a[href='/releases/demo/']"])
     visitor.close()
@@ -695,7 +734,7 @@ def test_a_visitor_sorts_a_papers_snippet_statistics_and_reads_a_raw_answer(
     page = journey.page
     journey.goto("/papers/alpha/")
     assert stat_names(page, "snippet-stats") == ["s0", "s1", "s2"]
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("paper snippet statistics", targets=["#snippet-stats a.sort"])
 
     page.locator("#snippet-stats thead").get_by_role("link", name="Solve rate").click()
@@ -706,7 +745,7 @@ def test_a_visitor_sorts_a_papers_snippet_statistics_and_reads_a_raw_answer(
     page.wait_for_url("**snippet_sort=-solve_rate*")
     page.wait_for_function("document.querySelector('#snippet-stats th[aria-sort=descending]') !== null")
     assert stat_names(page, "snippet-stats") == ["s2", "s0", "s1"]
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("sorted by solve rate")
     # The sort is in the URL: a reload (or a shared link) shows the same order.
     page.reload()
@@ -720,7 +759,7 @@ def test_a_visitor_sorts_a_papers_snippet_statistics_and_reads_a_raw_answer(
         assert abs(raw["y"] - code["y"]) < 40 and raw["x"] < code["x"]  # side by side
     else:
         assert code["y"] >= raw["y"] + raw["height"]  # stacked
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("raw answer", targets=[".raw-response", ".extracted-code"])
 
     sign_in(journey, MaintainerFactory(), "/curation/snippets/")
@@ -729,7 +768,7 @@ def test_a_visitor_sorts_a_papers_snippet_statistics_and_reads_a_raw_answer(
     page.wait_for_url("**status=always*")
     page.wait_for_function("document.querySelectorAll('#curation-table tbody tr').length === 1")
     assert stat_names(page, "curation-table") == ["s2"]
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("curation view", targets=["#cur-status", "#curation-table a.sort"])
     journey.close()
 
@@ -749,7 +788,7 @@ def test_a_visitor_narrows_the_board_to_a_paper_date_window_with_or_without_java
     sliders.wait_for(state="visible")
     assert page.locator("#f-window-from-out").inner_text() == "2023-01"
     assert page.locator("#f-window-to-out").inner_text() == "2025-03"
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("the window's controls", targets=["#f-paper_from", "#f-window-from", "#f-window-to"])
 
     # 2023-01 + 24 months: the window starts at 2025-01-01 and keeps beta only.
@@ -761,13 +800,13 @@ def test_a_visitor_narrows_the_board_to_a_paper_date_window_with_or_without_java
     assert len(board_models(page)) == 3
     # beta only: closed-three passed both of its snippets.
     assert board_models(page)[0] == "Model Closed Three"
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("a window from 2025", targets=["#f-window-from"])
 
     # The model page plots its score either side of its cutoff.
     journey.goto("/models/open-one/")
     assert page.locator("#model-cutoff-dates").count() == 1
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("the model's score by paper date")
 
     # The contamination page reads one release and states the unknown-date rule.
@@ -777,7 +816,7 @@ def test_a_visitor_narrows_the_board_to_a_paper_date_window_with_or_without_java
         "every one of these papers has a known first-commit date"
         in page.locator("#undated-rule").inner_text()
     )
-    fits_the_viewport(page)
+    fits_the_width(page)
     journey.step("the contamination page")
     journey.close()
 

@@ -233,3 +233,21 @@ def test_an_unreachable_broker_shows_unknown_depths_and_the_page_still_answers(c
         r"\s+", " ", re.sub(r"<[^>]+>", " ", page.split('scope="row">Broker', 1)[1].split("</tr>")[0])
     )
     assert "down" in broker_row and "refused" in broker_row.lower()
+
+
+@pytest.mark.django_db
+def test_a_workers_last_heartbeat_reads_as_how_long_ago_with_the_exact_time_kept(client, settings):
+    from evaluation.models import WorkerHeartbeat
+
+    seen = timezone.now() - timedelta(minutes=3, seconds=5)
+    WorkerHeartbeat.objects.create(
+        hostname="celery@0123456789ab", queues=["site", "eval-cpu"], started_at=seen, last_seen_at=seen
+    )
+    settings.CELERY_WORKER_HEARTBEAT_S = 120  # alive: seen within three heartbeat periods
+    page = client.get("/status/").content.decode()
+    cell = page.split("celery@0123456789ab", 1)[1].split("</tr>", 1)[0]
+    assert (
+        f'<time datetime="{seen.isoformat()}" title="{seen:%Y-%m-%d %H:%M:%S} UTC">3\xa0minutes ago</time>'
+        in cell
+    )
+    assert client.get("/healthz").json()["workers"][0]["last_seen_at"] == seen.isoformat()

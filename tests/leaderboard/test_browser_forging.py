@@ -1,6 +1,6 @@
 """The forging rate in Chromium (issue 32, item 5): the board's column, the model page's section and the run
 page's confirmations, for a visitor and for a maintainer (who also sees the forged verdicts), pass the
-accessibility audit (axe-core: no serious or critical violation; keyboard) and fit a 390 px screen without
+accessibility audit (axe-core: no violation of any impact; keyboard) and fit a 390 px screen without
 sideways scrolling."""
 
 from __future__ import annotations
