@@ -72,9 +72,14 @@ EXAMPLE = REPO / "examples" / "pset" / "rmsnorm"
 class Journey:
     """A page that records what goes wrong in the browser, and names each step with a screenshot."""
 
-    def __init__(self, browser: Any, name: str, base_url: str, *, width: int = DESKTOP) -> None:
-        self.width = width
-        self.context = browser.new_context(viewport={"width": width, "height": 900}, accept_downloads=True)
+    def __init__(self, browser: Any, name: str, base_url: str, *, width: int | None = None) -> None:
+        self.width = width or DESKTOP
+        #: the width a step also checks on the same page: none for a journey given its width, which the test
+        #: walks at both widths itself (its steps differ by width)
+        self.other_width = None if width else PHONE
+        self.context = browser.new_context(
+            viewport={"width": self.width, "height": 900}, accept_downloads=True
+        )
         self.page = self.context.new_page()
         self.name = name
         self.base_url = base_url
@@ -116,7 +121,7 @@ class Journey:
 
     def step(self, label: str, *, targets: list[str] = (), accessible: bool = True) -> None:
         """No browser problem so far (failing at the step where the first one appeared); then, at the
-        journey's width and at the other one of ``DESKTOP`` and ``PHONE``, a screenshot named after the step
+        journey's width and (``other_width``) at ``PHONE``, a screenshot named after the step
         and the width and the page as it is now checked: axe, no blank page past the footer and, at
         ``PHONE``, no sideways scrolling (``fits``); the keyboard walk at the journey's own width only.
         ``accessible=False`` (a step that downloads, the page left as it was) keeps the screenshots alone."""
@@ -133,7 +138,9 @@ class Journey:
             audit(self.page, targets=list(targets))
             self.fits()
         # The other width, on the same page: resizing costs far less than walking the journey twice.
-        other = DESKTOP if self.width == PHONE else PHONE
+        other = self.other_width
+        if other is None:
+            return
         self.page.set_viewport_size({"width": other, "height": 900})
         self.page.screenshot(path=str(SHOTS / f"{shot}-{other}.png"), full_page=True)
         if accessible:
