@@ -213,6 +213,13 @@ def visitor_board():
             code='def f(x):\n    y = x + x if x not in (None,) else ValueError(f"{x}")\n    return y\n'
         )
         leaderboard_refresh_run(run=run)
+    # A later release that one model alone was run on: it scores other tasks, so compare never sets it beside
+    # a run on rcb-test (the board keeps showing rcb-test, the default).
+    later, later_snippets = make_benchmark({"gamma": (dt.date(2025, 4, 1), [2, 2])}, release="rcb-later")
+    rel.is_default = True
+    rel.save(update_fields=["is_default"])
+    model = LanguageModelFactory(key="later-four", name="Model Later Four", developer="Mistral")
+    leaderboard_refresh_run(run=make_run(later_snippets, {"gamma": "P F"}, release=later, model=model))
     return rel
 
 
@@ -250,7 +257,28 @@ def test_a_visitor_browses_sorts_filters_compares_opens_a_snippet_diff_and_downl
     page.click("main form button[type=submit]")
     page.wait_for_url("**models=closed-two*")
     assert page.locator("#compare-runs tbody tr").count() == 2
+    assert "Compared on release rcb-test" in page.locator("#compare-setting").inner_text()
+    # The paired difference over the snippets both were judged on, with its interval and a plain verdict.
+    pair = page.locator("#compare-pairs tbody tr").first.inner_text()
+    assert "Model Open One − Model Closed Two" in pair, pair
+    assert re.search(r"-?\d+\.\d\d\s+-?\d+\.\d\d to -?\d+\.\d\d\s+5\s", pair), pair
+    assert "the interval excludes zero" in pair or "Not distinguishable from zero" in pair, pair
     journey.step("compare two models", targets=["#compare-new", "#compare-runs a"])
+
+    # Models with no run on a common release: no scores side by side, the reason and each one's settings.
+    journey.goto("/compare/?models=open-one&models=later-four")
+    assert page.locator("#compare-runs").count() == 0
+    mismatch = page.locator(".setting-mismatch").inner_text()
+    assert (
+        "These models have no setting in common" in mismatch
+        and "another release scores other tasks" in mismatch
+    )
+    settings = page.locator("#compare-settings").inner_text()
+    assert (
+        "Model Open One: release rcb-test" in settings and "Model Later Four: release rcb-later" in settings
+    )
+    journey.step("compare across releases")
+    journey.goto("/compare/?models=open-one&models=closed-two")
 
     page.locator("#compare-runs").get_by_role("link", name="Model Open One").click()
     page.wait_for_url("**/models/open-one/**")
@@ -528,6 +556,11 @@ def test_the_form_keeps_what_was_typed_and_a_flagged_proposal_shows_its_next_ste
     assert "Needs a fix" in row and "not checked by its test" in row
     fits_the_width(reviewer.page)
     reviewer.step("review queue", targets=["#id_state_0", "#id_q"])
+    # The maintainer's page of the proposal: the same status, in the same words.
+    reviewer.page.locator(f"tr[data-proposal='{flagged.pk}'] a").first.click()
+    reviewer.page.wait_for_url(f"**/contribute/{flagged.pk}/")
+    assert "Needs a fix: 1 snippet not checked by its test" in reviewer.page.locator("h1").inner_text()
+    reviewer.step("proposal, maintainer")
     author.close()
     reviewer.close()
 
