@@ -420,10 +420,12 @@ def _board_groups(
     for r in rows:
         by_group.setdefault(r.group, []).append(r)
     out = []
-    for i, ((release, template, with_paper), members) in enumerate(by_group.items()):
+    for i, members in enumerate(by_group.values()):
         ranked = [r for r in members if not r.incomplete]
-        setting = "with paper" if with_paper else "without paper"
-        label = f"Release {release or '(none)'}, template {template}, {setting}"
+        first = members[0]
+        setting = "with paper" if first.with_paper else "without paper"
+        where = f"Release {first.release_words}" if first.release or not first.covers else first.release_words
+        label = f"{where[:1].upper()}{where[1:]}, template {first.template}, {setting}"
         by_rank = sorted((r for r in ranked if r.rank is not None), key=lambda r: (r.rank, r.model.key))
         ties: dict[int, list[str]] = {}
         for above, below in zip(by_rank, by_rank[1:], strict=False):
