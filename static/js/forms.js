@@ -1,6 +1,7 @@
 // Forms on every page (templates/base.html). No inline script: the CSP forbids them.
 // - After a form is answered with errors, focus moves to the first field in error (else to the form's own
-//   error list), so a keyboard or screen-reader user lands on what to fix instead of the top of the page.
+//   error list: .form-errors, or Django's .errorlist), so a keyboard or screen-reader user lands on what to
+//   fix instead of the top of the page.
 // - A button with data-copy="ID" copies the value of the element ID (e.g. a new API token) and says so in
 //   the element its aria-controls names; it stays hidden without this script, whose job it is.
 (function () {
@@ -8,7 +9,7 @@
   function focusFirstError(root) {
     var field = root.querySelector('form[method="post"] [aria-invalid="true"]');
     if (!field) {
-      field = root.querySelector('form[method="post"] .errorlist');
+      field = root.querySelector('form[method="post"] :is(.form-errors, .errorlist)');
       if (field && !field.hasAttribute("tabindex")) field.setAttribute("tabindex", "-1");
     }
     if (field) field.focus();
