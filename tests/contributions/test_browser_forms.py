@@ -12,7 +12,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 
 FOCUSED = """() => {
   const e = document.activeElement;
-  return {id: e.id, invalid: e.getAttribute('aria-invalid'), errors: e.classList.contains('errorlist')};
+  return {id: e.id, invalid: e.getAttribute('aria-invalid'), errors: e.matches('.form-errors, .errorlist')};
 }"""
 
 
