@@ -23,8 +23,8 @@ from typing import Any
 from django.db.models import Exists, Q, Subquery
 
 from contributions.models import Release
-from evaluation import selectors as evaluation_selectors
 from evaluation.models import EvaluationRun, LanguageModel
+from evaluation.selectors.runs import run_result_date
 from leaderboard.cutoffs import release_global_selections, release_paper_dates, window_selection
 from leaderboard.models import Contamination, RunPaperScore, RunScore
 from leaderboard.selectors.common import ModelRef, Score, score_from_papers, score_from_row
@@ -245,7 +245,7 @@ def _row(score_row: RunScore, score: Score, mode: str, selection: Sequence[str] 
         source=run.source,
         status=run.status,
         n_completions=run.n_completions,
-        finished_at=evaluation_selectors.run_result_date(run),
+        finished_at=run_result_date(run),
         cost_usd=cost,
         contamination=mode,
         selection=tuple(selection) if selection is not None else None,
