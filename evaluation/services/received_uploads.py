@@ -31,9 +31,9 @@ from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
-from kombu.exceptions import OperationalError as KombuOperationalError
 
 from contributions.models import Release
+from evaluation import dispatch
 from evaluation.models import LanguageModel, PredictionsUpload
 from evaluation.services.uploads import (
     IdempotencyKeyReused,
@@ -98,7 +98,7 @@ def predictions_upload_receive(
                 data=data,
                 sent_at=timezone.now(),
             )
-            transaction.on_commit(lambda: _send_check(upload.pk))
+            transaction.on_commit(lambda: dispatch.predictions_upload_check(upload.pk))
     except IntegrityError:
         # Two requests raced with one key: the one that committed first is the upload.
         earlier = _replay(requester=requester, key=key, sha256=sha256, release=release) if key else None
@@ -115,20 +115,6 @@ def _replay(*, requester: AbstractBaseUser, key: str, sha256: str, release: Rele
     if earlier.sha256 != sha256 or earlier.release_id != release.pk:
         raise IdempotencyKeyReused(earlier.run, upload=earlier)
     return Received(upload=earlier, replayed=True)
-
-
-def _send_check(upload_id: int) -> None:
-    """Send the worker's message; a broker that refuses it leaves the upload waiting for the reaper."""
-    from evaluation import tasks
-
-    try:
-        tasks.check_upload.delay(upload_id)
-    except (KombuOperationalError, OSError):
-        log.warning(
-            "the broker refused the message of upload %s: the reaper sends it again after RCB_UPLOAD_RESEND_S",
-            upload_id,
-            exc_info=True,
-        )
 
 
 def predictions_upload_check(*, upload_id: int) -> PredictionsUpload | None:
@@ -200,5 +186,5 @@ def uploads_resend_waiting(*, now: datetime | None = None) -> list[int]:
     if waiting:
         PredictionsUpload.objects.filter(pk__in=waiting).update(sent_at=now)
         for upload_id in waiting:
-            _send_check(upload_id)
+            dispatch.predictions_upload_check(upload_id)
     return waiting
