@@ -24,6 +24,7 @@ from django.utils.text import capfirst
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import UserRateThrottle
 
+from contributions.http import plain_request
 from contributions.roles import can_maintain
 from evaluation import live_cache
 from evaluation.board_links import run_board_place
@@ -133,7 +134,7 @@ def _run_detail_page(request: HttpRequest, run_id: int, part: str) -> HttpRespon
         "results_csv_url": reverse("api-run-results", args=[run.pk])
         + f"?{urlencode({'format': 'csv', 'limit': max(run.total_items, 1000)})}",
     }
-    if live_cache.plain_request(request):
+    if plain_request(request):
         # No form on the page for a visitor who is not signed in: no token, so no cookie and a shareable page.
         context["csrf_token"] = ""
     template = "evaluation/run_detail.html"
