@@ -35,9 +35,9 @@ from contributions.intake import (
 from contributions.models import Proposal, ProposalRevision
 from contributions.selectors import latest_revision
 from contributions.services.notifications import proposal_url
+from contributions.services.proposal_state import ProposalError
 from contributions.services.proposal_validation import proposal_submit
 from contributions.services.proposals import (
-    ProposalError,
     proposal_create,
     proposal_save_draft,
     proposal_update_meta,

@@ -46,7 +46,7 @@ from contributions.services import (
     proposal_review,
     proposal_withdraw,
 )
-from contributions.services.proposals import MAX_REASON, MAX_TEXT
+from contributions.services.proposal_state import MAX_REASON, MAX_TEXT
 from contributions.views.contribute import resume_url
 from researchcodebench.validation import variants_summary
 from researchcodebench.variants import SnippetVariants
