@@ -9,7 +9,7 @@ for an answer to a review, or for a submission the portal could not validate. ``
 its live updates, its history, the review queue, the author's list, the form's steps), every notification
 and every email shows these, never the raw state. Each status names whose turn it is (``TURNS``: the
 author, the maintainers, the portal, or nobody once closed) and the next step of each side
-(``NEXT_STEPS``). ``selectors.proposal_status`` and ``selectors.proposal_queue_rows`` read what they need;
+(``NEXT_STEPS``). ``selectors.proposals.proposal_status`` and ``selectors.review_queue.proposal_queue_rows`` read what they need;
 a state change records its status on its ``ProposalEvent`` (``history_words`` reads it back).
 """
 

@@ -4,7 +4,7 @@
 state machine: its states and moves, the lock and the transition every move makes), ``proposals`` (creating,
 editing, withdrawing a proposal, and comments), ``revisions`` (uploads), ``proposal_validation`` (submit and the
 validation's life cycle), ``review`` (maintainers' reviews), ``publishing`` and ``notifications`` (in-app
-notifications and emails). Reads of proposals and their reports are in ``contributions.selectors``."""
+notifications and emails). Reads are in ``contributions.selectors`` (one module per page family)."""
 
 from contributions.errors import CatalogueError
 from contributions.services.catalogue import (

@@ -36,7 +36,7 @@ from typing import Any
 from django.utils import timezone
 
 from contributions.models import Proposal, ProposalEvent, ProposalRevision
-from contributions.selectors import proposal_status
+from contributions.selectors.proposals import proposal_status
 from contributions.services.notifications import notify_event
 
 State = Proposal.State

@@ -25,7 +25,7 @@ from contributions.models import (
     ProposalRevision,
 )
 from contributions.proposal_status import report_blocking, report_overridable
-from contributions.selectors import latest_revision, latest_submitted_revision
+from contributions.selectors.proposals import latest_revision, latest_submitted_revision
 from contributions.services.proposal_state import (
     EDITABLE_STATES,
     MAX_REASON,

@@ -38,7 +38,7 @@ from contributions.models import (
     TaskVersion,
 )
 from contributions.roles import is_maintainer
-from contributions.selectors import latest_revision, latest_submitted_revision, proposal_status
+from contributions.selectors.proposals import latest_revision, latest_submitted_revision, proposal_status
 from contributions.services.notifications import notify_comment
 from contributions.services.proposal_state import (
     EDITABLE_STATES,

@@ -24,7 +24,7 @@ from contributions.models import (
 )
 from contributions.proposal_status import report_blocking, report_overridable
 from contributions.roles import is_maintainer
-from contributions.selectors import latest_submitted_revision
+from contributions.selectors.proposals import latest_submitted_revision
 from contributions.services.proposal_state import (
     MAX_REASON,
     ProposalError,

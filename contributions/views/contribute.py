@@ -15,14 +15,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation
 
-from contributions import selectors
-from contributions.contribute import (
-    file_choices,
-    paper_for_arxiv_id,
-    revision_preview,
-    revision_tagged_files,
-    snippet_problem,
-)
 from contributions.forms import CodeForm, FilesForm, PaperMetaForm, contribution_label, meta_initial
 from contributions.intake import (
     IntakeError,
@@ -33,7 +25,20 @@ from contributions.intake import (
     quarantine_root,
 )
 from contributions.models import Proposal, ProposalRevision
-from contributions.selectors import latest_revision
+from contributions.selectors.contribute import (
+    file_choices,
+    paper_for_arxiv_id,
+    revision_preview,
+    revision_tagged_files,
+    snippet_problem,
+)
+from contributions.selectors.proposals import (
+    latest_revision,
+    proposal_get_for_viewer,
+    proposal_list_for_viewer,
+    proposal_open_for_key,
+    proposal_status,
+)
 from contributions.services.notifications import proposal_url
 from contributions.services.proposal_state import ProposalError
 from contributions.services.proposal_validation import proposal_submit
@@ -81,7 +86,7 @@ def step_url(proposal: Proposal, step: int) -> str:
 def _own_proposal(request: HttpRequest, proposal_id: int) -> Proposal:
     """The signed-in author's proposal; 404 for anyone else (a maintainer may see it, not edit it)."""
     try:
-        proposal = selectors.proposal_get_for_viewer(viewer=request.user, proposal_id=proposal_id)
+        proposal = proposal_get_for_viewer(viewer=request.user, proposal_id=proposal_id)
     except Proposal.DoesNotExist:
         raise Http404("No such proposal.") from None
     if proposal.author_id != request.user.pk:
@@ -134,7 +139,7 @@ def _steps_context(proposal: Proposal | None, current: int, reached: int) -> dic
         }
         for number, label in STEPS
     ]
-    status = selectors.proposal_status(proposal) if proposal is not None else None
+    status = proposal_status(proposal) if proposal is not None else None
     return {"steps": steps, "step": current, "proposal": proposal, "status": status}
 
 
@@ -166,7 +171,7 @@ def _to_reached(request: HttpRequest, proposal: Proposal, revision: ProposalRevi
 
 def _locked(request: HttpRequest, proposal: Proposal) -> HttpResponse:
     """A proposal that left the draft: its page, since the form can no longer change it."""
-    status = selectors.proposal_status(proposal)
+    status = proposal_status(proposal)
     messages.info(request, f"This proposal's status is “{status.label}”: the form can no longer change it.")
     return _go(request, proposal_url(proposal) or reverse("contributions:contribute"), whole_page=True)
 
@@ -183,13 +188,13 @@ def _service_error(form: forms.Form, exc: ProposalError, *, fallback: str | None
 def contribute(request: HttpRequest) -> HttpResponse:
     """The signed-in user's proposals and drafts (each with where to continue) and "New contribution"."""
     rows = []
-    for proposal in selectors.proposal_list_for_viewer(viewer=request.user):
+    for proposal in proposal_list_for_viewer(viewer=request.user):
         editable = _editable(proposal)
         revision = latest_revision(proposal) if editable else None
         rows.append(
             {
                 "proposal": proposal,
-                "status": selectors.proposal_status(proposal),
+                "status": proposal_status(proposal),
                 "editable": editable,
                 "continue_url": step_url(proposal, _reached(proposal, revision)) if editable else "",
                 "url": proposal_url(proposal),
@@ -315,9 +320,7 @@ def contribute_meta(request: HttpRequest, proposal_id: int | None = None) -> Htt
                 key = form.cleaned_data["task_key"]
                 _service_error(form, exc)
                 if exc.field == "task_key":
-                    own_draft = selectors.proposal_open_for_key(
-                        author=request.user, task_key=key, exclude=proposal
-                    )
+                    own_draft = proposal_open_for_key(author=request.user, task_key=key, exclude=proposal)
             else:
                 _remember_new_form(request, token, saved)
                 for warning in form.warnings:

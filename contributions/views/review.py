@@ -2,7 +2,7 @@
 maintainers' review queue and the notification list.
 
 Views parse input, call one service or selector and render; every proposal goes through the one access
-guard ``selectors.proposal_get_for_viewer`` (404 for whoever may not see it). The validation status on the
+guard ``proposal_get_for_viewer`` (404 for whoever may not see it). The validation status on the
 proposal page polls with htmx (``hx-trigger="every 2s"``) while the validation can still move, and the
 fragment it gets back carries no trigger once it is final, so polling stops by itself.
 """
@@ -23,8 +23,6 @@ from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from contributions import selectors
-from contributions.code_view import RevisionCode, file_anchor, revision_code
 from contributions.forms import LICENSES
 from contributions.models import (
     UNCHECKED_EXPLANATION_MIN,
@@ -37,7 +35,18 @@ from contributions.models import (
 from contributions.params import optional_id
 from contributions.proposal_status import report_blocking, report_overridable
 from contributions.roles import REVIEW_PERMISSION, is_maintainer
-from contributions.selectors import latest_revision, latest_submitted_revision
+from contributions.selectors import notifications as notification_selectors
+from contributions.selectors.code_view import RevisionCode, file_anchor, revision_code
+from contributions.selectors.proposals import (
+    latest_revision,
+    latest_submitted_revision,
+    proposal_get_for_viewer,
+    proposal_history,
+    proposal_status,
+    revision_outcome,
+)
+from contributions.selectors.review_queue import proposal_queue_rows, proposal_waiting
+from contributions.selectors.revision_diff import revision_diff
 from contributions.services import (
     RUBRIC,
     ProposalError,
@@ -70,7 +79,7 @@ DIFF_LINES = 2000
 
 def _proposal_or_404(request: HttpRequest, proposal_id: Any) -> Proposal:
     try:
-        return selectors.proposal_get_for_viewer(viewer=request.user, proposal_id=proposal_id)
+        return proposal_get_for_viewer(viewer=request.user, proposal_id=proposal_id)
     except Proposal.DoesNotExist:
         raise Http404("No such proposal.") from None
 
@@ -246,7 +255,7 @@ def _validation_context(proposal: Proposal, revision: ProposalRevision | None) -
         "vrev": revision,
         "report": report,
         "report_groups": _report_groups(report),
-        "outcome": selectors.revision_outcome(revision),
+        "outcome": revision_outcome(revision),
         "polling": _is_polling(proposal, revision),
         "progress": [_progress_row(e) for e in revision.validation_progress or [] if isinstance(e, dict)]
         if revision is not None
@@ -323,12 +332,12 @@ def _page_context(
     return {
         **validation,
         **_status_context(request, proposal),
-        "revisions": [(r, d, selectors.revision_outcome(r)) for r, d in _revisions_with_diffs(revisions)],
+        "revisions": [(r, d, revision_outcome(r)) for r, d in _revisions_with_diffs(revisions)],
         "shown": shown,
         "under_review": under_review,
         "code": code,
         "thread": [(c, _comment_line_url(c, shown)) for c in comments],
-        "history": selectors.proposal_history(proposal=proposal),
+        "history": proposal_history(proposal=proposal),
         "reviews": list(proposal.reviews.select_related("reviewer", "revision").order_by("created_at", "pk")),
         "rubric": RUBRIC,
         "review_form": review_form if (can_review or review_form is not None) else None,
@@ -336,7 +345,7 @@ def _page_context(
         "can_comment": is_author or (maintainer and proposal.state != State.DRAFT),
         "can_withdraw": is_author and not proposal.is_final,
         "withdraw_form": WithdrawForm(),
-        "waiting": selectors.proposal_waiting(proposal),
+        "waiting": proposal_waiting(proposal),
         "meta_rows": _meta_rows(proposal),
     }
 
@@ -345,7 +354,7 @@ def _status_context(request: HttpRequest, proposal: Proposal) -> dict[str, Any]:
     """What the page's header badge and its "next step" panel show (the page, and each live update)."""
     is_author = request.user.pk == proposal.author_id
     maintainer = is_maintainer(request.user)
-    status = selectors.proposal_status(proposal)
+    status = proposal_status(proposal)
     return {
         "proposal": proposal,
         "status": status,
@@ -398,7 +407,7 @@ def _report_variants(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _revisions_with_diffs(revisions: list[ProposalRevision]) -> list[tuple[ProposalRevision, Any]]:
     """Each revision with its diff against the previous one (submitted revisions after the first only)."""
     return [
-        (r, selectors.revision_diff(revision=r, max_lines=DIFF_LINES))
+        (r, revision_diff(revision=r, max_lines=DIFF_LINES))
         if r.submitted_at is not None and r.number > 1
         else (r, None)
         for r in revisions
@@ -611,7 +620,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         }
     context = {
         "form": form,
-        "rows": selectors.proposal_queue_rows(limit=200, **filters),
+        "rows": proposal_queue_rows(limit=200, **filters),
         "filtered": bool(filters),
     }
     template = "contributions/review_queue.html"
@@ -628,7 +637,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 @require_safe
 def notification_list(request: HttpRequest) -> HttpResponse:
     """The signed-in user's notifications, unread first, newest first within each."""
-    rows = list(selectors.notification_list(user=request.user, limit=200))
+    rows = list(notification_selectors.notification_list(user=request.user, limit=200))
     rows.sort(key=lambda n: n.read_at is not None)
     unread = sum(1 for n in rows if n.read_at is None)
     return render(request, "contributions/notifications.html", {"rows": rows, "unread": unread})
