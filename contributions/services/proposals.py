@@ -214,6 +214,27 @@ def proposal_save_draft(*, proposal: Proposal, by: Any, step: int, data: Mapping
     return proposal
 
 
+@transaction.atomic
+def proposal_meta_step_save(
+    *,
+    by: Any,
+    proposal: Proposal | None,
+    task_key: str,
+    meta: Mapping[str, Any],
+    answers: Mapping[str, Any],
+) -> Proposal:
+    """The contribution form's paper step, all or nothing: create the draft by ``by`` (``proposal`` None) or
+    update its task key and metadata (``meta`` over the stored entry), then store the step's ``answers``
+    (``proposal_save_draft`` step 1)."""
+    if proposal is None:
+        proposal = proposal_create(author=by, task_key=task_key, meta=meta)
+    else:
+        proposal = proposal_update_meta(
+            proposal=proposal, by=by, meta={**proposal.meta, **meta}, task_key=task_key
+        )
+    return proposal_save_draft(proposal=proposal, by=by, step=1, data=answers)
+
+
 # ---------------------------------------------------------------------------------------- end of a proposal
 
 
