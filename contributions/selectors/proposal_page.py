@@ -6,9 +6,9 @@ why a maintainer cannot approve now. Only reads; the page polls ``is_polling`` s
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
-from contributions.forms import LICENSES
 from contributions.models import Comment, Proposal, ProposalRevision
 from contributions.proposal_status import report_blocking
 from contributions.selectors.code_view import RevisionCode, file_anchor, revision_code
@@ -226,15 +226,15 @@ def meta_text(value: Any) -> str:
     return str(value)[:500]
 
 
-def license_text(meta: dict[str, Any]) -> str:
-    """The license's name (``forms.LICENSES``), or the text given for "other"."""
+def license_text(meta: dict[str, Any], *, licenses: Mapping[str, str]) -> str:
+    """The license's name (``licenses``: id -> name, the form's choices), or the text given for "other"."""
     license_id = str(meta.get("license") or "")
     if license_id == "other":
         return str(meta.get("license_text") or "other")[:500]
-    return dict(LICENSES).get(license_id, license_id)
+    return licenses.get(license_id, license_id)
 
 
-def meta_rows(proposal: Proposal) -> list[tuple[str, str, bool]]:
+def meta_rows(proposal: Proposal, *, licenses: Mapping[str, str]) -> list[tuple[str, str, bool]]:
     """(label, value, is_link) for the metadata the proposal has, the registry entry's ``extra`` keys (the
     license, the code's commit) as rows of their own; links only for http(s) URLs. No dict is ever shown
     as Python text: an unknown key with a mapping value is left out."""
@@ -246,7 +246,7 @@ def meta_rows(proposal: Proposal) -> list[tuple[str, str, bool]]:
         value = meta.get(key)
         if value in (None, "", []) or (key == "code_commit" and meta.get("commit")):
             continue
-        text = license_text(meta) if key == "license" else meta_text(value)
+        text = license_text(meta, licenses=licenses) if key == "license" else meta_text(value)
         rows.append((label, text, text.startswith(("https://", "http://"))))
     known = {key for key, _ in META_FIELDS} | META_HIDDEN
     for key in sorted(set(meta) - known):

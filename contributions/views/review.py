@@ -22,6 +22,7 @@ from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST, require_safe
 
+from contributions.forms import LICENSES
 from contributions.models import (
     UNCHECKED_EXPLANATION_MIN,
     Proposal,
@@ -232,7 +233,7 @@ def _page_context(
         "can_withdraw": is_author and not proposal.is_final,
         "withdraw_form": WithdrawForm(),
         "waiting": proposal_waiting(proposal),
-        "meta_rows": meta_rows(proposal),
+        "meta_rows": meta_rows(proposal, licenses=dict(LICENSES)),
     }
 
 
