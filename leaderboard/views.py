@@ -33,10 +33,11 @@ from django.urls import NoReverseMatch, get_script_prefix, get_urlconf, reverse
 from django.utils.http import RFC3986_SUBDELIMS, urlencode
 from django.views.decorators.http import require_safe
 
-from contributions import selectors as contribution_selectors
 from contributions.models import Paper, Release, Snippet
 from contributions.params import optional_id
 from contributions.roles import REVIEW_PERMISSION
+from contributions.selectors import catalogue as contribution_selectors
+from contributions.selectors import releases as contribution_releases
 from evaluation.models import EvaluationRun, LanguageModel
 from leaderboard import caching, charts, code_diff, freshness, vega
 from leaderboard.forms import CONTAMINATION_LABELS, FILTER_PARAMS, BoardFilterForm
@@ -641,7 +642,7 @@ def _papers_context(params: QueryDict) -> dict:
         "catalogue": catalogue,
         "rows": catalogue.rows,
         "totals": {"snippets": catalogue.snippets, "lines": catalogue.lines},
-        "releases": list(contribution_selectors.release_list()),
+        "releases": list(contribution_releases.release_list()),
         "all_versions": contribution_selectors.ALL_VERSIONS,
     }
 
