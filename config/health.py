@@ -40,7 +40,7 @@ def broker_status() -> dict[str, Any]:
 
 
 def workers_status() -> list[dict[str, Any]]:
-    from evaluation.selectors import worker_list_alive
+    from evaluation.selectors.status import worker_list_alive
 
     return [
         {
@@ -74,7 +74,7 @@ def queues_status(*, broker_ok: bool) -> list[dict[str, Any]]:
 
 def work_status() -> dict[str, Any]:
     """Validations in progress, the oldest waiting item and the results of the last hour per queue."""
-    from evaluation.selectors import (
+    from evaluation.selectors.status import (
         STATUS_THROUGHPUT_WINDOW_S,
         completion_oldest_waiting,
         result_throughput,

@@ -398,20 +398,20 @@ RCB_STATUS_CACHE_S = env_int("RCB_STATUS_CACHE_S", 5, minimum=0)
 # Periodic work (one beat per deployment: ``celery worker -B`` in the demo, worker-site in compose): the lease
 # reaper, and a safety net that re-aggregates any run whose results changed without a signal.
 CELERY_BEAT_SCHEDULE = {
-    "reap-expired-leases": {
-        "task": "evaluation.tasks.reap_expired_leases",
+    "leases-reap": {
+        "task": "evaluation.tasks.leases_reap",
         "schedule": env_float("RCB_REAPER_INTERVAL_S", 30.0, minimum=1),
     },
     "refresh-stale-leaderboard": {
         "task": "leaderboard.tasks.refresh_stale",
         "schedule": env_float("RCB_REFRESH_STALE_INTERVAL_S", 300.0, minimum=1),
     },
-    "sweep-upload-temp": {
-        "task": "evaluation.tasks.sweep_upload_temp",
+    "upload-temp-sweep": {
+        "task": "evaluation.tasks.upload_temp_sweep",
         "schedule": 600.0,
     },
-    "validation-watchdog": {
-        "task": "evaluation.tasks.validation_watchdog",
+    "validations-watchdog": {
+        "task": "evaluation.tasks.validations_watchdog",
         "schedule": env_float("RCB_VALIDATION_WATCHDOG_INTERVAL_S", 60.0, minimum=1),
     },
 }

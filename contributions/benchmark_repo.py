@@ -3,7 +3,7 @@
 The repository (``settings.RCB_BENCHMARK_REPO``) is non-bare, so that its work tree *is* the benchmark:
 
 - **The branch holds exactly the published task versions.** Its tree is the newest version with files of
-  every task (``selectors.task_versions_current``), each as its task folder byte-exact, plus a
+  every task (``task_versions_current``), each as its task folder byte-exact, plus a
   ``papers.yaml`` written from their registry entries (by task key). History has **one commit per published
   version**, in publication order: an approved contribution is authored by its contributor (committer: the
   hub) with the approvers in the message; a version ``import_pset`` added is authored by the operator
@@ -33,9 +33,10 @@ from pathlib import Path
 import git
 from django.conf import settings
 
-from contributions import selectors
 from contributions.models import Release, TaskVersion
-from contributions.release_export import release_export
+from contributions.selectors.accounts import user_display_name
+from contributions.selectors.proposals import proposal_approvers, task_version_approval
+from contributions.selectors.release_export import release_export
 from contributions.task_folders import TaskFolderError, files_write, safe_relpath, version_file_bytes
 from contributions.task_meta import meta_from_json
 from researchcodebench import pset as rcb_pset
@@ -151,7 +152,7 @@ def _committed(repo: git.Repo) -> set[tuple[str, str]]:
 
 
 def _actor(user: object) -> git.Actor:
-    name = selectors.user_display_name(user) or "unknown"
+    name = user_display_name(user) or "unknown"
     return git.Actor(name, f"{user.get_username()}@{NOREPLY_DOMAIN}")  # type: ignore[attr-defined]
 
 
@@ -159,12 +160,12 @@ def _commit_identity(version: TaskVersion) -> tuple[git.Actor, str]:
     """The author and message of the branch commit publishing ``version`` (from its approval record)."""
     label = f"{version.task.key} v{version.number}"
     trailer = f"{TRAILER}: {version.content_hash} {version.task.key}"
-    record = selectors.task_version_approval(task_version=version)
+    record = task_version_approval(task_version=version)
     if record is None:
         return AUTHOR, f"add {label}\n\n{trailer}\n"
     author = _actor(record.author)
     if version.origin == TaskVersion.Origin.CONTRIBUTED:
-        approvers = [_actor(user) for user in selectors.proposal_approvers(proposal=record)]
+        approvers = [_actor(user) for user in proposal_approvers(proposal=record)]
         approved = ", ".join(f"{a.name} <{a.email}>" for a in approvers) or "nobody on record"
         body = (
             f"Publish {label} (proposal {record.pk})\n\n"

@@ -16,7 +16,7 @@ from typing import Any
 from django import forms
 from django.core.validators import URLValidator
 
-from contributions.contribute import FileChoices
+from contributions.selectors.contribute import FileChoices
 from contributions.upload_manifest import MANIFEST_DEFAULTS
 from researchcodebench.arxiv import arxiv_id
 

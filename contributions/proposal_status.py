@@ -9,7 +9,7 @@ for an answer to a review, or for a submission the portal could not validate. ``
 its live updates, its history, the review queue, the author's list, the form's steps), every notification
 and every email shows these, never the raw state. Each status names whose turn it is (``TURNS``: the
 author, the maintainers, the portal, or nobody once closed) and the next step of each side
-(``NEXT_STEPS``). ``selectors.proposal_status`` and ``selectors.proposal_queue_rows`` read what they need;
+(``NEXT_STEPS``). ``selectors.proposals.proposal_status`` and ``selectors.review_queue.proposal_queue_rows`` read what they need;
 a state change records its status on its ``ProposalEvent`` (``history_words`` reads it back).
 """
 
@@ -205,7 +205,8 @@ def report_blocking(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [f for f in report_errors(report) if not is_overridable(f)]
 
 
-def _words(key: str, n: int = 0) -> tuple[str, str]:
+def status_words(key: str, n: int = 0) -> tuple[str, str]:
+    """(label, tone) of status ``key`` (``STATUS_WORDS``) for a count ``n``: "1 snippet", "2 snippets"."""
     label, tone = STATUS_WORDS[key]
     return label.format(n=n, s="" if n == 1 else "s", its="its" if n == 1 else "their"), tone
 
@@ -270,7 +271,7 @@ def status_of(
         revising=revising,
     )
     count = {"needs_fix": len(unchecked), "revising": revising or 0}.get(key, 0)
-    label, tone = _words(key, count)
+    label, tone = status_words(key, count)
     if key == "validation_failed":
         label = f"{label}: {len(blocking)} error{'' if len(blocking) == 1 else 's'}"
     author_step, maintainer_step = NEXT_STEPS[key]
@@ -302,9 +303,12 @@ def history_words(*, key: str, label: str, state: str) -> HistoryWords:
     it happened); for a row that recorded none (a creation, an import), the words of its ``state``."""
     if key not in STATUS_WORDS:
         key = _key_of(state=state, status=None, blocking=0, unchecked=0, revising=None)
-        label = _words(key)[0] if key in STATUS_WORDS else state
+        label = status_words(key)[0] if key in STATUS_WORDS else state
     if key not in STATUS_WORDS:
         return HistoryWords(key=key, label=label, tone="neutral", turn_words="")
     return HistoryWords(
-        key=key, label=label or _words(key)[0], tone=STATUS_WORDS[key][1], turn_words=TURN_WORDS[TURNS[key]]
+        key=key,
+        label=label or status_words(key)[0],
+        tone=STATUS_WORDS[key][1],
+        turn_words=TURN_WORDS[TURNS[key]],
     )

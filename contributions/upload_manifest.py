@@ -3,7 +3,7 @@ the contribution form makes from the uploaded files.
 
 Plain rules over the upload's files (relpath -> bytes), below both the services that store a revision
 (``services.revisions``: ``revision_manifest_clean``, ``revision_upload``) and the form's reads
-(``contributions.contribute``), so each imports them without importing the other.
+(``contributions.selectors.contribute``), so each imports them without importing the other.
 """
 
 from __future__ import annotations

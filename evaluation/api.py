@@ -24,10 +24,13 @@ from rest_framework.views import APIView
 
 from contributions.authentication import ApiTokenAuthentication
 from contributions.models import Release
-from evaluation import live_cache, selectors
+from evaluation import live_cache
 from evaluation.board_links import run_board_url
 from evaluation.exports import CSVRenderer, FastJSONRenderer
 from evaluation.models import Completion, EvaluationRun, LanguageModel, PredictionsUpload
+from evaluation.selectors.results import run_result_list
+from evaluation.selectors.runs import run_coverage, run_get, run_list_for_api
+from evaluation.selectors.uploads import upload_for_viewer
 from evaluation.serializers import (
     ErrorListOutput,
     PredictionsUploadInput,
@@ -180,7 +183,7 @@ class UploadReceiptApi(APIView):
 
     @extend_schema(responses=UploadReceiptOutput, summary="An upload received with Prefer: respond-async")
     def get(self, request: Request, upload_id: int) -> Response:
-        upload = selectors.upload_for_viewer(upload_id=upload_id, viewer=request.user)
+        upload = upload_for_viewer(upload_id=upload_id, viewer=request.user)
         if upload is None:
             raise NotFound(f"no upload {upload_id} of yours.")
         response = Response(upload_receipt_body(request, upload))
@@ -190,7 +193,7 @@ class UploadReceiptApi(APIView):
 
 def uploaded_run_body(request: Request, run: EvaluationRun) -> dict[str, Any]:
     """What an upload's answer says of the run it started."""
-    coverage = selectors.run_coverage(run=run)
+    coverage = run_coverage(run=run)
     return {
         "id": run.pk,
         "url": request.build_absolute_uri(reverse("evaluation:run_detail", args=[run.pk])),
@@ -287,7 +290,7 @@ class LiveReadMixin:
 
 def _run_or_404(run_id: int) -> EvaluationRun:
     try:
-        return selectors.run_get(run_id=run_id)
+        return run_get(run_id=run_id)
     except Http404:
         raise NotFound(f"no run {run_id}.") from None
 
@@ -306,7 +309,7 @@ class RunListApi(LiveReadMixin, ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self) -> QuerySet[EvaluationRun]:
-        return selectors.run_list_for_api(filters=_query(RunQuerySerializer, self.request).to_filters())
+        return run_list_for_api(filters=_query(RunQuerySerializer, self.request).to_filters())
 
 
 class RunDetailApi(LiveReadMixin, APIView):
@@ -342,6 +345,4 @@ class RunResultsApi(LiveReadMixin, ListAPIView):
     def get_queryset(self) -> QuerySet[Completion]:
         run = _run_or_404(self.kwargs["run_id"])
         query = _query(ResultQuerySerializer, self.request).validated_data
-        return selectors.run_result_list(
-            run=run, outcome=query.get("outcome", ""), paper=query.get("paper", "")
-        )
+        return run_result_list(run=run, outcome=query.get("outcome", ""), paper=query.get("paper", ""))

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 
 from contributions.models import Release
-from contributions.selectors import releases_runnable
+from contributions.selectors.releases import releases_runnable
 from evaluation import llm
 from evaluation.models import EvaluationRun, LanguageModel
 from evaluation.services.estimates import MAX_SAMPLES, RunDefaults, release_run_defaults

@@ -36,12 +36,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.cache import cache
 from django.core.signals import request_finished
 from django.dispatch import receiver
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_cache_control, patch_vary_headers
+
+from contributions.http import normalised_query, plain_request
 
 logger = logging.getLogger(__name__)
 
@@ -62,20 +63,6 @@ class Copy:
     content: bytes
     headers: tuple[tuple[str, str], ...]
     built_at: float
-
-
-def plain_visitor(request: HttpRequest) -> bool:
-    """True when nothing in the request's cookies is the visitor's: no session cookie (so anonymous, no
-    messages stored in the session) and no messages cookie. The board's stored pages use it too."""
-    return (
-        settings.SESSION_COOKIE_NAME not in request.COOKIES
-        and CookieStorage.cookie_name not in request.COOKIES
-    )
-
-
-def plain_request(request: HttpRequest) -> bool:
-    """True for a visitor who is nobody in particular: a plain visitor without credentials either."""
-    return plain_visitor(request) and "HTTP_AUTHORIZATION" not in request.META
 
 
 def live_response(
@@ -113,16 +100,6 @@ def live_response(
         if copy is None:
             return response
     return _served(copy, now=now, fresh_s=fresh_s, vary=vary)
-
-
-def normalised_query(params: QueryDict, keys: Iterable[str]) -> QueryDict:
-    """``params`` restricted to ``keys`` (every value kept), in sorted key order: equivalent URLs share one
-    entry and unknown parameters (tracking tags and the like) can neither multiply entries nor leak into
-    a page's links. The board's stored pages use it too."""
-    query = QueryDict(mutable=True)
-    for name in sorted(set(keys) & set(params)):
-        query.setlist(name, params.getlist(name))
-    return query
 
 
 def copy_key(request: HttpRequest, *, endpoint: str, args: tuple, query: str, variant: str) -> str:

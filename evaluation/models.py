@@ -450,7 +450,7 @@ class TestResult(models.Model):
     #: (its snippet has no variant), "forged" (it passed one: the verdict is then failed, category
     #: ``verdict_forged``); empty for anything else. ``variant`` and ``variant_slate`` name the variant run
     #: and its slate ("fresh", "container", ...), empty when none ran. Who may see the variant of a forged
-    #: verdict: ``evaluation.selectors.run_confirmation``.
+    #: verdict: ``evaluation.selectors.integrity.run_confirmation``.
     confirmation = models.CharField(max_length=16, choices=Confirmation.choices, blank=True)
     variant = models.CharField(max_length=200, blank=True)
     variant_slate = models.CharField(max_length=32, blank=True)

@@ -16,12 +16,12 @@ QUEUES = (QUEUE_SITE, QUEUE_EVAL_CPU, QUEUE_EVAL_GPU)
 
 #: Task name -> queue. A name not listed here goes to ``site``.
 TASK_ROUTES: dict[str, str] = {
-    "evaluation.tasks.test_item_cpu": QUEUE_EVAL_CPU,
-    "evaluation.tasks.test_item_gpu": QUEUE_EVAL_GPU,
-    "evaluation.tasks.rejudge_item_cpu": QUEUE_EVAL_CPU,
-    "evaluation.tasks.rejudge_item_gpu": QUEUE_EVAL_GPU,
-    "evaluation.tasks.validate_revision_cpu": QUEUE_EVAL_CPU,
-    "evaluation.tasks.validate_revision_gpu": QUEUE_EVAL_GPU,
-    "evaluation.tasks.probe_eval_cpu": QUEUE_EVAL_CPU,
-    "evaluation.tasks.probe_eval_gpu": QUEUE_EVAL_GPU,
+    "evaluation.tasks.completion_test_cpu": QUEUE_EVAL_CPU,
+    "evaluation.tasks.completion_test_gpu": QUEUE_EVAL_GPU,
+    "evaluation.tasks.completion_rejudge_cpu": QUEUE_EVAL_CPU,
+    "evaluation.tasks.completion_rejudge_gpu": QUEUE_EVAL_GPU,
+    "evaluation.tasks.revision_validate_cpu": QUEUE_EVAL_CPU,
+    "evaluation.tasks.revision_validate_gpu": QUEUE_EVAL_GPU,
+    "evaluation.tasks.broker_probe_complete_eval_cpu": QUEUE_EVAL_CPU,
+    "evaluation.tasks.broker_probe_complete_eval_gpu": QUEUE_EVAL_GPU,
 }

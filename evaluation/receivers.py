@@ -9,17 +9,16 @@ from django.contrib.auth import get_user_model
 
 from contributions.models import TaskVersion
 from contributions.signals import revision_submitted, task_version_published, variants_wanted
+from evaluation import dispatch
 from evaluation.services.runs import runs_create_for_new_task_version
 
 
 def queue_validation(sender: Any, *, revision_id: int, needs_gpu: bool = False, **kwargs: Any) -> None:
     """Queue the validation job of a submitted revision (the signal is sent after the commit)."""
     from contributions.services import validation_job_limits
-    from evaluation import tasks
 
-    job = tasks.validate_revision_gpu if needs_gpu else tasks.validate_revision_cpu
     soft, hard = validation_job_limits()
-    job.apply_async((revision_id,), soft_time_limit=soft, time_limit=hard)
+    dispatch.revision_validate(revision_id, needs_gpu=needs_gpu, soft_time_limit=soft, time_limit=hard)
 
 
 def queue_new_task_version(

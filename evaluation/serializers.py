@@ -7,7 +7,7 @@ from rest_framework import serializers
 from contributions.api_fields import KnownNameField
 from contributions.models import Release
 from evaluation.models import EvaluationRun, LanguageModel, PredictionsUpload, TestResult
-from evaluation.selectors import RunFilters, run_requester_for_viewer
+from evaluation.selectors.runs import RunFilters, run_requester_for_viewer
 from evaluation.services.uploads import MODEL_KEY_RE
 from researchcodebench.problems import TEMPLATES
 

@@ -1,4 +1,5 @@
-"""Celery tasks of the evaluation app: thin wrappers that load by id and call one service."""
+"""Celery tasks of the evaluation app: thin wrappers that load by id and call one service, each named after
+it (``completion_test_cpu`` calls ``completion_test``). Only ``evaluation/dispatch.py`` sends them."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from django.db import connection
 
 from evaluation import services
 from evaluation.models import Completion
-from evaluation.services import LeaseResult
+from evaluation.services import LeaseResult, received_uploads, rejudge, uploads, validation
 
 log = logging.getLogger(__name__)
 
@@ -25,25 +26,29 @@ def _probe(token: str) -> bool:
     return services.broker_probe_complete(token=token, worker_hostname=socket.gethostname())
 
 
-@shared_task(name="evaluation.tasks.probe_site")
-def probe_site(token: str) -> bool:
+@shared_task(name="evaluation.tasks.broker_probe_complete_site")
+def broker_probe_complete_site(token: str) -> bool:
     """Round-trip probe through the ``site`` queue."""
     return _probe(token)
 
 
-@shared_task(name="evaluation.tasks.probe_eval_cpu")
-def probe_eval_cpu(token: str) -> bool:
+@shared_task(name="evaluation.tasks.broker_probe_complete_eval_cpu")
+def broker_probe_complete_eval_cpu(token: str) -> bool:
     """Round-trip probe through the ``eval-cpu`` queue."""
     return _probe(token)
 
 
-@shared_task(name="evaluation.tasks.probe_eval_gpu")
-def probe_eval_gpu(token: str) -> bool:
+@shared_task(name="evaluation.tasks.broker_probe_complete_eval_gpu")
+def broker_probe_complete_eval_gpu(token: str) -> bool:
     """Round-trip probe through the ``eval-gpu`` queue."""
     return _probe(token)
 
 
-PROBE_TASKS = {"site": probe_site, "eval-cpu": probe_eval_cpu, "eval-gpu": probe_eval_gpu}
+PROBE_TASKS = {
+    "site": broker_probe_complete_site,
+    "eval-cpu": broker_probe_complete_eval_cpu,
+    "eval-gpu": broker_probe_complete_eval_gpu,
+}
 
 
 # ------------------------------------------------------------------------------------- evaluation work
@@ -105,8 +110,8 @@ def _lease(task: Task, completion_id: int, stage_from: str, stage_to: str) -> tu
     return owner, result
 
 
-@shared_task(bind=True, name="evaluation.tasks.generate_item", max_retries=None)
-def generate_item(self: Task, completion_id: int) -> str:
+@shared_task(bind=True, name="evaluation.tasks.completion_generate", max_retries=None)
+def completion_generate(self: Task, completion_id: int) -> str:
     """Generate one completion (queue ``site``); waits and retries while the model is at its concurrency."""
     owner, lease = _lease(
         self, completion_id, Completion.Stage.PENDING_GENERATION, Completion.Stage.GENERATING
@@ -120,7 +125,7 @@ def generate_item(self: Task, completion_id: int) -> str:
     return "generated"
 
 
-def _test_item(task: Task, completion_id: int) -> str:
+def _completion_test(task: Task, completion_id: int) -> str:
     owner, lease = _lease(task, completion_id, Completion.Stage.PENDING_TEST, Completion.Stage.TESTING)
     if lease is not LeaseResult.ACQUIRED:
         return lease.value
@@ -131,69 +136,61 @@ def _test_item(task: Task, completion_id: int) -> str:
     return "tested"
 
 
-@shared_task(bind=True, name="evaluation.tasks.test_item_cpu")
-def test_item_cpu(self: Task, completion_id: int) -> str:
+@shared_task(bind=True, name="evaluation.tasks.completion_test_cpu")
+def completion_test_cpu(self: Task, completion_id: int) -> str:
     """Test one completion in the sandbox (queue ``eval-cpu``)."""
-    return _test_item(self, completion_id)
+    return _completion_test(self, completion_id)
 
 
-@shared_task(bind=True, name="evaluation.tasks.test_item_gpu")
-def test_item_gpu(self: Task, completion_id: int) -> str:
+@shared_task(bind=True, name="evaluation.tasks.completion_test_gpu")
+def completion_test_gpu(self: Task, completion_id: int) -> str:
     """Test one completion of a task that needs a GPU (queue ``eval-gpu``)."""
-    return _test_item(self, completion_id)
+    return _completion_test(self, completion_id)
 
 
-def _rejudge_item(task: Task, completion_id: int) -> str:
-    from evaluation.services.rejudge import completion_rejudge
-
-    result = completion_rejudge(completion_id=completion_id, worker_host=task.request.hostname or "")
+def _completion_rejudge(task: Task, completion_id: int) -> str:
+    result = rejudge.completion_rejudge(completion_id=completion_id, worker_host=task.request.hostname or "")
     return "rejudged" if result is not None else "nothing to re-judge"
 
 
 # No lease: the completion stays done, and a re-judge is recorded only while one is pending, so a
 # redelivered message costs one more cold run at worst (evaluation/services/rejudge.py).
-@shared_task(bind=True, name="evaluation.tasks.rejudge_item_cpu")
-def rejudge_item_cpu(self: Task, completion_id: int) -> str:
+@shared_task(bind=True, name="evaluation.tasks.completion_rejudge_cpu")
+def completion_rejudge_cpu(self: Task, completion_id: int) -> str:
     """A maintainer's cold re-judge of one passed completion (queue ``eval-cpu``)."""
-    return _rejudge_item(self, completion_id)
+    return _completion_rejudge(self, completion_id)
 
 
-@shared_task(bind=True, name="evaluation.tasks.rejudge_item_gpu")
-def rejudge_item_gpu(self: Task, completion_id: int) -> str:
+@shared_task(bind=True, name="evaluation.tasks.completion_rejudge_gpu")
+def completion_rejudge_gpu(self: Task, completion_id: int) -> str:
     """A maintainer's cold re-judge of one passed completion of a task that needs a GPU (``eval-gpu``)."""
-    return _rejudge_item(self, completion_id)
+    return _completion_rejudge(self, completion_id)
 
 
-@shared_task(name="evaluation.tasks.reap_expired_leases")
-def reap_expired_leases() -> dict[str, int]:
+@shared_task(name="evaluation.tasks.leases_reap")
+def leases_reap() -> dict[str, int]:
     """Beat: re-queue or fail items whose lease expired; resend lost messages; finish idle runs."""
-    from evaluation.services.received_uploads import uploads_resend_waiting
-
     report = services.leases_reap()
     return {
         "requeued": len(report.requeued),
         "failed": len(report.failed),
         "resent": len(report.resent),
         "runs_finished": len(report.runs_finished),
-        "uploads_resent": len(uploads_resend_waiting()),
+        "uploads_resent": len(received_uploads.uploads_resend_waiting()),
     }
 
 
-@shared_task(name="evaluation.tasks.check_upload")
-def check_upload(upload_id: int) -> str:
+@shared_task(name="evaluation.tasks.predictions_upload_check")
+def predictions_upload_check(upload_id: int) -> str:
     """Check an upload received with ``Prefer: respond-async`` and start its run (queue ``site``)."""
-    from evaluation.services.received_uploads import predictions_upload_check
-
-    upload = predictions_upload_check(upload_id=upload_id)
+    upload = received_uploads.predictions_upload_check(upload_id=upload_id)
     return upload.status if upload is not None else "gone"
 
 
-@shared_task(name="evaluation.tasks.sweep_upload_temp")
-def sweep_upload_temp() -> int:
+@shared_task(name="evaluation.tasks.upload_temp_sweep")
+def upload_temp_sweep() -> int:
     """Beat: delete spooled upload files a killed web process left behind."""
-    from evaluation.services.uploads import upload_temp_sweep
-
-    return len(upload_temp_sweep())
+    return len(uploads.upload_temp_sweep())
 
 
 def _prewarm() -> None:
@@ -225,25 +222,19 @@ def _prewarm_on_start(**kwargs: object) -> None:
 # so a redelivered message does nothing), and the validation watchdog covers a worker that died.
 
 
-@shared_task(name="evaluation.tasks.validate_revision_cpu", bind=True)
-def validate_revision_cpu(self: Any, revision_id: int) -> str:
+@shared_task(name="evaluation.tasks.revision_validate_cpu", bind=True)
+def revision_validate_cpu(self: Any, revision_id: int) -> str:
     """Run the validation battery of a proposal revision (queue ``eval-cpu``)."""
-    from evaluation.services.validation import revision_validate
-
-    return revision_validate(revision_id=revision_id, job_id=self.request.id or "")
+    return validation.revision_validate(revision_id=revision_id, job_id=self.request.id or "")
 
 
-@shared_task(name="evaluation.tasks.validate_revision_gpu", bind=True)
-def validate_revision_gpu(self: Any, revision_id: int) -> str:
+@shared_task(name="evaluation.tasks.revision_validate_gpu", bind=True)
+def revision_validate_gpu(self: Any, revision_id: int) -> str:
     """Run the validation battery of a revision whose task needs a GPU (queue ``eval-gpu``)."""
-    from evaluation.services.validation import revision_validate
-
-    return revision_validate(revision_id=revision_id, job_id=self.request.id or "")
+    return validation.revision_validate(revision_id=revision_id, job_id=self.request.id or "")
 
 
-@shared_task(name="evaluation.tasks.validation_watchdog")
-def validation_watchdog() -> dict[str, int]:
+@shared_task(name="evaluation.tasks.validations_watchdog")
+def validations_watchdog() -> dict[str, int]:
     """Beat: fail validations running past twice their limit; re-send submitted ones whose message was lost."""
-    from evaluation.services.validation import validations_watchdog
-
-    return validations_watchdog()
+    return validation.validations_watchdog()

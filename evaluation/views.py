@@ -24,11 +24,31 @@ from django.utils.text import capfirst
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.throttling import UserRateThrottle
 
+from contributions.http import plain_request
 from contributions.roles import can_maintain
-from evaluation import live_cache, selectors
+from evaluation import live_cache
 from evaluation.board_links import run_board_place
 from evaluation.forms import LanguageModelForm, PredictionsUploadForm, RunFilterForm, RunStartForm
 from evaluation.models import EvaluationRun, LanguageModel
+from evaluation.selectors.counts import run_counts
+from evaluation.selectors.integrity import (
+    run_confirmation,
+    run_progress_for_viewer,
+    run_rejudge_summary,
+    run_tampering_count,
+    run_tampering_list,
+)
+from evaluation.selectors.language_models import language_model_list
+from evaluation.selectors.runs import (
+    RunFilters,
+    run_failures,
+    run_get,
+    run_recovery,
+    run_requester_for_viewer,
+    run_score,
+    runs_with_progress,
+)
+from evaluation.selectors.runs import run_list as runs_filtered
 from evaluation.services import generation, rejudge, runs
 from evaluation.services.estimates import EstimateError, run_estimate
 from evaluation.services.language_models import language_model_create, language_model_update
@@ -55,9 +75,9 @@ def run_list(request: HttpRequest) -> HttpResponse:
     """Runs with filters (model, status, source, release); htmx swaps only the table."""
     form = RunFilterForm(request.GET)
     values = form.values()
-    runs = selectors.run_list(filters=selectors.RunFilters(**values))
-    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
-    page.object_list = selectors.runs_with_progress(page.object_list)
+    found = runs_filtered(filters=RunFilters(**values))
+    page = Paginator(found, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = runs_with_progress(page.object_list)
     query = {k: v for k, v in values.items() if v}
     context = {
         "form": form,
@@ -92,31 +112,29 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 def _run_detail_page(request: HttpRequest, run_id: int, part: str) -> HttpResponse:
-    run = selectors.run_get(run_id=run_id)
+    run = run_get(run_id=run_id)
     # One pass over the run's verdicts for every count below (6,000 of them on a large run).
-    counts = selectors.run_counts(run=run)
+    counts = run_counts(run=run)
     context = {
         "run": run,
-        "progress": selectors.run_progress_for_viewer(run=run, viewer=request.user, counts=counts),
-        "requester": selectors.run_requester_for_viewer(run=run, viewer=request.user),
+        "progress": run_progress_for_viewer(run=run, viewer=request.user, counts=counts),
+        "requester": run_requester_for_viewer(run=run, viewer=request.user),
         # The construct and line of a tampering hit are for maintainers; everyone sees how many.
-        "tampering_count": selectors.run_tampering_count(run=run, counts=counts),
-        "tampering": (
-            selectors.run_tampering_list(run=run, counts=counts) if can_maintain(request.user) else None
-        ),
+        "tampering_count": run_tampering_count(run=run, counts=counts),
+        "tampering": (run_tampering_list(run=run, counts=counts) if can_maintain(request.user) else None),
         # Passes confirmed against impossible variants: counts for everyone, the forged verdicts with their
         # variant for maintainers only (an accusation, as tampering is).
-        "confirmation": selectors.run_confirmation(run=run, viewer=request.user, counts=counts),
-        "rejudge": selectors.run_rejudge_summary(run=run, viewer=request.user, counts=counts),
+        "confirmation": run_confirmation(run=run, viewer=request.user, counts=counts),
+        "rejudge": run_rejudge_summary(run=run, viewer=request.user, counts=counts),
         "board": run_board_place(run),
-        "score": selectors.run_score(run=run, counts=counts),
-        "failures": selectors.run_failures(run=run, counts=counts),
-        "recovery": selectors.run_recovery(run=run, viewer=request.user),
+        "score": run_score(run=run, counts=counts),
+        "failures": run_failures(run=run, counts=counts),
+        "recovery": run_recovery(run=run, viewer=request.user),
         # Every completion with its verdict (the API pages its results; the link asks for all of them).
         "results_csv_url": reverse("api-run-results", args=[run.pk])
         + f"?{urlencode({'format': 'csv', 'limit': max(run.total_items, 1000)})}",
     }
-    if live_cache.plain_request(request):
+    if plain_request(request):
         # No form on the page for a visitor who is not signed in: no token, so no cookie and a shareable page.
         context["csrf_token"] = ""
     template = "evaluation/run_detail.html"
@@ -129,7 +147,7 @@ def _run_detail_page(request: HttpRequest, run_id: int, part: str) -> HttpRespon
 @require_POST
 @staff_required
 def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = selectors.run_get(run_id=run_id)
+    run = run_get(run_id=run_id)
     if run.is_final:
         messages.error(request, f"Run {run.pk} is already {run.get_status_display().lower()}.")
     else:
@@ -149,7 +167,7 @@ RERUN_CHOICES = {
 @staff_required
 def run_rerun_view(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue the failed items of a run again (``which``: "infra" or "failed")."""
-    run = selectors.run_get(run_id=run_id)
+    run = run_get(run_id=run_id)
     outcomes = RERUN_CHOICES.get(request.POST.get("which", "infra"))
     if outcomes is None:
         messages.error(request, "Choose which items to re-run.")
@@ -168,7 +186,7 @@ def run_rerun_view(request: HttpRequest, run_id: int) -> HttpResponse:
 @staff_required
 def run_rejudge_view(request: HttpRequest, run_id: int) -> HttpResponse:
     """Queue a cold re-judge of every pass of an uploaded run not yet re-judged (docs/integrity.md)."""
-    run = selectors.run_get(run_id=run_id)
+    run = run_get(run_id=run_id)
     try:
         count = rejudge.run_rejudge_passes(run=run, by=request.user)
     except rejudge.RejudgeError as exc:
@@ -316,7 +334,7 @@ def _duration(seconds: int | None) -> str:
 
 @staff_required
 def model_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "evaluation/model_list.html", {"models": selectors.language_model_list()})
+    return render(request, "evaluation/model_list.html", {"models": language_model_list()})
 
 
 @staff_required

@@ -23,7 +23,7 @@ from itertools import zip_longest
 from typing import Protocol
 
 from evaluation.models import TestResult
-from evaluation.selectors import confirmation_kind
+from evaluation.selectors.counts import confirmation_kind
 from researchcodebench import scoring
 from researchcodebench.scoring import combine_rates
 

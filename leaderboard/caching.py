@@ -52,7 +52,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from evaluation.live_cache import normalised_query, plain_visitor
+from contributions.http import normalised_query, plain_visitor
 from leaderboard.scopes import Scope
 
 #: seconds a body stays stored; keys carry the scopes' versions, so this only bounds memory

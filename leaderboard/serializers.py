@@ -382,11 +382,16 @@ class LeaderboardRowSerializer(
             "rank_low": {"help_text": "best rank the bootstrap intervals allow (null: not ranked)"},
             "rank_high": {"help_text": "worst rank the bootstrap intervals allow (null: not ranked)"},
             "tied_with": {"help_text": "keys of the models whose 95% interval overlaps this row's"},
+            "covers": {
+                "help_text": "for a run on no release, what it covers instead (a new task's approval run: "
+                "'new task KEY vN'); rows rank only against rows of the same release, template, paper "
+                "setting and covers; empty for a run on a release"
+            },
         }
         fields = (
             "rank", "model", "scaled_pass_at_1", "pass_at_1", "scaled_pass_at_1_std", "pass_at_1_std", "ci95",
             "line_rates", "task_rates", "coverage", "coverage_complete", "snippets", "expected_snippets",
-            "lines", "papers", "verification", "cost_usd", "run_id", "release", "template", "with_paper",
+            "lines", "papers", "verification", "cost_usd", "run_id", "release", "covers", "template", "with_paper",
             "source", "status", "n_completions", "finished_at", "contamination", "selection", "rank_low",
             "rank_high", "tied_with", "incomplete", "forging_rate", "passes_forged", "passes_confirmed",
             "passes_unconfirmed",

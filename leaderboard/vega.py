@@ -388,12 +388,11 @@ def _scatter_values(rows: Sequence[Row], *, x: str, model_hrefs: Mapping[str, st
             continue
         if (x == "date" and r.finished_at is None) or (x == "cost" and r.cost_usd is None):
             continue
-        release, template, with_paper = r.group
         values.append(
             {
                 "model": r.model.name,
                 "developer": r.model.developer or "Unknown",
-                "group": f"{release or '(none)'}, {template}, {'with' if with_paper else 'without'} paper",
+                "group": f"{r.release_words}, {r.template}, {'with' if r.with_paper else 'without'} paper",
                 "score": r.scaled_pass_at_1,
                 "date": _iso(r.finished_at) if r.finished_at else None,
                 "cost": r.cost_usd,

@@ -33,10 +33,11 @@ from django.urls import NoReverseMatch, get_script_prefix, get_urlconf, reverse
 from django.utils.http import RFC3986_SUBDELIMS, urlencode
 from django.views.decorators.http import require_safe
 
-from contributions import selectors as contribution_selectors
 from contributions.models import Paper, Release, Snippet
 from contributions.params import optional_id
 from contributions.roles import REVIEW_PERMISSION
+from contributions.selectors import catalogue as contribution_selectors
+from contributions.selectors import releases as contribution_releases
 from evaluation.models import EvaluationRun, LanguageModel
 from leaderboard import caching, charts, code_diff, freshness, vega
 from leaderboard.forms import CONTAMINATION_LABELS, FILTER_PARAMS, BoardFilterForm
@@ -420,10 +421,12 @@ def _board_groups(
     for r in rows:
         by_group.setdefault(r.group, []).append(r)
     out = []
-    for i, ((release, template, with_paper), members) in enumerate(by_group.items()):
+    for i, members in enumerate(by_group.values()):
         ranked = [r for r in members if not r.incomplete]
-        setting = "with paper" if with_paper else "without paper"
-        label = f"Release {release or '(none)'}, template {template}, {setting}"
+        first = members[0]
+        setting = "with paper" if first.with_paper else "without paper"
+        where = f"Release {first.release_words}" if first.release or not first.covers else first.release_words
+        label = f"{where[:1].upper()}{where[1:]}, template {first.template}, {setting}"
         by_rank = sorted((r for r in ranked if r.rank is not None), key=lambda r: (r.rank, r.model.key))
         ties: dict[int, list[str]] = {}
         for above, below in zip(by_rank, by_rank[1:], strict=False):
@@ -639,7 +642,7 @@ def _papers_context(params: QueryDict) -> dict:
         "catalogue": catalogue,
         "rows": catalogue.rows,
         "totals": {"snippets": catalogue.snippets, "lines": catalogue.lines},
-        "releases": list(contribution_selectors.release_list()),
+        "releases": list(contribution_releases.release_list()),
         "all_versions": contribution_selectors.ALL_VERSIONS,
     }
 

@@ -32,15 +32,15 @@ APPS = ("contributions", "evaluation", "leaderboard")
 
 def import_loops(package: str) -> list[list[str]]:
     """The import loops (strongly connected groups of modules, function-level imports included) inside
-    ``package``, but for the one loop every app has by design: its Celery tasks call its services, and its
-    services send its tasks (after commit)."""
+    ``package``, but for the one loop an app with Celery work has by design: its tasks call its services,
+    and its services send its tasks (after commit) through ``dispatch``, the one module that imports them."""
     import grimp
 
     graph = grimp.build_graph(package, cache_dir=None)
     edges: dict[str, set[str]] = {}
     for module in graph.modules:
         imported = {m for m in graph.find_modules_directly_imported_by(module) if m.startswith(package + ".")}
-        if module.startswith(f"{package}.services"):
+        if module == f"{package}.dispatch":
             imported.discard(f"{package}.tasks")
         edges[module] = imported
     return strongly_connected(edges)
@@ -317,3 +317,74 @@ def test_the_catalogue_writer_check_finds_a_write(source):
 )
 def test_the_catalogue_writer_check_lets_reads_and_other_rows_pass(source):
     assert catalogue_writes(source) == []
+
+
+# ------------------------------------------------------------------ one shape per app (issue 35)
+
+#: the most lines an app module may have (docs/architecture.md): a longer one holds several rooms
+MODULE_LINES = 900
+
+
+def app_modules() -> list[Path]:
+    return sorted(
+        p for app in APPS for p in (REPO / app).rglob("*.py") if "migrations" not in p.relative_to(REPO).parts
+    )
+
+
+def test_no_app_module_is_longer_than_the_limit():
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in app_modules()
+        if (n := len(p.read_text().splitlines())) > MODULE_LINES
+    }
+    assert long == {}, f"split these along their sections (at most {MODULE_LINES} lines a module)"
+
+
+def private_imports(path: Path, *, root: Path = REPO) -> list[str]:
+    """The ``from X import _name`` lines of ``path`` that take a private name from a module of the apps or the
+    core: a name another module needs is part of its interface, so it is public."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+            continue
+        if node.module.split(".")[0] not in (*APPS, "researchcodebench"):
+            continue
+        found += [
+            f"{path.relative_to(root)}:{node.lineno}: from {node.module} import {alias.name}"
+            for alias in node.names
+            if alias.name.startswith("_") and not alias.name.startswith("__")
+        ]
+    return found
+
+
+def test_no_app_module_takes_a_private_name_from_another():
+    found = [line for path in app_modules() for line in private_imports(path)]
+    assert found == [], "make the name public or move it:\n" + "\n".join(found)
+
+
+def test_the_private_import_check_finds_one(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from contributions.services.proposals import _lock, proposal_transition\n"
+        "from os import _exit\n"
+        "def f():\n    from evaluation.tasks import _private\n"
+    )
+    assert private_imports(module, root=tmp_path) == [
+        "m.py:1: from contributions.services.proposals import _lock",
+        "m.py:4: from evaluation.tasks import _private",
+    ]
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_only_the_apps_dispatch_module_imports_its_tasks(app):
+    """An app's Celery tasks are sent from one place (``dispatch``), which services call: the only loop
+    left is tasks -> services -> dispatch -> tasks. An app without Celery work has neither module."""
+    import grimp
+
+    graph = grimp.build_graph(app, cache_dir=None)
+    tasks = f"{app}.tasks"
+    if tasks not in graph.modules:
+        assert f"{app}.dispatch" not in graph.modules
+        return
+    importers = {m for m in graph.find_modules_that_directly_import(tasks) if m.startswith(app + ".")}
+    assert importers == {f"{app}.dispatch"}, f"send {app}'s tasks through {app}/dispatch.py"

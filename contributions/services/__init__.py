@@ -1,9 +1,10 @@
 """The catalogue's write services: ``catalogue`` (papers, tasks, task versions, snippets, file blobs) and
 ``releases`` (releases, their entries, export). Only these modules create or change catalogue rows
-(``tests/test_architecture.py`` checks that no other app does). The contribution workflow, by stage: ``proposals`` (the
-state machine, its moves and comments), ``revisions`` (uploads), ``proposal_validation`` (submit and the
+(``tests/test_architecture.py`` checks that no other app does). The contribution workflow, by stage: ``proposal_state`` (the
+state machine: its states and moves, the lock and the transition every move makes), ``proposals`` (creating,
+editing, withdrawing a proposal, and comments), ``revisions`` (uploads), ``proposal_validation`` (submit and the
 validation's life cycle), ``review`` (maintainers' reviews), ``publishing`` and ``notifications`` (in-app
-notifications and emails). Reads of proposals and their reports are in ``contributions.selectors``."""
+notifications and emails). Reads are in ``contributions.selectors`` (one module per page family)."""
 
 from contributions.errors import CatalogueError
 from contributions.services.catalogue import (
@@ -21,6 +22,7 @@ from contributions.services.catalogue import (
     task_version_store_variants,
 )
 from contributions.services.notifications import notifications_mark_read
+from contributions.services.proposal_state import ProposalError
 from contributions.services.proposal_validation import (
     proposal_submit,
     proposal_validation_fail,
@@ -32,7 +34,6 @@ from contributions.services.proposal_validation import (
 )
 from contributions.services.proposals import (
     RUBRIC,
-    ProposalError,
     comment_add,
     proposal_create,
     proposal_mark_published,

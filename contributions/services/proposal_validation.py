@@ -1,4 +1,4 @@
-"""Submitting a proposal and the life cycle of its revision's validation (``services/proposals.py`` has
+"""Submitting a proposal and the life cycle of its revision's validation (``services/proposal_state.py`` has
 the state machine).
 
 Validation runs in the evaluation app (a Celery job, ``evaluation.services.validation``), which hears of a
@@ -25,20 +25,23 @@ from contributions.models import (
     ProposalRevision,
 )
 from contributions.proposal_status import report_blocking, report_overridable
-from contributions.selectors import latest_revision, latest_submitted_revision
-from contributions.services.proposals import (
-    _EDITABLE,
-    MAX_PROGRESS_ENTRIES,
+from contributions.selectors.proposals import latest_revision, latest_submitted_revision
+from contributions.services.proposal_state import (
+    EDITABLE_STATES,
     MAX_REASON,
     ProposalError,
     State,
-    VStatus,
-    _label,
-    _lock,
-    _require_author,
-    _transition,
+    proposal_lock,
+    proposal_transition,
+    require_author,
+    state_label,
 )
 from contributions.signals import revision_submitted
+
+VStatus = ProposalRevision.ValidationStatus
+
+#: the most progress entries a revision keeps (the newest)
+MAX_PROGRESS_ENTRIES = 500
 
 
 def _queue_validation(revision: ProposalRevision) -> None:
@@ -55,10 +58,10 @@ def proposal_submit(*, proposal: Proposal, by: Any) -> ProposalEvent:
     The revision submitted is the one not yet submitted or, when the last validation could not run at
     all (infrastructure), the same revision again. Refused without a paper title.
     """
-    _require_author(proposal, by, "submit")
-    proposal = _lock(proposal)
-    if proposal.state not in _EDITABLE:
-        raise ProposalError(f"cannot submit a proposal that is {_label(proposal.state)}")
+    require_author(proposal, by, "submit")
+    proposal = proposal_lock(proposal)
+    if proposal.state not in EDITABLE_STATES:
+        raise ProposalError(f"cannot submit a proposal that is {state_label(proposal.state)}")
     if not proposal.title:
         raise ProposalError("title: give the paper's title before submitting", field="title")
     revision = latest_revision(proposal)
@@ -84,9 +87,9 @@ def proposal_submit(*, proposal: Proposal, by: Any) -> ProposalEvent:
         validation_deadline=None,
         validation_attempts=0,
     )
-    event = _transition(
+    event = proposal_transition(
         proposal=proposal,
-        allowed=_EDITABLE,
+        allowed=EDITABLE_STATES,
         to=State.SUBMITTED,
         actor=by,
         reason=reason,
@@ -126,7 +129,7 @@ def _validation_move(
     """A transition the validation job makes (no actor) for ``revision``, after its ``validation`` fields
     (the status the transition records reads them; a refused transition rolls them back with it)."""
     ProposalRevision.objects.filter(pk=revision.pk).update(**validation)
-    return _transition(
+    return proposal_transition(
         proposal=revision.proposal,
         allowed=allowed,
         to=to,

@@ -1,43 +1,20 @@
-"""The contribution workflow: one service per move of a ``Proposal``'s state machine.
+"""Proposals and their comments: creating a proposal, editing its metadata and saving the form's draft,
+withdrawing it, marking it published, and the comment thread.
 
-::
-
-    draft ──submit──> submitted ──validation_start──> validating ──validation_finish──> ready_for_review
-      ^                  ^  |                            |  |                              |  |  |
-      |                  |  └─(watchdog resend)          |  └─validation_fail (retry)──> submitted
-      |                  |                               └─finish (errors) / fail (final)─┐  |  |
-      |                  └──────────submit (new revision)──── changes_requested <─────────┘  |  |
-      |                                                          ^   review(request_changes)─┘  |
-      |                                                          └── upload (author: revise) ───┘
-    withdraw (author, from any state but published, rejected, withdrawn)  review(reject) ─> rejected
-                                                     review(approve, enough approvals) ─> approved
-                                                                 mark_published ─> published
-
-Every move is one conditional update (``Proposal.objects.filter(pk=..., state__in=...).update(...)``), so
-two requests (or a request and a worker) never both make it; it writes a ``ProposalEvent`` (who, when,
-why, and the status it gave in ``proposal_status``'s words) and notifies the author and the maintainers of
-that status (``notifications.notify_event``: one notification per change of status, in plain words, with whose
-turn it is and the next step; emails after commit). A
-move that is not allowed from the current state, or not by this user, raises ``ProposalError`` naming the
-rule; ``ProposalError.field`` names the form field at fault where there is one.
-
-Revisions: the author uploads code as a revision while the proposal is a draft or changes were requested;
-an upload replaces the revision not yet submitted. An upload while the proposal is ready for review first
-moves it to changes requested ("revise", ``revisions.revision_create``): the author replaces the revision
-under review, e.g. to make the test check a snippet its validation found unchecked. ``proposal_submit`` freezes it (``submitted_at``):
-afterwards only its validation fields change, and a new upload is a new revision.
-
-Validation runs in the evaluation app (a Celery job, ``evaluation.services.validation``), which hears of a
-submission through ``contributions.signals.revision_submitted`` and reports back through
-``proposal_validation_start`` / ``_progress`` / ``_finish`` / ``_fail``. The watchdog
-(``proposal_validation_watchdog``, run by the beat) fails a validation still running after twice its
-limit, so nothing stays validating for ever.
-
-Approval: only maintainers review, never their own proposal; approving needs every rubric item checked and
-every blocking finding of the validation report accepted (only "not checked by the test" findings can be
-accepted, each with a written reason). When ``RCB_APPROVALS_REQUIRED`` maintainers have approved the
-revision, the proposal is ``approved``. Publishing (creating the task version, committing it to the
-benchmark repository) is ``contributions.services.publishing``; it ends with ``proposal_mark_published``.
+Every move of the state machine goes through ``proposal_state`` (its states, ``TRANSITIONS``, the lock and
+the transition). The other moves are by stage: revisions (the author uploads code as a revision while the
+proposal is a draft or changes were requested; an upload while it is ready for review first moves it to
+changes requested, "revise": ``revisions.revision_create``); submitting and validation
+(``proposal_validation``: ``proposal_submit`` freezes the revision; afterwards only its validation fields
+change, and a new upload is a new revision; validation runs in the evaluation app, a Celery job,
+``evaluation.services.validation``, which hears of a submission through
+``contributions.signals.revision_submitted`` and reports back through ``proposal_validation_start`` /
+``_progress`` / ``_finish`` / ``_fail``; the watchdog, run by the beat, fails a validation still running
+after twice its limit); and review (``review``: only maintainers review, never their own proposal;
+approving needs every rubric item checked and every blocking finding of the validation report accepted;
+when ``RCB_APPROVALS_REQUIRED`` maintainers have approved the revision, the proposal is ``approved``).
+Publishing (creating the task version, committing it to the benchmark repository) is
+``contributions.services.publishing``; it ends with ``proposal_mark_published``.
 """
 
 from __future__ import annotations
@@ -61,15 +38,25 @@ from contributions.models import (
     TaskVersion,
 )
 from contributions.roles import is_maintainer
-from contributions.selectors import latest_revision, latest_submitted_revision, proposal_status
-from contributions.services.notifications import notify_comment, notify_event
+from contributions.selectors.proposals import latest_revision, latest_submitted_revision, proposal_status
+from contributions.services.notifications import notify_comment
+from contributions.services.proposal_state import (
+    EDITABLE_STATES,
+    MAX_REASON,
+    OPEN_STATES,
+    ProposalError,
+    bounded_text,
+    proposal_lock,
+    proposal_transition,
+    require_author,
+    state_label,
+)
 from contributions.task_folders import blobs_read
 from contributions.task_meta import meta_from_json, meta_to_json
 from researchcodebench import pset as rcb_pset
 from researchcodebench.arxiv import arxiv_id as parse_arxiv_id
 
 State = Proposal.State
-VStatus = ProposalRevision.ValidationStatus
 
 #: The review rubric (issue 11 item 7): key stored in ``Review.rubric`` -> what the reviewer confirms.
 RUBRIC: tuple[tuple[str, str], ...] = (
@@ -80,122 +67,6 @@ RUBRIC: tuple[tuple[str, str], ...] = (
     ("dates_right", "The dates are right for the contamination rules."),
 )
 RUBRIC_KEYS = tuple(key for key, _ in RUBRIC)
-
-
-MAX_TEXT = 20_000
-MAX_PROGRESS_ENTRIES = 500
-MAX_REASON = 4000
-
-
-class ProposalError(ValueError):
-    """A proposal action that is not allowed; the message names the rule, ``field`` the form field at fault."""
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.field = field
-
-    @property
-    def words(self) -> str:
-        """The message for a person: without the leading ``field: `` key (the form shows the error at its
-        field, by its label), as a sentence."""
-        message = str(self)
-        if self.field and message.startswith(f"{self.field}: "):
-            message = message[len(self.field) + 2 :]
-        return message[:1].upper() + message[1:]
-
-    def words_away(self, label: str | None) -> str:
-        """``words`` where they are shown away from their field (on the whole form, or on another field):
-        after the field's ``label`` ("Test entry point: ..."), so they still say which answer is at fault."""
-        words = self.words
-        return f"{label}: {words[:1].lower()}{words[1:]}" if label else words
-
-
-# --------------------------------------------------------------------------------------------- helpers
-
-
-def _label(state: str) -> str:
-    return State(state).label.lower()
-
-
-def _states(states: tuple[str, ...] | list[str]) -> str:
-    return " or ".join(_label(s) for s in states)
-
-
-def _transition(
-    *,
-    proposal: Proposal,
-    allowed: tuple[str, ...],
-    to: str,
-    actor: Any,
-    reason: str = "",
-    revision: ProposalRevision | None = None,
-    action: str,
-    **fields: Any,
-) -> ProposalEvent:
-    """Move ``proposal`` from one of ``allowed`` to ``to`` in one conditional update; record the status it
-    gives (``selectors.proposal_status``) and notify of it.
-
-    Precondition: whatever else the status depends on (the revision's validation fields, a new revision
-    not submitted yet) is written before the call.
-
-    Raises ``ProposalError`` naming ``action`` and the current state when the proposal is in none of
-    ``allowed`` (read again from the database: the caller's copy may be stale).
-    """
-    current = (
-        Proposal.objects.select_for_update().filter(pk=proposal.pk).values_list("state", flat=True).first()
-    )
-    now = timezone.now()
-    moved = (
-        Proposal.objects.filter(pk=proposal.pk, state__in=allowed).update(
-            state=to, state_changed_at=now, updated_at=now, **fields
-        )
-        if current in allowed
-        else 0
-    )
-    if not moved:
-        where = _label(current) if current else "deleted"
-        raise ProposalError(
-            f"cannot {action} a proposal that is {where} (only one that is {_states(allowed)})"
-        )
-    from_state = current
-    proposal.state = to
-    proposal.state_changed_at = now
-    for name, value in fields.items():
-        setattr(proposal, name, value)
-    # The status is read after the move: the caller has already written what it depends on (the revision's
-    # validation, a new revision being prepared).
-    status = proposal_status(proposal)
-    event = ProposalEvent.objects.create(
-        proposal=proposal,
-        revision=revision,
-        actor=actor,
-        from_state=from_state,
-        to_state=to,
-        status=status.key,
-        status_label=status.label[:200],
-        reason=reason[:MAX_REASON],
-    )
-    notify_event(event=event, status=status)
-    return event
-
-
-def _require_author(proposal: Proposal, by: Any, action: str) -> None:
-    if by is None or by.pk != proposal.author_id:
-        raise ProposalError(f"only the author of a proposal can {action} it")
-
-
-def _text(value: str | None, *, field: str, required: bool = False, limit: int = MAX_TEXT) -> str:
-    text = (value or "").strip()
-    if required and not text:
-        raise ProposalError(f"{field}: give a reason", field=field)
-    if len(text) > limit:
-        raise ProposalError(f"{field}: at most {limit} characters (got {len(text)})", field=field)
-    return text
-
-
-def _lock(proposal: Proposal) -> Proposal:
-    """The proposal's row, locked for this transaction (revision numbering and reviews count under it)."""
-    return Proposal.objects.select_for_update().get(pk=proposal.pk)
 
 
 # ------------------------------------------------------------------------------------ proposal and meta
@@ -285,9 +156,6 @@ def proposal_create(
     return proposal
 
 
-_EDITABLE = (State.DRAFT, State.CHANGES_REQUESTED)
-
-
 @transaction.atomic
 def proposal_update_meta(
     *,
@@ -297,10 +165,10 @@ def proposal_update_meta(
     task_key: str | None = None,
 ) -> Proposal:
     """Change the paper metadata (and optionally the task key) while the author may still edit."""
-    _require_author(proposal, by, "edit")
-    proposal = _lock(proposal)
-    if proposal.state not in _EDITABLE:
-        raise ProposalError(f"cannot edit a proposal that is {_label(proposal.state)}")
+    require_author(proposal, by, "edit")
+    proposal = proposal_lock(proposal)
+    if proposal.state not in EDITABLE_STATES:
+        raise ProposalError(f"cannot edit a proposal that is {state_label(proposal.state)}")
     key = proposal.task_key
     if task_key is not None and task_key.strip() != key:
         key = _clean_task_key(task_key, author=by, exclude=proposal.pk)
@@ -324,7 +192,7 @@ def proposal_save_draft(*, proposal: Proposal, by: Any, step: int, data: Mapping
 
     ``Proposal.step`` becomes the highest step completed so far.
     """
-    _require_author(proposal, by, "edit")
+    require_author(proposal, by, "edit")
     if not isinstance(step, int) or isinstance(step, bool) or not 0 < step <= 20:
         raise ProposalError(f"step: expected a step number from 1 to 20, got {step!r}", field="step")
     try:
@@ -335,9 +203,9 @@ def proposal_save_draft(*, proposal: Proposal, by: Any, step: int, data: Mapping
         raise ProposalError(
             f"the answers of step {step} are too large to save ({len(encoded):,} characters; at most 1,000,000)"
         )
-    proposal = _lock(proposal)
-    if proposal.state not in _EDITABLE:
-        raise ProposalError(f"cannot edit a proposal that is {_label(proposal.state)}")
+    proposal = proposal_lock(proposal)
+    if proposal.state not in EDITABLE_STATES:
+        raise ProposalError(f"cannot edit a proposal that is {state_label(proposal.state)}")
     draft = dict(proposal.draft or {})
     draft[str(step)] = json.loads(encoded)
     proposal.draft = draft
@@ -346,20 +214,40 @@ def proposal_save_draft(*, proposal: Proposal, by: Any, step: int, data: Mapping
     return proposal
 
 
+@transaction.atomic
+def proposal_meta_step_save(
+    *,
+    by: Any,
+    proposal: Proposal | None,
+    task_key: str,
+    meta: Mapping[str, Any],
+    answers: Mapping[str, Any],
+) -> Proposal:
+    """The contribution form's paper step, all or nothing: create the draft by ``by`` (``proposal`` None) or
+    update its task key and metadata (``meta`` over the stored entry), then store the step's ``answers``
+    (``proposal_save_draft`` step 1)."""
+    if proposal is None:
+        proposal = proposal_create(author=by, task_key=task_key, meta=meta)
+    else:
+        proposal = proposal_update_meta(
+            proposal=proposal, by=by, meta={**proposal.meta, **meta}, task_key=task_key
+        )
+    return proposal_save_draft(proposal=proposal, by=by, step=1, data=answers)
+
+
 # ---------------------------------------------------------------------------------------- end of a proposal
 
 
 @transaction.atomic
 def proposal_withdraw(*, proposal: Proposal, by: Any, reason: str = "") -> ProposalEvent:
     """Any state but published, rejected or withdrawn -> withdrawn; only by the author."""
-    _require_author(proposal, by, "withdraw")
-    allowed = tuple(s for s in State.values if s not in Proposal.FINAL_STATES)
-    return _transition(
+    require_author(proposal, by, "withdraw")
+    return proposal_transition(
         proposal=proposal,
-        allowed=allowed,
+        allowed=OPEN_STATES,
         to=State.WITHDRAWN,
         actor=by,
-        reason=_text(reason, field="reason", limit=MAX_REASON),
+        reason=bounded_text(reason, field="reason", limit=MAX_REASON),
         revision=latest_submitted_revision(proposal),
         action="withdraw",
     )
@@ -368,7 +256,7 @@ def proposal_withdraw(*, proposal: Proposal, by: Any, reason: str = "") -> Propo
 @transaction.atomic
 def proposal_mark_published(*, proposal: Proposal, by: Any, task_version: TaskVersion) -> ProposalEvent:
     """approved -> published, pointing at the task version publishing created (``services.publishing``)."""
-    return _transition(
+    return proposal_transition(
         proposal=proposal,
         allowed=(State.APPROVED,),
         to=State.PUBLISHED,
@@ -401,7 +289,7 @@ def comment_add(
         raise ProposalError("only the author and maintainers comment on a proposal")
     if proposal.state == State.DRAFT and author.pk != proposal.author_id:
         raise ProposalError("a draft takes no comments from others")
-    text = _text(body, field="body")
+    text = bounded_text(body, field="body")
     if not text:
         raise ProposalError("body: write a comment", field="body")
     file = (file or "").strip()

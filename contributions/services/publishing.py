@@ -29,9 +29,10 @@ from django.utils import timezone
 
 from contributions.models import Paper, Proposal, ProposalEvent, Review, TaskVersion, UncheckedReason
 from contributions.proposal_status import status_of
-from contributions.selectors import latest_submitted_revision
+from contributions.selectors.proposals import latest_submitted_revision
 from contributions.services.catalogue import snippets_mark_unchecked, task_version_import
-from contributions.services.proposals import ProposalError, proposal_mark_published
+from contributions.services.proposal_state import ProposalError
+from contributions.services.proposals import proposal_mark_published
 from contributions.signals import task_version_published
 from contributions.task_folders import revision_task_read
 from researchcodebench.arxiv import arxiv_id as parse_arxiv_id

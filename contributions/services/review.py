@@ -1,4 +1,4 @@
-"""Maintainers' reviews of a proposal: approve, request changes, reject (``services/proposals.py`` has the
+"""Maintainers' reviews of a proposal: approve, request changes, reject (``services/proposal_state.py`` has the
 state machine).
 
 Only maintainers review, never their own proposal; approving needs every rubric item checked and every
@@ -24,20 +24,19 @@ from contributions.models import (
 )
 from contributions.proposal_status import report_blocking, report_overridable
 from contributions.roles import is_maintainer
-from contributions.selectors import latest_submitted_revision
-from contributions.services.proposal_validation import finding_line
-from contributions.services.proposals import (
+from contributions.selectors.proposals import latest_submitted_revision
+from contributions.services.proposal_state import (
     MAX_REASON,
-    RUBRIC,
-    RUBRIC_KEYS,
     ProposalError,
     State,
-    _label,
-    _lock,
-    _states,
-    _text,
-    _transition,
+    bounded_text,
+    proposal_lock,
+    proposal_transition,
+    state_label,
+    states_label,
 )
+from contributions.services.proposal_validation import finding_line
+from contributions.services.proposals import RUBRIC, RUBRIC_KEYS
 
 # Decisions that move the proposal at once, with the word their refusal uses.
 _REVIEW_MOVES: dict[str, tuple[str, str]] = {
@@ -82,7 +81,7 @@ def _clean_overrides(
                 field="snippet_overrides",
             )
         raw = given.get("explanation")
-        text = _text(raw if isinstance(raw, str) else "", field="snippet_overrides", limit=MAX_REASON)
+        text = bounded_text(raw if isinstance(raw, str) else "", field="snippet_overrides", limit=MAX_REASON)
         if len(text) < UNCHECKED_EXPLANATION_MIN:
             raise ProposalError(
                 f"snippet_overrides: give a written reason for accepting {name!r}: explain it in at least "
@@ -114,11 +113,11 @@ def proposal_review(
     the revision the proposal moves to approved; publishing follows (``services.publishing``).
     """
     _require_reviewer(proposal=proposal, reviewer=reviewer, decision=decision)
-    proposal = _lock(proposal)
+    proposal = proposal_lock(proposal)
     revision = _revision_to_review(proposal, decision=decision)
     report = revision.validation_report or {}
     needs_reason = decision in (Review.Decision.REQUEST_CHANGES, Review.Decision.REJECT)
-    text = _text(body, field="body", required=needs_reason)
+    text = bounded_text(body, field="body", required=needs_reason)
     if decision == Review.Decision.COMMENT and not text:
         raise ProposalError("body: write a comment", field="body")
     checked = _clean_rubric(rubric)
@@ -138,7 +137,7 @@ def proposal_review(
         _approve_if_enough(proposal=proposal, revision=revision, reviewer=reviewer)
     elif decision in _REVIEW_MOVES:
         to, action = _REVIEW_MOVES[decision]
-        _transition(
+        proposal_transition(
             proposal=proposal,
             allowed=(State.READY_FOR_REVIEW,),
             to=to,
@@ -172,8 +171,8 @@ def _revision_to_review(proposal: Proposal, *, decision: str) -> ProposalRevisio
     )
     if proposal.state not in reviewable or revision is None:
         raise ProposalError(
-            f"cannot {Review.Decision(decision).label.lower()} a proposal that is {_label(proposal.state)} "
-            f"(only one that is {_states(reviewable)})"
+            f"cannot {Review.Decision(decision).label.lower()} a proposal that is {state_label(proposal.state)} "
+            f"(only one that is {states_label(reviewable)})"
         )
     return revision
 
@@ -219,7 +218,7 @@ def _approve_if_enough(*, proposal: Proposal, revision: ProposalRevision, review
     required = settings.RCB_APPROVALS_REQUIRED
     if approvals < required:
         return
-    _transition(
+    proposal_transition(
         proposal=proposal,
         allowed=(State.READY_FOR_REVIEW,),
         to=State.APPROVED,

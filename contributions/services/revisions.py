@@ -23,16 +23,17 @@ from contributions.models import (
     ProposalRevision,
 )
 from contributions.services.catalogue import file_blobs_store
-from contributions.services.proposals import (
-    _EDITABLE,
+from contributions.services.proposal_state import (
+    EDITABLE_STATES,
+    UPLOADABLE_STATES,
     ProposalError,
-    _label,
-    _lock,
-    _require_author,
-    _states,
-    _transition,
-    proposal_save_draft,
+    proposal_lock,
+    proposal_transition,
+    require_author,
+    state_label,
+    states_label,
 )
+from contributions.services.proposals import proposal_save_draft
 from contributions.task_folders import safe_relpath
 from contributions.upload_manifest import MANIFEST_DEFAULTS, PAPER_SUFFIXES, manifest_guess
 
@@ -129,15 +130,13 @@ def revision_content_hash(*, files: Mapping[str, str], manifest: Mapping[str, An
 
 
 _SOURCES = {choice.value for choice in ProposalRevision.Source}
-#: the states in which the author may upload code (from ready for review, the upload is a "revise" move)
-_UPLOADABLE = (*_EDITABLE, Proposal.State.READY_FOR_REVIEW)
 
 
 def _revise(proposal: Proposal, *, by: Any) -> None:
     """ready for review -> changes requested: the author replaces the revision under review."""
     under_review = proposal.revisions.filter(submitted_at__isnull=False).order_by("-number").first()
     number = under_review.number if under_review is not None else 0
-    _transition(
+    proposal_transition(
         proposal=proposal,
         allowed=(Proposal.State.READY_FOR_REVIEW,),
         to=Proposal.State.CHANGES_REQUESTED,
@@ -161,11 +160,11 @@ def revision_create(
     upload to a proposal ready for review withdraws the revision under review from review first (ready for
     review -> changes requested, "revise"), so no maintainer approves code its author is replacing.
     """
-    _require_author(proposal, by, "upload code to")
-    proposal = _lock(proposal)
-    if proposal.state not in _UPLOADABLE:
+    require_author(proposal, by, "upload code to")
+    proposal = proposal_lock(proposal)
+    if proposal.state not in UPLOADABLE_STATES:
         raise ProposalError(
-            f"cannot upload code to a proposal that is {_label(proposal.state)} (only {_states(_UPLOADABLE)})"
+            f"cannot upload code to a proposal that is {state_label(proposal.state)} (only {states_label(UPLOADABLE_STATES)})"
         )
     files = dict(intake_result.files)
     if not files:
@@ -251,10 +250,10 @@ def revision_update_manifest(
 ) -> ProposalRevision:
     """Change the declarations (form step c) of a revision not yet submitted; refused once submitted."""
     proposal = revision.proposal
-    _require_author(proposal, by, "edit")
-    proposal = _lock(proposal)
-    if proposal.state not in _EDITABLE:
-        raise ProposalError(f"cannot edit a proposal that is {_label(proposal.state)}")
+    require_author(proposal, by, "edit")
+    proposal = proposal_lock(proposal)
+    if proposal.state not in EDITABLE_STATES:
+        raise ProposalError(f"cannot edit a proposal that is {state_label(proposal.state)}")
     cleaned = revision_manifest_clean(manifest, files=revision.files)
     updated = ProposalRevision.objects.filter(pk=revision.pk, submitted_at__isnull=True).update(
         manifest=cleaned, content_hash=revision_content_hash(files=revision.files, manifest=cleaned)

@@ -10,9 +10,9 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from contributions import selectors
 from contributions.markdown import render_markdown
 from contributions.models import UncheckedReason
+from contributions.selectors.notifications import notification_unread_count
 
 register = template.Library()
 
@@ -53,7 +53,7 @@ def waiting(delta: timedelta | None) -> str:
 def unread_notifications(context: dict[str, Any]) -> int:
     """The signed-in user's unread notification count (0 for anyone else)."""
     request = context.get("request")
-    return selectors.notification_unread_count(user=getattr(request, "user", None))
+    return notification_unread_count(user=getattr(request, "user", None))
 
 
 @register.filter

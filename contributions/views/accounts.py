@@ -16,9 +16,9 @@ from django.shortcuts import redirect, render
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST
 
-from contributions import selectors
 from contributions.models import ApiToken, Profile
 from contributions.roles import is_maintainer
+from contributions.selectors import accounts as account_selectors
 from contributions.services.accounts import api_token_create, api_token_revoke, profile_update
 from contributions.validators import github_normalise, orcid_normalise
 
@@ -72,7 +72,7 @@ def _initial(profile: Profile | None) -> dict[str, str]:
 @require_http_methods(["GET", "POST"])
 def profile_edit(request: HttpRequest) -> HttpResponse:
     """The signed-in user's profile; a bad ORCID iD or GitHub name is an error on its field."""
-    profile = selectors.profile_for(user=request.user)
+    profile = account_selectors.profile_for(user=request.user)
     if request.method == "POST":
         form = ProfileForm(request.POST)
         if form.is_valid():
@@ -105,7 +105,11 @@ def api_token_list(request: HttpRequest) -> HttpResponse:
                 form = ApiTokenForm()
     else:
         form = ApiTokenForm()
-    context = {"form": form, "tokens": selectors.api_token_list(user=request.user), "created": created}
+    context = {
+        "form": form,
+        "tokens": account_selectors.api_token_list(user=request.user),
+        "created": created,
+    }
     response = render(request, "contributions/api_token_list.html", context)
     # The page may hold a secret: no cache (browser or proxy) keeps a copy.
     add_never_cache_headers(response)

@@ -17,12 +17,13 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from contributions import selectors
 from contributions.citation import release_bibtex
 from contributions.errors import CatalogueError
 from contributions.models import Release, TaskVersion
-from contributions.release_export import release_archive
 from contributions.roles import RELEASE_PERMISSION
+from contributions.selectors import releases as release_selectors
+from contributions.selectors.catalogue import task_versions_current
+from contributions.selectors.release_export import release_archive
 from contributions.services.releases import release_cut, release_set_default
 
 
@@ -68,15 +69,15 @@ def _require_release_permission(request: HttpRequest) -> HttpResponse | None:
 def release_list(request: HttpRequest) -> HttpResponse:
     """Every release with its size and its tag in the benchmark git repository."""
     context = {
-        "releases": list(selectors.release_list()),
+        "releases": list(release_selectors.release_list()),
         "can_cut": request.user.is_authenticated and request.user.has_perm(RELEASE_PERMISSION),
     }
     return render(request, "contributions/release_list.html", context)
 
 
-def _release_page_or_404(name: str) -> selectors.ReleasePage:
+def _release_page_or_404(name: str) -> release_selectors.ReleasePage:
     try:
-        return selectors.release_page(name=name)
+        return release_selectors.release_page(name=name)
     except Release.DoesNotExist as exc:
         raise Http404(str(exc)) from None
 
@@ -129,7 +130,7 @@ def release_cut_view(request: HttpRequest) -> HttpResponse:
     refused = _require_release_permission(request)
     if refused is not None:
         return refused
-    current = selectors.task_versions_current()
+    current = task_versions_current()
     form = ReleaseCutForm(request.POST if request.method == "POST" else None, current=current)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
@@ -160,7 +161,7 @@ def release_default_view(request: HttpRequest, name: str) -> HttpResponse:
     if refused is not None:
         return refused
     try:
-        release = selectors.release_get(name=name)
+        release = release_selectors.release_get(name=name)
     except Release.DoesNotExist as exc:
         raise Http404(str(exc)) from None
     release_set_default(release=release)

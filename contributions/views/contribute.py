@@ -15,14 +15,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseLocation
 
-from contributions import selectors
-from contributions.contribute import (
-    file_choices,
-    paper_for_arxiv_id,
-    revision_preview,
-    revision_tagged_files,
-    snippet_problem,
-)
 from contributions.forms import CodeForm, FilesForm, PaperMetaForm, contribution_label, meta_initial
 from contributions.intake import (
     IntakeError,
@@ -33,14 +25,27 @@ from contributions.intake import (
     quarantine_root,
 )
 from contributions.models import Proposal, ProposalRevision
-from contributions.selectors import latest_revision
+from contributions.selectors.contribute import (
+    file_choices,
+    form_step_reached,
+    paper_for_arxiv_id,
+    revision_preview,
+    revision_tagged_files,
+    snippet_problem,
+)
+from contributions.selectors.proposals import (
+    latest_revision,
+    proposal_get_for_viewer,
+    proposal_list_for_viewer,
+    proposal_open_for_key,
+    proposal_status,
+)
 from contributions.services.notifications import proposal_url
+from contributions.services.proposal_state import EDITABLE_STATES, UPLOADABLE_STATES, ProposalError
 from contributions.services.proposal_validation import proposal_submit
 from contributions.services.proposals import (
-    ProposalError,
-    proposal_create,
+    proposal_meta_step_save,
     proposal_save_draft,
-    proposal_update_meta,
 )
 from contributions.services.revisions import revision_update_manifest, revision_upload
 from contributions.upload_manifest import MANIFEST_DEFAULTS
@@ -51,7 +56,7 @@ from researchcodebench.arxiv import arxiv_id
 # Five steps, one function view each, at /contribute/<id>/step/<n>/: (1) paper metadata, (2) code,
 # (3) files, (4) preview, (5) submit. Each saves the author's answers with ``proposal_save_draft`` so a
 # draft resumes where it was left. A step is open once the steps before it were completed for the
-# revision now uploaded (``_reached``). With htmx a step answers with its fragment (template partial
+# revision now uploaded (``selectors.contribute.form_step_reached``). With htmx a step answers with its fragment (template partial
 # "step"), and a completed step sends htmx to the next one (``HX-Location``), so the page never reloads.
 
 STEPS: tuple[tuple[int, str], ...] = ((1, "Paper"), (2, "Code"), (3, "Files"), (4, "Preview"), (5, "Submit"))
@@ -81,7 +86,7 @@ def step_url(proposal: Proposal, step: int) -> str:
 def _own_proposal(request: HttpRequest, proposal_id: int) -> Proposal:
     """The signed-in author's proposal; 404 for anyone else (a maintainer may see it, not edit it)."""
     try:
-        proposal = selectors.proposal_get_for_viewer(viewer=request.user, proposal_id=proposal_id)
+        proposal = proposal_get_for_viewer(viewer=request.user, proposal_id=proposal_id)
     except Proposal.DoesNotExist:
         raise Http404("No such proposal.") from None
     if proposal.author_id != request.user.pk:
@@ -89,39 +94,9 @@ def _own_proposal(request: HttpRequest, proposal_id: int) -> Proposal:
     return proposal
 
 
-def _editable(proposal: Proposal) -> bool:
-    return proposal.state in (Proposal.State.DRAFT, Proposal.State.CHANGES_REQUESTED)
-
-
-def _uploadable(proposal: Proposal) -> bool:
-    """Whether the code step takes an upload: while editable, and while ready for review (the upload then
-    replaces the revision under review: ``revision_create``'s "revise" move)."""
-    return _editable(proposal) or proposal.state == Proposal.State.READY_FOR_REVIEW
-
-
-def _done_for(proposal: Proposal, step: int, revision: ProposalRevision | None) -> bool:
-    """Whether ``step`` was completed for exactly this upload and these declarations (its content hash)."""
-    saved = (proposal.draft or {}).get(str(step)) or {}
-    return revision is not None and saved.get("content_hash") == revision.content_hash
-
-
-def _reached(proposal: Proposal, revision: ProposalRevision | None) -> int:
-    """The last step the author may open now."""
-    if revision is None:
-        return 2
-    if revision.submitted_at is not None:
-        # A revision whose validation could not run may be submitted again as it is; any other submitted
-        # revision is final, and the next change is a new upload.
-        could_not_run = revision.validation_status == ProposalRevision.ValidationStatus.ERROR
-        return 5 if could_not_run else 2
-    if not _done_for(proposal, 3, revision):
-        return 3
-    return 5 if _done_for(proposal, 4, revision) else 4
-
-
 def resume_url(proposal: Proposal) -> str:
     """Where the author continues the form: the last step they may open now."""
-    return step_url(proposal, _reached(proposal, latest_revision(proposal)))
+    return step_url(proposal, form_step_reached(proposal, latest_revision(proposal)))
 
 
 def _steps_context(proposal: Proposal | None, current: int, reached: int) -> dict[str, Any]:
@@ -134,7 +109,7 @@ def _steps_context(proposal: Proposal | None, current: int, reached: int) -> dic
         }
         for number, label in STEPS
     ]
-    status = selectors.proposal_status(proposal) if proposal is not None else None
+    status = proposal_status(proposal) if proposal is not None else None
     return {"steps": steps, "step": current, "proposal": proposal, "status": status}
 
 
@@ -161,12 +136,12 @@ def _go(request: HttpRequest, url: str, *, whole_page: bool = False) -> HttpResp
 
 def _to_reached(request: HttpRequest, proposal: Proposal, revision: ProposalRevision | None) -> HttpResponse:
     messages.info(request, "Complete the earlier steps first.")
-    return _go(request, step_url(proposal, _reached(proposal, revision)))
+    return _go(request, step_url(proposal, form_step_reached(proposal, revision)))
 
 
 def _locked(request: HttpRequest, proposal: Proposal) -> HttpResponse:
     """A proposal that left the draft: its page, since the form can no longer change it."""
-    status = selectors.proposal_status(proposal)
+    status = proposal_status(proposal)
     messages.info(request, f"This proposal's status is “{status.label}”: the form can no longer change it.")
     return _go(request, proposal_url(proposal) or reverse("contributions:contribute"), whole_page=True)
 
@@ -183,15 +158,15 @@ def _service_error(form: forms.Form, exc: ProposalError, *, fallback: str | None
 def contribute(request: HttpRequest) -> HttpResponse:
     """The signed-in user's proposals and drafts (each with where to continue) and "New contribution"."""
     rows = []
-    for proposal in selectors.proposal_list_for_viewer(viewer=request.user):
-        editable = _editable(proposal)
+    for proposal in proposal_list_for_viewer(viewer=request.user):
+        editable = proposal.state in EDITABLE_STATES
         revision = latest_revision(proposal) if editable else None
         rows.append(
             {
                 "proposal": proposal,
-                "status": selectors.proposal_status(proposal),
+                "status": proposal_status(proposal),
                 "editable": editable,
-                "continue_url": step_url(proposal, _reached(proposal, revision)) if editable else "",
+                "continue_url": step_url(proposal, form_step_reached(proposal, revision)) if editable else "",
                 "url": proposal_url(proposal),
             }
         )
@@ -251,30 +226,13 @@ def _new_form_draft(request: HttpRequest, token: str) -> Proposal | None:
         proposal = _own_proposal(request, pk)
     except Http404:
         return None
-    return proposal if _editable(proposal) else None
+    return proposal if proposal.state in EDITABLE_STATES else None
 
 
 def _remember_new_form(request: HttpRequest, token: str, proposal: Proposal) -> None:
     if token:
         known = {**(request.session.get(NEW_FORMS_SESSION_KEY) or {}), token: proposal.pk}
         request.session[NEW_FORMS_SESSION_KEY] = dict(list(known.items())[-NEW_FORMS_KEPT:])
-
-
-def _meta_save(request: HttpRequest, form: PaperMetaForm, proposal: Proposal | None) -> Proposal:
-    """Create the draft (``proposal`` None) or update its metadata, and store step 1's answers."""
-    with transaction.atomic():
-        if proposal is None:
-            proposal = proposal_create(
-                author=request.user, task_key=form.cleaned_data["task_key"], meta=form.meta()
-            )
-        else:
-            proposal = proposal_update_meta(
-                proposal=proposal,
-                by=request.user,
-                meta={**proposal.meta, **form.meta()},
-                task_key=form.cleaned_data["task_key"],
-            )
-        return proposal_save_draft(proposal=proposal, by=request.user, step=1, data=form.draft())
 
 
 def _meta_form(proposal: Proposal | None) -> PaperMetaForm:
@@ -300,7 +258,7 @@ def contribute_meta(request: HttpRequest, proposal_id: int | None = None) -> Htt
             messages.info(request, f"Your answers are saved in the draft “{created.task_key}”.")
             return redirect(step_url(created, 1))
         proposal = created
-    if proposal is not None and not _editable(proposal):
+    if proposal is not None and proposal.state not in EDITABLE_STATES:
         return _locked(request, proposal)
     notice, own_draft = "", None
     if request.method == "POST" and request.POST.get("action") == "fill":
@@ -310,14 +268,18 @@ def contribute_meta(request: HttpRequest, proposal_id: int | None = None) -> Htt
         form = PaperMetaForm(request.POST)
         if form.is_valid():
             try:
-                saved = _meta_save(request, form, proposal)
+                saved = proposal_meta_step_save(
+                    by=request.user,
+                    proposal=proposal,
+                    task_key=form.cleaned_data["task_key"],
+                    meta=form.meta(),
+                    answers=form.draft(),
+                )
             except ProposalError as exc:
                 key = form.cleaned_data["task_key"]
                 _service_error(form, exc)
                 if exc.field == "task_key":
-                    own_draft = selectors.proposal_open_for_key(
-                        author=request.user, task_key=key, exclude=proposal
-                    )
+                    own_draft = proposal_open_for_key(author=request.user, task_key=key, exclude=proposal)
             else:
                 _remember_new_form(request, token, saved)
                 for warning in form.warnings:
@@ -325,7 +287,7 @@ def contribute_meta(request: HttpRequest, proposal_id: int | None = None) -> Htt
                 return _go(request, step_url(saved, 2))
     else:
         form = _meta_form(proposal)
-    reached = _reached(proposal, latest_revision(proposal)) if proposal is not None else 1
+    reached = form_step_reached(proposal, latest_revision(proposal)) if proposal is not None else 1
     context = {
         **_steps_context(proposal, 1, reached),
         "form": form,
@@ -360,7 +322,7 @@ def _intake(form: CodeForm) -> IntakeResult:
 def contribute_code(request: HttpRequest, proposal_id: int) -> HttpResponse:
     """Step (b): the code, as an archive or one commit of a git repository, read by the safe intake."""
     proposal = _own_proposal(request, proposal_id)
-    if not _uploadable(proposal):
+    if proposal.state not in UPLOADABLE_STATES:
         return _locked(request, proposal)
     revision = latest_revision(proposal)
     if request.method == "POST":
@@ -388,7 +350,7 @@ def contribute_code(request: HttpRequest, proposal_id: int) -> HttpResponse:
         initial = {"git_url": saved.get("origin"), "git_commit": saved.get("commit")}
         form = CodeForm(initial=initial if saved.get("source") == "git" else None)
     context = {
-        **_steps_context(proposal, 2, _reached(proposal, revision)),
+        **_steps_context(proposal, 2, form_step_reached(proposal, revision)),
         "form": form,
         "revision": revision,
         "file_count": len(revision.files) if revision else 0,
@@ -402,10 +364,10 @@ def contribute_code(request: HttpRequest, proposal_id: int) -> HttpResponse:
 def contribute_files(request: HttpRequest, proposal_id: int) -> HttpResponse:
     """Step (c): which uploaded files are annotated, context, oracle, the test, the paper, requirements."""
     proposal = _own_proposal(request, proposal_id)
-    if not _editable(proposal):
+    if proposal.state not in EDITABLE_STATES:
         return _locked(request, proposal)
     revision = latest_revision(proposal)
-    if _reached(proposal, revision) < 3 or revision is None or revision.submitted_at is not None:
+    if form_step_reached(proposal, revision) < 3 or revision is None or revision.submitted_at is not None:
         return _to_reached(request, proposal, revision)
     choices = file_choices(paths=list(revision.files), tagged=revision_tagged_files(revision=revision))
     if request.method == "POST":
@@ -429,7 +391,7 @@ def contribute_files(request: HttpRequest, proposal_id: int) -> HttpResponse:
     else:
         form = FilesForm(initial=revision.manifest, choices=choices)
     context = {
-        **_steps_context(proposal, 3, _reached(proposal, revision)),
+        **_steps_context(proposal, 3, form_step_reached(proposal, revision)),
         "form": form,
         "revision": revision,
     }
@@ -443,10 +405,10 @@ def contribute_preview(request: HttpRequest, proposal_id: int) -> HttpResponse:
     """Step (d): the snippet tree and annotation issues as the core library parses the upload, and for a
     chosen snippet (``?snippet=NAME``; htmx swaps only that part) the exact problem a model is shown."""
     proposal = _own_proposal(request, proposal_id)
-    if not _editable(proposal):
+    if proposal.state not in EDITABLE_STATES:
         return _locked(request, proposal)
     revision = latest_revision(proposal)
-    reached = _reached(proposal, revision)
+    reached = form_step_reached(proposal, revision)
     if reached < 4 or revision is None:
         return _to_reached(request, proposal, revision)
     preview = revision_preview(proposal=proposal, revision=revision)
@@ -482,10 +444,10 @@ def contribute_preview(request: HttpRequest, proposal_id: int) -> HttpResponse:
 def contribute_submit(request: HttpRequest, proposal_id: int) -> HttpResponse:
     """Step (e): a summary, then ``proposal_submit``; success goes to the proposal's page."""
     proposal = _own_proposal(request, proposal_id)
-    if not _editable(proposal):
+    if proposal.state not in EDITABLE_STATES:
         return _locked(request, proposal)
     revision = latest_revision(proposal)
-    reached = _reached(proposal, revision)
+    reached = form_step_reached(proposal, revision)
     if reached < 5 or revision is None:
         return _to_reached(request, proposal, revision)
     error, error_step = "", 0

@@ -2,14 +2,13 @@
 maintainers' review queue and the notification list.
 
 Views parse input, call one service or selector and render; every proposal goes through the one access
-guard ``selectors.proposal_get_for_viewer`` (404 for whoever may not see it). The validation status on the
+guard ``proposal_get_for_viewer`` (404 for whoever may not see it). The validation status on the
 proposal page polls with htmx (``hx-trigger="every 2s"``) while the validation can still move, and the
 fragment it gets back carries no trigger once it is final, so polling stops by itself.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -23,21 +22,35 @@ from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from contributions import selectors
-from contributions.code_view import RevisionCode, file_anchor, revision_code
 from contributions.forms import LICENSES
 from contributions.models import (
     UNCHECKED_EXPLANATION_MIN,
-    Comment,
     Proposal,
     ProposalRevision,
     Review,
     UncheckedReason,
 )
 from contributions.params import optional_id
-from contributions.proposal_status import report_blocking, report_overridable
+from contributions.proposal_status import report_overridable
 from contributions.roles import REVIEW_PERMISSION, is_maintainer
-from contributions.selectors import latest_revision, latest_submitted_revision
+from contributions.selectors import notifications as notification_selectors
+from contributions.selectors.proposal_page import (
+    approve_blocked,
+    comment_line_url,
+    meta_rows,
+    revisions_with_diffs,
+    shown_code,
+    validation_section,
+)
+from contributions.selectors.proposals import (
+    latest_revision,
+    latest_submitted_revision,
+    proposal_get_for_viewer,
+    proposal_history,
+    proposal_status,
+    revision_outcome,
+)
+from contributions.selectors.review_queue import proposal_queue_rows, proposal_waiting
 from contributions.services import (
     RUBRIC,
     ProposalError,
@@ -46,31 +59,21 @@ from contributions.services import (
     proposal_review,
     proposal_withdraw,
 )
-from contributions.services.proposals import MAX_REASON, MAX_TEXT
+from contributions.services.proposal_state import MAX_REASON, MAX_TEXT, UPLOADABLE_STATES
 from contributions.views.contribute import resume_url
-from researchcodebench.validation import variants_summary
-from researchcodebench.variants import SnippetVariants
 
 State = Proposal.State
 VStatus = ProposalRevision.ValidationStatus
 
-#: validation statuses that can still change (the page keeps polling while the revision is in one)
-RUNNING_STATUSES = (VStatus.PENDING, VStatus.RUNNING)
-#: proposal states in which a validation is still to come or under way
-VALIDATING_STATES = (State.SUBMITTED, State.VALIDATING)
 #: the contribution form's code step (``/contribute/<id>/step/<n>/``): where a new revision is uploaded
 CODE_STEP = 2
-#: the states in which the author may upload a new revision (from ready for review it is a "revise" move)
-REVISABLE_STATES = (State.DRAFT, State.CHANGES_REQUESTED, State.READY_FOR_REVIEW)
 #: the statuses whose next step for the author is to continue the form where they left it
 RESUMABLE = ("draft", "revising", "could_not_run")
-#: bound of each revision's diff on the page
-DIFF_LINES = 2000
 
 
 def _proposal_or_404(request: HttpRequest, proposal_id: Any) -> Proposal:
     try:
-        return selectors.proposal_get_for_viewer(viewer=request.user, proposal_id=proposal_id)
+        return proposal_get_for_viewer(viewer=request.user, proposal_id=proposal_id)
     except Proposal.DoesNotExist:
         raise Http404("No such proposal.") from None
 
@@ -80,15 +83,6 @@ def _code_step_url(proposal: Proposal) -> str:
         return reverse("contributions:contribute_code", kwargs={"proposal_id": proposal.pk})
     except NoReverseMatch:
         return f"/contribute/{proposal.pk}/step/{CODE_STEP}/"
-
-
-def _is_polling(proposal: Proposal, revision: ProposalRevision | None) -> bool:
-    return (
-        revision is not None
-        and revision.submitted_at is not None
-        and proposal.state in VALIDATING_STATES
-        and revision.validation_status in RUNNING_STATUSES
-    )
 
 
 # ------------------------------------------------------------------------------------------------ forms
@@ -185,20 +179,6 @@ class ReviewForm(forms.Form):
         self.add_error(fields.get(error.field or ""), error.words)
 
 
-def _approve_blocked(*, proposal: Proposal, viewer: Any, report: dict[str, Any]) -> str:
-    """Why the viewer cannot approve now ("" when they can, given the rubric and the override reasons)."""
-    if viewer.pk == proposal.author_id:
-        return "nobody approves their own proposal."
-    if proposal.state != State.READY_FOR_REVIEW:
-        return f"the proposal is {proposal.get_state_display().lower()}, not ready for review."
-    if not report:
-        return "there is no validation report."
-    blocking = report_blocking(report)
-    if blocking:
-        return f"the validation report has {len(blocking)} error(s) no review can accept."
-    return ""
-
-
 def _review_form(proposal: Proposal, *, viewer: Any, data: Any = None) -> ReviewForm:
     """The review form for the revision under review: an override field per snippet its report says the
     test does not check, and approve refused with the reason when ``viewer`` cannot approve now."""
@@ -207,95 +187,11 @@ def _review_form(proposal: Proposal, *, viewer: Any, data: Any = None) -> Review
     return ReviewForm(
         data,
         overridable=sorted(report_overridable(report)),
-        approve_blocked=_approve_blocked(proposal=proposal, viewer=viewer, report=report),
+        approve_blocked=approve_blocked(proposal=proposal, viewer=viewer, report=report),
     )
 
 
 # ------------------------------------------------------------------------------------------ proposal page
-
-
-def _report_groups(report: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
-    groups: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
-    for finding in report.get("findings") or []:
-        if isinstance(finding, dict):
-            groups.setdefault(str(finding.get("check") or "other"), []).append(finding)
-    # Errors first inside each check, then the checks with errors first.
-    for rows in groups.values():
-        rows.sort(key=lambda f: f.get("severity") != "error")
-    return sorted(groups.items(), key=lambda item: not any(f.get("severity") == "error" for f in item[1]))
-
-
-def _finding_anchors(findings: list[dict[str, Any]]) -> None:
-    for finding in findings:
-        if finding.get("file"):
-            anchor = file_anchor(str(finding["file"]))
-            line = finding.get("line")
-            finding["anchor"] = f"{anchor}-L{line}" if isinstance(line, int) and line > 0 else anchor
-            finding["location"] = (
-                f"{finding['file']}:{line}" if isinstance(line, int) and line > 0 else str(finding["file"])
-            )
-
-
-def _validation_context(proposal: Proposal, revision: ProposalRevision | None) -> dict[str, Any]:
-    report = dict(revision.validation_report or {}) if revision is not None else {}
-    findings = [dict(f) for f in report.get("findings") or [] if isinstance(f, dict)]
-    _finding_anchors(findings)
-    report["findings"] = findings
-    return {
-        "proposal": proposal,
-        "vrev": revision,
-        "report": report,
-        "report_groups": _report_groups(report),
-        "outcome": selectors.revision_outcome(revision),
-        "polling": _is_polling(proposal, revision),
-        "progress": [_progress_row(e) for e in revision.validation_progress or [] if isinstance(e, dict)]
-        if revision is not None
-        else [],
-    }
-
-
-def _progress_row(entry: dict[str, Any]) -> dict[str, Any]:
-    """One streamed validation stage as the page shows it: its name, time and a one-line summary of its
-    data (counts, not the raw records: the full results are in the report below)."""
-    data = entry.get("data") if isinstance(entry.get("data"), dict) else {}
-    parts = []
-    runs = data.get("runs")
-    if isinstance(runs, list):
-        passed = sum(1 for r in runs if isinstance(r, dict) and r.get("passed"))
-        parts.append(f"{passed} of {len(runs)} reference runs passed")
-    if isinstance(data.get("timeout_s"), int | float):
-        parts.append(f"timeout {data['timeout_s']:.1f} s")
-    found = data.get("variants")
-    if isinstance(found, dict) and found.get("snippet"):
-        count = found.get("count")
-        if isinstance(count, int) and count > 0:
-            what = f"{count} impossible variant{'s' if count != 1 else ''}"
-        elif isinstance(count, int):
-            what = "NO impossible variant"
-        else:
-            what = "variants not derived"
-        parts.append(f"snippet {str(found['snippet'])[:200]!r}: {what}")
-    snippet = data.get("snippet")
-    if isinstance(snippet, dict) and snippet.get("name"):
-        checked = {True: "checked by the test", False: "NOT checked by the test"}.get(
-            snippet.get("checked"), "not decided"
-        )
-        score = snippet.get("mutation_score")
-        if (
-            isinstance(score, dict)
-            and isinstance(score.get("killed"), int)
-            and isinstance(score.get("total"), int)
-        ):
-            checked += f" (mutation score {score['killed']}/{score['total']})"
-        parts.append(f"snippet {str(snippet['name'])[:200]!r}: {checked}")
-    findings = data.get("findings")
-    if isinstance(findings, list):
-        parts.append(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
-    return {
-        "stage": str(entry.get("stage", ""))[:200],
-        "at": str(entry.get("at", "")),
-        "summary": "; ".join(parts),
-    }
 
 
 def _page_context(
@@ -312,9 +208,9 @@ def _page_context(
     wanted = optional_id(request.GET.get("revision"))
     if wanted is not None:
         shown = next((r for r in revisions if r.number == wanted), shown)
-    validation = _validation_context(proposal, under_review)
+    validation = validation_section(proposal, under_review)
     comments = list(proposal.comments.select_related("author", "revision").order_by("created_at", "pk"))
-    code = _shown_code(shown, comments=comments) if shown else None
+    code = shown_code(shown, comments=comments) if shown else None
     maintainer = is_maintainer(viewer)
     can_review = maintainer and viewer.pk != proposal.author_id and not proposal.is_final
     if can_review and review_form is None:
@@ -323,12 +219,12 @@ def _page_context(
     return {
         **validation,
         **_status_context(request, proposal),
-        "revisions": [(r, d, selectors.revision_outcome(r)) for r, d in _revisions_with_diffs(revisions)],
+        "revisions": [(r, d, revision_outcome(r)) for r, d in revisions_with_diffs(revisions)],
         "shown": shown,
         "under_review": under_review,
         "code": code,
-        "thread": [(c, _comment_line_url(c, shown)) for c in comments],
-        "history": selectors.proposal_history(proposal=proposal),
+        "thread": [(c, comment_line_url(c, shown)) for c in comments],
+        "history": proposal_history(proposal=proposal),
         "reviews": list(proposal.reviews.select_related("reviewer", "revision").order_by("created_at", "pk")),
         "rubric": RUBRIC,
         "review_form": review_form if (can_review or review_form is not None) else None,
@@ -336,8 +232,8 @@ def _page_context(
         "can_comment": is_author or (maintainer and proposal.state != State.DRAFT),
         "can_withdraw": is_author and not proposal.is_final,
         "withdraw_form": WithdrawForm(),
-        "waiting": selectors.proposal_waiting(proposal),
-        "meta_rows": _meta_rows(proposal),
+        "waiting": proposal_waiting(proposal),
+        "meta_rows": meta_rows(proposal, licenses=dict(LICENSES)),
     }
 
 
@@ -345,75 +241,17 @@ def _status_context(request: HttpRequest, proposal: Proposal) -> dict[str, Any]:
     """What the page's header badge and its "next step" panel show (the page, and each live update)."""
     is_author = request.user.pk == proposal.author_id
     maintainer = is_maintainer(request.user)
-    status = selectors.proposal_status(proposal)
+    status = proposal_status(proposal)
     return {
         "proposal": proposal,
         "status": status,
         "is_author": is_author,
         "is_maintainer": maintainer,
-        "can_revise": is_author and proposal.state in REVISABLE_STATES and status.key not in RESUMABLE,
+        "can_revise": is_author and proposal.state in UPLOADABLE_STATES and status.key not in RESUMABLE,
         "can_review": maintainer and not is_author and proposal.state == State.READY_FOR_REVIEW,
         "code_step_url": _code_step_url(proposal),
         "continue_url": resume_url(proposal) if is_author and status.key in RESUMABLE else "",
     }
-
-
-def _shown_code(shown: ProposalRevision, *, comments: list[Comment]) -> RevisionCode:
-    """The shown revision's code with its own report's findings and snippet answers (the mutation check's,
-    the mutation score and the impossible variants) and the comments anchored to its lines."""
-    anchored = [c for c in comments if c.file and c.revision_id == shown.pk]
-    report = dict(shown.validation_report or {})
-    findings = [dict(f) for f in report.get("findings") or [] if isinstance(f, dict)]
-    rows = [s for s in report.get("snippets") or [] if isinstance(s, dict)]
-    checked = {str(s.get("name")): s.get("checked") for s in rows}
-    mutation = {
-        str(s.get("name")): s["mutation_score"]
-        for s in rows
-        if isinstance(s.get("mutation_score"), dict)
-        and all(isinstance(s["mutation_score"].get(k), int) for k in ("killed", "total"))
-    }
-    return revision_code(
-        revision=shown,
-        findings=findings,
-        comments=anchored,
-        checked=checked,
-        mutation=mutation,
-        variants=_report_variants(report),
-    )
-
-
-def _report_variants(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Snippet name -> the summary of its impossible variants (count, each one's description, why there is
-    none), from a validation report's ``variants``; a set that does not read is left out."""
-    out: dict[str, dict[str, Any]] = {}
-    stored = report.get("variants")
-    for name, data in (stored if isinstance(stored, dict) else {}).items():
-        try:
-            out[str(name)] = variants_summary(SnippetVariants.from_dict(data))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            continue
-    return out
-
-
-def _revisions_with_diffs(revisions: list[ProposalRevision]) -> list[tuple[ProposalRevision, Any]]:
-    """Each revision with its diff against the previous one (submitted revisions after the first only)."""
-    return [
-        (r, selectors.revision_diff(revision=r, max_lines=DIFF_LINES))
-        if r.submitted_at is not None and r.number > 1
-        else (r, None)
-        for r in revisions
-    ]
-
-
-def _comment_line_url(comment: Comment, shown: ProposalRevision | None) -> str:
-    """Where a comment's file and line are shown: its line's anchor in the code section, with
-    ``?revision=N`` when the page shows another revision; "" for a general comment."""
-    if not comment.file:
-        return ""
-    anchor = "#" + file_anchor(comment.file) + (f"-L{comment.line}" if comment.line else "")
-    if comment.revision is None or (shown is not None and comment.revision_id == shown.pk):
-        return anchor
-    return f"?revision={comment.revision.number}{anchor}"
 
 
 def _comment_prefill(request: HttpRequest) -> dict[str, Any]:
@@ -428,62 +266,6 @@ def _comment_prefill(request: HttpRequest) -> dict[str, Any]:
     return prefill
 
 
-_META_FIELDS = (
-    ("title", "Title"),
-    ("arxiv_abs", "arXiv"),
-    ("venue", "Venue"),
-    ("arxiv_v1_date", "arXiv v1 date"),
-    ("arxiv_date", "arXiv date"),
-    ("license", "License"),
-    ("github_url", "Code repository"),
-    ("commit", "Commit"),
-    ("code_commit", "Commit"),
-    ("first_commit_date", "First commit"),
-    ("last_commit_date", "Last commit"),
-)
-#: keys shown elsewhere on the page or not meant for people
-_META_HIDDEN = frozenset(
-    {"id", "annotated_file_paths", "context_file_paths", "extra", "extra_order", "license_text"}
-)
-
-
-def _meta_text(value: Any) -> str:
-    """A metadata value as words: a list as its items, anything else as text (at most 500 characters)."""
-    if isinstance(value, list | tuple):
-        return ", ".join(str(v) for v in value)[:500]
-    return str(value)[:500]
-
-
-def _license_text(meta: dict[str, Any]) -> str:
-    """The license's name (``forms.LICENSES``), or the text given for "other"."""
-    license_id = str(meta.get("license") or "")
-    if license_id == "other":
-        return str(meta.get("license_text") or "other")[:500]
-    return dict(LICENSES).get(license_id, license_id)
-
-
-def _meta_rows(proposal: Proposal) -> list[tuple[str, str, bool]]:
-    """(label, value, is_link) for the metadata the proposal has, the registry entry's ``extra`` keys (the
-    license, the code's commit) as rows of their own; links only for http(s) URLs. No dict is ever shown
-    as Python text: an unknown key with a mapping value is left out."""
-    stored = proposal.meta or {}
-    extra = stored.get("extra") if isinstance(stored.get("extra"), dict) else {}
-    meta = {**extra, **{k: v for k, v in stored.items() if v not in (None, "", [], {})}}
-    rows = []
-    for key, label in _META_FIELDS:
-        value = meta.get(key)
-        if value in (None, "", []) or (key == "code_commit" and meta.get("commit")):
-            continue
-        text = _license_text(meta) if key == "license" else _meta_text(value)
-        rows.append((label, text, text.startswith(("https://", "http://"))))
-    known = {key for key, _ in _META_FIELDS} | _META_HIDDEN
-    for key in sorted(set(meta) - known):
-        value = meta[key]
-        if value not in (None, "", [], {}) and not isinstance(value, dict):
-            rows.append((key.replace("_", " ").capitalize(), _meta_text(value), False))
-    return rows
-
-
 @login_required
 @require_safe
 def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
@@ -492,7 +274,7 @@ def proposal_detail(request: HttpRequest, proposal_id: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "validation-status":
         # The validation section, and (out of band) the header's status and the next step, which it moves.
         revision = latest_submitted_revision(proposal)
-        context = {**_validation_context(proposal, revision), **_status_context(request, proposal)}
+        context = {**validation_section(proposal, revision), **_status_context(request, proposal)}
         return render(request, "contributions/proposal_poll.html", context)
     return render(request, "contributions/proposal_detail.html", _page_context(request, proposal))
 
@@ -611,7 +393,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
         }
     context = {
         "form": form,
-        "rows": selectors.proposal_queue_rows(limit=200, **filters),
+        "rows": proposal_queue_rows(limit=200, **filters),
         "filtered": bool(filters),
     }
     template = "contributions/review_queue.html"
@@ -628,7 +410,7 @@ def review_queue(request: HttpRequest) -> HttpResponse:
 @require_safe
 def notification_list(request: HttpRequest) -> HttpResponse:
     """The signed-in user's notifications, unread first, newest first within each."""
-    rows = list(selectors.notification_list(user=request.user, limit=200))
+    rows = list(notification_selectors.notification_list(user=request.user, limit=200))
     rows.sort(key=lambda n: n.read_at is not None)
     unread = sum(1 for n in rows if n.read_at is None)
     return render(request, "contributions/notifications.html", {"rows": rows, "unread": unread})

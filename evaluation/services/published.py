@@ -533,7 +533,7 @@ def published_verify(*, source: Path, tolerance: float = 1e-6) -> list[ScoreMism
     """Recompute each model's scores from the database rows of its imported run and compare them with the
     scores the source states (overall line and task rates, per-paper line rates). Empty list = all equal.
     A model whose run is missing is reported as a mismatch with ``actual`` None."""
-    from evaluation.selectors import run_snippet_results
+    from evaluation.selectors.runs import run_snippet_results
 
     data = published_source_read(Path(source))
     runs = {

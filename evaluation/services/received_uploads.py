@@ -28,12 +28,12 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.files.base import ContentFile
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
-from kombu.exceptions import OperationalError as KombuOperationalError
 
 from contributions.models import Release
+from evaluation import dispatch
 from evaluation.models import LanguageModel, PredictionsUpload
 from evaluation.services.uploads import (
     IdempotencyKeyReused,
@@ -43,6 +43,7 @@ from evaluation.services.uploads import (
     api_error_lines,
     idempotency_key_check,
     predictions_upload,
+    upload_create_once,
     upload_limits,
     upload_read,
 )
@@ -82,53 +83,31 @@ def predictions_upload_receive(
     if size_error := upload_limits().size_error(len(data)):
         raise PredictionsInvalid(line_errors=[], field_errors={"file": [size_error]})
     sha256 = hashlib.sha256(data).hexdigest()
-    if key and (earlier := _replay(requester=requester, key=key, sha256=sha256, release=release)):
-        return earlier
-    try:
-        with transaction.atomic():
-            upload = PredictionsUpload.objects.create(
-                requester=requester,
-                release=release,
-                model_key=model_key,
-                model_name=model_name,
-                template=template or "",
-                with_paper=with_paper,
-                idempotency_key=key,
-                sha256=sha256,
-                data=data,
-                sent_at=timezone.now(),
-            )
-            transaction.on_commit(lambda: _send_check(upload.pk))
-    except IntegrityError:
-        # Two requests raced with one key: the one that committed first is the upload.
-        earlier = _replay(requester=requester, key=key, sha256=sha256, release=release) if key else None
-        if earlier is None:
-            raise
-        return earlier
-    return Received(upload=upload)
 
-
-def _replay(*, requester: AbstractBaseUser, key: str, sha256: str, release: Release) -> Received | None:
-    earlier = PredictionsUpload.objects.filter(requester=requester, idempotency_key=key).first()
-    if earlier is None:
-        return None
-    if earlier.sha256 != sha256 or earlier.release_id != release.pk:
-        raise IdempotencyKeyReused(earlier.run, upload=earlier)
-    return Received(upload=earlier, replayed=True)
-
-
-def _send_check(upload_id: int) -> None:
-    """Send the worker's message; a broker that refuses it leaves the upload waiting for the reaper."""
-    from evaluation import tasks
-
-    try:
-        tasks.check_upload.delay(upload_id)
-    except (KombuOperationalError, OSError):
-        log.warning(
-            "the broker refused the message of upload %s: the reaper sends it again after RCB_UPLOAD_RESEND_S",
-            upload_id,
-            exc_info=True,
+    def create() -> PredictionsUpload:
+        upload = PredictionsUpload.objects.create(
+            requester=requester,
+            release=release,
+            model_key=model_key,
+            model_name=model_name,
+            template=template or "",
+            with_paper=with_paper,
+            idempotency_key=key,
+            sha256=sha256,
+            data=data,
+            sent_at=timezone.now(),
         )
+        transaction.on_commit(lambda: dispatch.predictions_upload_check(upload.pk))
+        return upload
+
+    upload, replayed = upload_create_once(
+        key=key,
+        earlier=lambda: PredictionsUpload.objects.filter(requester=requester, idempotency_key=key).first(),
+        matches=lambda upload: upload.sha256 == sha256 and upload.release_id == release.pk,
+        reused=lambda upload: IdempotencyKeyReused(upload.run, upload=upload),
+        create=create,
+    )
+    return Received(upload=upload, replayed=replayed)
 
 
 def predictions_upload_check(*, upload_id: int) -> PredictionsUpload | None:
@@ -200,5 +179,5 @@ def uploads_resend_waiting(*, now: datetime | None = None) -> list[int]:
     if waiting:
         PredictionsUpload.objects.filter(pk__in=waiting).update(sent_at=now)
         for upload_id in waiting:
-            _send_check(upload_id)
+            dispatch.predictions_upload_check(upload_id)
     return waiting

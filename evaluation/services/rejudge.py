@@ -10,7 +10,8 @@ re-judged: a failure never counts for the model, so nobody gains from forging on
 Flow::
 
     run_rejudge_passes(run, by)            marks the passes (when, by whom); queues one message per pass
-      -> evaluation.tasks.rejudge_item_cpu / rejudge_item_gpu   (after commit; queue eval-cpu / eval-gpu)
+      -> evaluation.tasks.completion_rejudge_cpu / _gpu         (after commit, dispatch.completion_rejudge;
+                                                                 queue eval-cpu / eval-gpu)
         -> completion_rejudge(completion_id)                    judges cold through verdicts.completion_verdict
           -> test_result_rejudge_record(...)                    the one place a re-judge is written
 
@@ -38,13 +39,13 @@ Locking: run -> test result, as in ``runs.py``.
 from __future__ import annotations
 
 import socket
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django.utils import timezone
 
 from contributions.roles import can_maintain
+from evaluation import dispatch
 from evaluation.models import Completion, EvaluationRun, TestResult
 from evaluation.services.run_state import run_lock, run_refresh
 from evaluation.services.runs import UNVERIFIED_LEVEL
@@ -71,13 +72,6 @@ _CLEARED = {
 
 class RejudgeError(ValueError):
     """A re-judge cannot be asked for (the message says why)."""
-
-
-def _send(items: Sequence[tuple[int, bool]]) -> None:
-    from evaluation import tasks
-
-    for completion_id, needs_gpu in items:
-        (tasks.rejudge_item_gpu if needs_gpu else tasks.rejudge_item_cpu).delay(completion_id)
 
 
 @transaction.atomic
@@ -107,7 +101,7 @@ def run_rejudge_passes(*, run: EvaluationRun, by: AbstractBaseUser) -> int:
     items = list(todo.values_list("completion_id", "completion__snippet__task_version__needs_gpu"))
     if items:
         todo.update(rejudge_requested_at=timezone.now(), rejudged_by=by, **_CLEARED)
-        transaction.on_commit(lambda: _send([(pk, bool(gpu)) for pk, gpu in items]))
+        transaction.on_commit(lambda: dispatch.completion_rejudge([(pk, bool(gpu)) for pk, gpu in items]))
     return len(items)
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -34,9 +34,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
-from kombu.exceptions import OperationalError as KombuOperationalError
 
 from contributions.models import Release, Snippet, TaskVersion
+from evaluation import dispatch
 from evaluation.models import Completion, EvaluationRun, LanguageModel, RunEvent, TestResult
 from evaluation.services.run_state import ACTIVE_STAGES, Stage, run_lock, run_refresh
 from evaluation.services.verdicts import test_result_record
@@ -83,50 +83,13 @@ class ReapReport:
 # ---------------------------------------------------------------------------------------------- messages
 
 
-def _send(messages: Iterable[tuple[Callable[[int], object], int]]) -> None:
-    """Publish ``(send, completion_id)`` messages; stop at the first the broker refuses. The rows are already
-    committed as waiting, so nothing is lost: the reaper sends what waits longer than
-    ``RCB_PENDING_RESEND_S`` again. A broker outage never fails the request or task that queued the work."""
-    sent = 0
-    messages = list(messages)
-    for send, completion_id in messages:
-        try:
-            send(completion_id)
-        except (KombuOperationalError, OSError):
-            log.warning(
-                "the broker refused a message (completion %s); %d of %d not sent: the reaper sends them again "
-                "after RCB_PENDING_RESEND_S",
-                completion_id,
-                len(messages) - sent,
-                len(messages),
-                exc_info=True,
-            )
-            return
-        sent += 1
-
-
-def _send_generation(ids: Sequence[int]) -> None:
-    from evaluation import tasks
-
-    _send((tasks.generate_item.delay, completion_id) for completion_id in ids)
-
-
-def _send_tests(items: Sequence[tuple[int, bool]]) -> None:
-    from evaluation import tasks
-
-    _send(
-        ((tasks.test_item_gpu if needs_gpu else tasks.test_item_cpu).delay, completion_id)
-        for completion_id, needs_gpu in items
-    )
-
-
 def _enqueue(generation: Sequence[int] = (), tests: Sequence[tuple[int, bool]] = ()) -> None:
     """Send the messages once the current transaction commits (never for rolled-back rows)."""
     generation, tests = list(generation), list(tests)
     if generation:
-        transaction.on_commit(lambda: _send_generation(generation))
+        transaction.on_commit(lambda: dispatch.completion_generate(generation))
     if tests:
-        transaction.on_commit(lambda: _send_tests(tests))
+        transaction.on_commit(lambda: dispatch.completion_test(tests))
 
 
 def _test_items(completions: Iterable[Completion]) -> list[tuple[int, bool]]:

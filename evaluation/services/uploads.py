@@ -15,9 +15,10 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
@@ -49,6 +50,8 @@ MODEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 MODEL_NAME_MAX_CHARS = 200
 #: an idempotency key: 1-128 visible ASCII characters (a UUID is the usual choice)
 IDEMPOTENCY_KEY_RE = re.compile(r"^[\x21-\x7e]{1,128}$")
+#: what an upload path stores once per idempotency key: a run, or a received upload
+Row = TypeVar("Row", EvaluationRun, PredictionsUpload)
 
 
 def upload_limits() -> PredictionLimits:
@@ -285,15 +288,37 @@ def _new_model_errors(new_model: NewModel) -> dict[str, list[str]]:
     return problems
 
 
-def _replay(*, requester: AbstractBaseUser, key: str, sha256: str, release: Release) -> Upload | None:
-    """The run an earlier upload with ``key`` started, if any: the same file for the same release, or
-    ``IdempotencyKeyReused``."""
-    earlier = EvaluationRun.objects.filter(requester=requester, upload_key=key).first()
-    if earlier is None:
-        return None
-    if earlier.upload_sha256 != sha256 or earlier.release_id != release.pk:
-        raise IdempotencyKeyReused(earlier)
-    return Upload(run=earlier, replayed=True)
+def upload_create_once(
+    *,
+    key: str,
+    earlier: Callable[[], Row | None],
+    matches: Callable[[Row], bool],
+    reused: Callable[[Row], IdempotencyKeyReused],
+    create: Callable[[], Row],
+) -> tuple[Row, bool]:
+    """The idempotent part of both upload paths (``predictions_upload`` and
+    ``received_uploads.predictions_upload_receive``): ``(row, replayed)``.
+
+    With an idempotency ``key``, the row ``earlier()`` finds stored with it is the answer (``replayed``) when
+    ``matches(row)`` (the same file for the same release), else ``reused(row)`` is raised; without one, or
+    when none is stored, ``create()`` runs in a savepoint. Two requests racing with one key create one row
+    (a unique constraint decides): the loser's ``IntegrityError`` gives the winner's row, replayed."""
+
+    def replay() -> Row | None:
+        row = earlier() if key else None
+        if row is not None and not matches(row):
+            raise reused(row)
+        return row
+
+    if (row := replay()) is not None:
+        return row, True
+    try:
+        with transaction.atomic():
+            return create(), False
+    except IntegrityError:
+        if (row := replay()) is None:
+            raise
+        return row, True
 
 
 def idempotency_key_check(key: str) -> None:
@@ -421,29 +446,24 @@ def predictions_upload(
     field_errors = _upload_field_errors(key=key, model=model, new_model=new_model, requester=requester)
     data = upload_read(file, field_errors=field_errors)
     sha256 = hashlib.sha256(data).hexdigest()
-    if key and (earlier := _replay(requester=requester, key=key, sha256=sha256, release=release)):
-        return earlier
-    parsed = _upload_parse(data=data, release=release, field_errors=field_errors)
-    try:
-        # A savepoint: when a concurrent request with the same key won the race, its run is the answer.
-        with transaction.atomic():
-            run = _uploaded_run_create(
-                release=release,
-                parsed=parsed,
-                requester=requester,
-                model=model,
-                new_model=new_model,
-                template=template,
-                with_paper=with_paper,
-                key=key,
-                sha256=sha256,
-            )
-    except IntegrityError:
-        earlier = _replay(requester=requester, key=key, sha256=sha256, release=release) if key else None
-        if earlier is None:
-            raise
-        return earlier
-    return Upload(run=run)
+    run, replayed = upload_create_once(
+        key=key,
+        earlier=lambda: EvaluationRun.objects.filter(requester=requester, upload_key=key).first(),
+        matches=lambda run: run.upload_sha256 == sha256 and run.release_id == release.pk,
+        reused=IdempotencyKeyReused,
+        create=lambda: _uploaded_run_create(
+            release=release,
+            parsed=_upload_parse(data=data, release=release, field_errors=field_errors),
+            requester=requester,
+            model=model,
+            new_model=new_model,
+            template=template,
+            with_paper=with_paper,
+            key=key,
+            sha256=sha256,
+        ),
+    )
+    return Upload(run=run, replayed=replayed)
 
 
 def upload_temp_sweep(*, older_than_s: float | None = None) -> list[str]:

@@ -35,6 +35,7 @@ from contributions.services import (
     validation_job_limits,
 )
 from contributions.task_folders import revision_task
+from evaluation import dispatch
 from researchcodebench import envs
 from researchcodebench.pset import Task
 from researchcodebench.validation import ValidationReport, validate_task
@@ -149,14 +150,9 @@ def revision_validate(*, revision_id: int, runner: Any = None, job_id: str = "")
 
 def validations_watchdog(*, revoke: Any = None) -> dict[str, int]:
     """Beat: fail validations past their deadline, stop their jobs, re-send lost ones
-    (``proposal_validation_watchdog``). ``revoke(job_id)`` stops a job (default: Celery's revoke with
-    ``terminate``, which kills the worker process running it)."""
-    if revoke is None:
-        from celery import current_app
-
-        def revoke(job_id: str) -> None:
-            current_app.control.revoke(job_id, terminate=True, signal="SIGKILL")
-
+    (``proposal_validation_watchdog``). ``revoke(job_id)`` stops a job (default: ``dispatch.job_stop``, which
+    kills the worker process running it)."""
+    revoke = revoke or dispatch.job_stop
     outcome = proposal_validation_watchdog()
     for job_id in outcome["jobs"]:
         try:

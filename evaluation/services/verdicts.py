@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from evaluation.models import Completion, EvaluationRun, ResultsPerMinute, TestResult
 from evaluation.queues import QUEUE_EVAL_CPU, QUEUE_EVAL_GPU
-from evaluation.selectors import STATUS_THROUGHPUT_WINDOW_S
+from evaluation.selectors.status import STATUS_THROUGHPUT_WINDOW_S
 from evaluation.services.memorisation import overlap_fields
 from evaluation.services.run_state import Stage, run_lock, run_refresh
 from researchcodebench import errors

@@ -23,8 +23,8 @@ from typing import Any
 from django.db.models import Exists, Q, Subquery
 
 from contributions.models import Release
-from evaluation import selectors as evaluation_selectors
 from evaluation.models import EvaluationRun, LanguageModel
+from evaluation.selectors.runs import run_result_date
 from leaderboard.cutoffs import release_global_selections, release_paper_dates, window_selection
 from leaderboard.models import Contamination, RunPaperScore, RunScore
 from leaderboard.selectors.common import ModelRef, Score, score_from_papers, score_from_row
@@ -116,11 +116,22 @@ class Row:
     rank_low: int | None = None
     rank_high: int | None = None
     tied_with: tuple[str, ...] = ()
+    #: for a run on no release, what it covers instead (its label, such as "new task rmsnorm v2" for the run
+    #: queued on a task's approval: ``compare.Setting.covers``); "" for a run on a release
+    covers: str = ""
 
     @property
-    def group(self) -> tuple[str | None, str, bool]:
-        """What a rank is relative to: (release, template, with_paper)."""
-        return (self.release, self.template, self.with_paper)
+    def group(self) -> tuple[str | None, str, bool, str]:
+        """What a rank is relative to: (release, template, with_paper, covers). Runs on no release that cover
+        different things (two new tasks' approval runs) are never ranked against each other."""
+        return (self.release, self.template, self.with_paper, self.covers)
+
+    @property
+    def release_words(self) -> str:
+        """The release part of the group's name: the release, what a run on no release covers, or "(none)"."""
+        if self.release:
+            return self.release
+        return f"{self.covers} (not in a release)" if self.covers else "(none)"
 
     @property
     def incomplete(self) -> bool:
@@ -190,12 +201,17 @@ def _run_filter(filters: LeaderboardFilters, prefix: str = "run__") -> Q:
     return q
 
 
+def _covers(run: EvaluationRun) -> str:
+    """``Row.covers`` of ``run``."""
+    return "" if run.release_id else run.label
+
+
 def _latest_only(score_rows: Iterable[RunScore]) -> list[RunScore]:
-    """Keep the latest run per (model, release, template, with_paper)."""
+    """Keep the latest run per (model, release, template, with_paper, covers)."""
     best: dict[tuple, RunScore] = {}
     for row in score_rows:
         run = row.run
-        key = (run.model_id, run.release_id, run.template, run.with_paper)
+        key = (run.model_id, run.release_id, run.template, run.with_paper, _covers(run))
         stamp = (run.finished_at or run.created_at, run.pk)
         if key not in best or stamp > (
             best[key].run.finished_at or best[key].run.created_at,
@@ -229,11 +245,12 @@ def _row(score_row: RunScore, score: Score, mode: str, selection: Sequence[str] 
         source=run.source,
         status=run.status,
         n_completions=run.n_completions,
-        finished_at=evaluation_selectors.run_result_date(run),
+        finished_at=run_result_date(run),
         cost_usd=cost,
         contamination=mode,
         selection=tuple(selection) if selection is not None else None,
         score=score,
+        covers=_covers(run),
     )
 
 
@@ -244,12 +261,13 @@ def _group_order(score_rows: Iterable[RunScore]) -> dict[tuple, tuple]:
     for s in score_rows:
         run = s.run
         release = run.release if run.release_id else None
-        key = (release.name if release else None, run.template, run.with_paper)
+        key = (release.name if release else None, run.template, run.with_paper, _covers(run))
         order[key] = (
             release is None,
             not (release and release.is_default),
             -(release.created_at.timestamp() if release else 0),
             key[0] or "",
+            key[3],
             run.template,
             not run.with_paper,
         )
@@ -263,7 +281,7 @@ def _rank_and_sort(rows: list[Row], sort: str, group_order: dict[tuple, tuple]) 
     for r in rows:
         groups[r.group].append(r)
     out: list[Row] = []
-    for key in sorted(groups, key=lambda k: group_order.get(k, (True, True, 0, "", "", True))):
+    for key in sorted(groups, key=lambda k: group_order.get(k, (True, True, 0, "", "", "", True))):
         ranked = _rank_group(groups[key])
         out.extend(_sorted(ranked, sort, lambda r: not r.incomplete))
         out.extend(_sorted(ranked, sort, lambda r: r.incomplete))

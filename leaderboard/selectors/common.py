@@ -17,7 +17,7 @@ from django.db.models.functions import Cast
 
 from contributions.models import Snippet
 from evaluation.models import LanguageModel, TestResult
-from evaluation.selectors import forging_rate
+from evaluation.selectors.counts import forging_rate
 from leaderboard.aggregates import summed_indices
 from leaderboard.cutoffs import model_cutoff
 from leaderboard.models import RunPaperScore, RunScore, SnippetStat

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from contributions import selectors as contribution_selectors
 from contributions.models import Release, Snippet
+from contributions.selectors import releases as contribution_selectors
 from leaderboard.models import Contamination, RunSnippetScore
 from leaderboard.selectors.board import LeaderboardFilters, board_scores
 from leaderboard.snippet_statistics import (

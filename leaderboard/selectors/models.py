@@ -11,7 +11,7 @@ from datetime import date, datetime
 from django.db.models import Count, F, Q, QuerySet
 
 from evaluation.models import Completion, EvaluationRun, LanguageModel
-from evaluation.selectors import forging_rate
+from evaluation.selectors.counts import forging_rate
 from leaderboard.cutoffs import model_cutoff
 from leaderboard.models import Contamination, RunErrorCount, RunPaperScore, RunScore, RunSnippetScore
 from leaderboard.selectors.common import (

@@ -19,13 +19,13 @@ def routed_queue(task_name: str) -> str:
 @pytest.mark.parametrize(
     ("task_name", "queue"),
     [
-        ("evaluation.tasks.test_item_cpu", "eval-cpu"),
-        ("evaluation.tasks.test_item_gpu", "eval-gpu"),
-        ("evaluation.tasks.probe_eval_cpu", "eval-cpu"),
-        ("evaluation.tasks.probe_eval_gpu", "eval-gpu"),
-        ("evaluation.tasks.validate_revision_cpu", "eval-cpu"),
-        ("evaluation.tasks.validate_revision_gpu", "eval-gpu"),
-        ("evaluation.tasks.probe_site", "site"),
+        ("evaluation.tasks.completion_test_cpu", "eval-cpu"),
+        ("evaluation.tasks.completion_test_gpu", "eval-gpu"),
+        ("evaluation.tasks.broker_probe_complete_eval_cpu", "eval-cpu"),
+        ("evaluation.tasks.broker_probe_complete_eval_gpu", "eval-gpu"),
+        ("evaluation.tasks.revision_validate_cpu", "eval-cpu"),
+        ("evaluation.tasks.revision_validate_gpu", "eval-gpu"),
+        ("evaluation.tasks.broker_probe_complete_site", "site"),
         ("anything.else.entirely", "site"),
     ],
 )
@@ -86,9 +86,9 @@ def test_every_periodic_task_is_a_registered_task():
 
     names = {entry["task"] for entry in app.conf.beat_schedule.values()}
     assert names == {
-        "evaluation.tasks.reap_expired_leases",
-        "evaluation.tasks.sweep_upload_temp",
-        "evaluation.tasks.validation_watchdog",
+        "evaluation.tasks.leases_reap",
+        "evaluation.tasks.upload_temp_sweep",
+        "evaluation.tasks.validations_watchdog",
         "leaderboard.tasks.refresh_stale",
     }
     assert names <= set(app.tasks)

@@ -19,7 +19,11 @@ from config.celery import app
 from contributions.models import ProposalRevision
 from evaluation.broker import queue_depths
 from evaluation.models import Completion, EvaluationRun, ResultsPerMinute, TestResult
-from evaluation.selectors import completion_oldest_waiting, result_throughput, validation_in_progress_summary
+from evaluation.selectors.status import (
+    completion_oldest_waiting,
+    result_throughput,
+    validation_in_progress_summary,
+)
 from evaluation.services.verdicts import THROUGHPUT_KEEP_S, test_result_record
 from tests.conftest import wait_for
 from tests.evaluation.run_helpers import PASSED

@@ -8,8 +8,9 @@ from pathlib import Path
 import git
 import pytest
 
-from contributions import benchmark_repo, selectors, services
+from contributions import benchmark_repo, services
 from contributions.models import Proposal, Release
+from contributions.selectors.catalogue import task_versions_current
 from researchcodebench import pset as rcb_pset
 from tests.contributions.conftest import all_files
 from tests.factories import UserFactory
@@ -45,11 +46,11 @@ def assert_branch_is_the_current_versions(repo: git.Repo) -> None:
     assert head.pop(".gitattributes") == benchmark_repo.GITATTRIBUTES.encode()
     registry = head.pop(rcb_pset.REGISTRY).decode()
     expected: dict[str, bytes] = {}
-    for version in selectors.task_versions_current():
+    for version in task_versions_current():
         expected.update({f"{version.task.key}/{rel}": data for rel, data in _version_files(version).items()})
     assert head == expected
     entries = [line for line in registry.splitlines() if line.startswith("- id:")]
-    assert len(entries) == len(selectors.task_versions_current())
+    assert len(entries) == len(task_versions_current())
 
 
 def _version_files(version) -> dict[str, bytes]:

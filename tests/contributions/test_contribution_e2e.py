@@ -21,9 +21,10 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils.html import escape
 
-from contributions import benchmark_repo, selectors
+from contributions import benchmark_repo
 from contributions.models import Profile, Proposal, ProposalRevision, Release, TaskVersion
-from contributions.release_export import release_export
+from contributions.selectors.catalogue import task_versions_current
+from contributions.selectors.release_export import release_export
 from contributions.services.proposals import RUBRIC_KEYS
 from evaluation.models import EvaluationRun, LanguageModel, TestResult
 from tests.conftest import wait_for
@@ -267,7 +268,7 @@ def test_a_contribution_goes_from_the_form_through_validation_and_review_into_th
         (v.content_hash, v.task.key) for v in every_version
     )
     assert [c.author.name for c in commits[:2]] == ["Ada Lovelace", "Ada Lovelace"]
-    assert {v.pk for v in selectors.task_versions_current()} == {v.pk for v in every_version}
+    assert {v.pk for v in task_versions_current()} == {v.pk for v in every_version}
     export = release_export(release=release, out_dir=tmp_path / "export")
     expected = {**folder_files(export), ".gitattributes": benchmark_repo.GITATTRIBUTES.encode()}
     assert tree_files(repo.head.commit) == expected

@@ -17,7 +17,7 @@ import pytest
 from django.urls import reverse
 
 from contributions.forms import CodeForm, FilesForm, PaperMetaForm, contribution_label
-from contributions.services.proposals import MAX_REASON, ProposalError
+from contributions.services.proposal_state import MAX_REASON, ProposalError
 from contributions.views import contribute
 from contributions.views.contribute import FIELD_STEPS
 from tests.contributions.test_contribute_form import folder_files, start, step, upload, zipped

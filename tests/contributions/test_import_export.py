@@ -11,7 +11,7 @@ import yaml
 
 from contributions import services
 from contributions.models import FileBlob, Paper, Release, Snippet, Task, TaskVersion
-from contributions.release_export import release_export
+from contributions.selectors.release_export import release_export
 from researchcodebench.pset import content_hash, read_pset, task_files
 from tests.contributions.conftest import REPO, all_files, pset_content
 from tests.factories import ReleaseEntryFactory, ReleaseFactory, TaskVersionFactory

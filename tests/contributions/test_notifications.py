@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from contributions import selectors
 from contributions.models import Notification, ProposalEvent
+from contributions.selectors.notifications import notification_unread_count
 from contributions.services import (
     ProposalError,
     notifications_mark_read,
@@ -96,10 +96,10 @@ def test_a_failed_transition_leaves_no_history_and_no_notification(maintainer, m
 def test_notifications_are_marked_read_only_by_their_recipient(maintainer):
     proposal = proposal_validated()
     theirs = Notification.objects.filter(recipient=proposal.author)
-    assert selectors.notification_unread_count(user=proposal.author) == theirs.count() > 0
+    assert notification_unread_count(user=proposal.author) == theirs.count() > 0
     assert (
         notifications_mark_read(user=maintainer, notification_ids=list(theirs.values_list("pk", flat=True)))
         == 0
     )
     assert notifications_mark_read(user=proposal.author) == theirs.count()
-    assert selectors.notification_unread_count(user=proposal.author) == 0
+    assert notification_unread_count(user=proposal.author) == 0

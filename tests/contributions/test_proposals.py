@@ -1,5 +1,5 @@
-"""The proposal state machine at the service boundary (``contributions/services/proposals.py``): creating a
-proposal, its draft answers, withdrawal, marking it published, comments, and transitions that cannot happen
+"""The proposal state machine (``contributions/services/proposal_state.py``) and the services of
+``contributions/services/proposals.py``: its moves as data, creating a proposal, its draft answers, withdrawal, marking it published, comments, and transitions that cannot happen
 twice. The other stages have their own files: test_revisions, test_proposal_validation, test_review,
 test_notifications, test_selectors."""
 
@@ -18,6 +18,7 @@ from contributions.services import (
     proposal_submit,
     proposal_withdraw,
 )
+from contributions.services.proposal_state import TRANSITIONS, proposal_transition
 from tests.contributions.conftest import ALL_CHECKED, State, states
 from tests.factories import TaskFactory, TaskVersionFactory, UserFactory
 from tests.factories.builders import (
@@ -147,3 +148,24 @@ def test_comments_anchor_to_a_file_and_line_of_the_revision(maintainer):
         comment_add(proposal=proposal, author=maintainer, body="x", file="nope.py")
     with pytest.raises(ProposalError, match="only the author and maintainers"):
         comment_add(proposal=proposal, author=UserFactory(), body="spam")
+
+
+# ------------------------------------------------------------------------------------- the moves as data
+
+
+def test_every_state_but_a_draft_is_reached_by_a_move_and_no_final_state_is_left():
+    assert set(TRANSITIONS) == set(State.values) - {State.DRAFT}
+    sources = set().union(*TRANSITIONS.values())
+    assert not sources & set(Proposal.FINAL_STATES)
+
+
+def test_a_move_the_state_machine_does_not_have_is_refused_before_the_database_is_touched():
+    proposal = proposal_draft()
+
+    with pytest.raises(ValueError, match="no move from draft to approved"):
+        proposal_transition(
+            proposal=proposal, allowed=(State.DRAFT,), to=State.APPROVED, actor=None, action="approve"
+        )
+
+    proposal.refresh_from_db()
+    assert proposal.state == State.DRAFT

@@ -12,8 +12,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from contributions import benchmark_repo, selectors
+from contributions import benchmark_repo
 from contributions.models import FileBlob, Profile, Proposal, Release, TaskVersion
+from contributions.selectors.catalogue import task_versions_current
+from contributions.selectors.proposals import latest_submitted_revision
 from contributions.services import (
     ProposalError,
     version_file_bytes,
@@ -66,7 +68,7 @@ def tree_files(commit: git.Commit) -> dict[str, bytes]:
 
 def assert_repo_is_the_published_versions(repo: git.Repo) -> None:
     """The branch's tree is exactly the export of the current task versions."""
-    current = selectors.task_versions_current()
+    current = task_versions_current()
     expected = {
         f"{v.task.key}/{rel}": data
         for v in current
@@ -136,7 +138,7 @@ def test_a_published_version_is_what_the_folder_reader_gives_for_the_revisions_f
     litter = {"__pycache__/rmsnorm.cpython-311.pyc": b"\x00compiled", "notes/old.pyc": b"\x00"}
     proposal = publish(**{"rmsnorm.py": crlf, "notes/README.txt": b"kept\n", **litter})
     version = proposal.published_version
-    folder_task = revision_task(revision=selectors.latest_submitted_revision(proposal))
+    folder_task = revision_task(revision=latest_submitted_revision(proposal))
     folder = Path(folder_task.root)
     on_disk = {rel: (folder / rel).read_bytes() for rel in rcb_pset.task_files(folder)}
 

@@ -396,7 +396,7 @@ def test_validation_outcome_of_several_unchecked_snippets_says_their_tests():
 
 
 def test_a_count_agrees_with_its_words():
-    from contributions.proposal_status import _words
+    from contributions.proposal_status import status_words
 
-    assert _words("needs_fix", 1)[0] == "Needs a fix: 1 snippet not checked by its test"
-    assert _words("needs_fix", 2)[0] == "Needs a fix: 2 snippets not checked by their test"
+    assert status_words("needs_fix", 1)[0] == "Needs a fix: 1 snippet not checked by its test"
+    assert status_words("needs_fix", 2)[0] == "Needs a fix: 2 snippets not checked by their test"

@@ -13,7 +13,7 @@ from django.db import connection
 
 from contributions import services, task_folders
 from contributions.models import FileBlob, TaskVersion
-from contributions.release_export import release_export
+from contributions.selectors.release_export import release_export
 from contributions.task_folders import TaskFolderError
 from researchcodebench import problems
 from researchcodebench.pset import read_pset, task_files

@@ -10,7 +10,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from evaluation.models import Completion, EvaluationRun, TestResult
-from evaluation.selectors import FORGED_REDACTED, forging_rate, run_confirmation
+from evaluation.selectors.counts import forging_rate
+from evaluation.selectors.integrity import FORGED_REDACTED, run_confirmation
 from evaluation.services.rejudge import test_result_rejudge_record
 from tests.factories import (
     EvaluationRunFactory,

@@ -81,8 +81,8 @@ def test_model_tests_of_a_task_version_that_needs_a_gpu_go_to_eval_gpu(
     cpu_ids = set(run.completions.filter(snippet__task_version__needs_gpu=False).values_list("pk", flat=True))
     assert gpu_ids and cpu_ids
     on_gpu, on_cpu = queued("eval-gpu"), queued("eval-cpu")
-    assert {name for name, _ in on_gpu} == {"evaluation.tasks.test_item_gpu"}
-    assert {name for name, _ in on_cpu} == {"evaluation.tasks.test_item_cpu"}
+    assert {name for name, _ in on_gpu} == {"evaluation.tasks.completion_test_gpu"}
+    assert {name for name, _ in on_cpu} == {"evaluation.tasks.completion_test_cpu"}
     assert {int(args.strip("(),")) for _, args in on_gpu} == gpu_ids
     assert {int(args.strip("(),")) for _, args in on_cpu} == cpu_ids
 
@@ -102,7 +102,7 @@ def test_validation_of_a_contributed_task_goes_to_the_queue_its_manifest_asks_fo
         proposal_submit(proposal=proposal, by=author)
 
     revision = ProposalRevision.objects.get(proposal=proposal)
-    assert queued(queue) == [(f"evaluation.tasks.validate_revision_{task}", f"({revision.pk},)")]
+    assert queued(queue) == [(f"evaluation.tasks.revision_validate_{task}", f"({revision.pk},)")]
     assert queued("eval-cpu" if needs_gpu else "eval-gpu") == []
 
 

@@ -311,7 +311,7 @@ def test_the_requester_and_staff_see_the_requester(client, requested_run, member
 def test_the_runs_api_reads_every_shown_field_in_the_same_queries_whatever_the_number_of_runs(
     client, member, staff
 ):
-    """The runs API reads only the columns it shows (``selectors.RUN_API_COLUMNS``): a field shown but not
+    """The runs API reads only the columns it shows (``evaluation.selectors.runs.RUN_API_COLUMNS``): a field shown but not
     read would cost a query per run. As staff every field is shown, the requester included."""
     client.force_login(staff)
 

@@ -9,8 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from evaluation import selectors
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
+from evaluation.selectors.runs import run_progress
 from tests.evaluation.fake_llm import FakeLLM
 from tests.factories import (
     LanguageModelFactory,
@@ -162,7 +162,7 @@ def test_errors_list_infrastructure_errors_with_their_reason(client, release):
         outcomes={0: Outcome.INFRA_ERROR, 2: Outcome.PASSED},
         errors={0: "sandbox unavailable: bwrap exited 1", 1: "provider returned 500 three times"},
     )
-    progress = selectors.run_progress(run=run)
+    progress = run_progress(run=run)
     assert [(e.snippet, e.outcome, e.reason) for e in progress.errors] == [
         ("a1", "infra_error", "sandbox unavailable: bwrap exited 1"),
         ("a2", "", "provider returned 500 three times"),
@@ -180,10 +180,10 @@ def test_queue_position_counts_pending_items_of_earlier_runs_in_the_same_queue(r
     for run, minutes in ((earlier, 3), (finished, 2)):
         EvaluationRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(minutes=minutes))
     mine.refresh_from_db()
-    progress = selectors.run_progress(run=mine)
+    progress = run_progress(run=mine)
     assert progress.queue_ahead == {"eval-cpu": 3}
     assert progress.queue_position == 3
-    first = selectors.run_progress(run=EvaluationRun.objects.get(pk=earlier.pk))
+    first = run_progress(run=EvaluationRun.objects.get(pk=earlier.pk))
     assert first.queue_position == 0
 
 
@@ -197,7 +197,7 @@ def test_eta_comes_from_the_runs_recent_throughput(release):
     now = timezone.now()
     EvaluationRun.objects.filter(pk=run.pk).update(started_at=now - timedelta(seconds=60))
     run.refresh_from_db()
-    progress = selectors.run_progress(run=run, now=now)
+    progress = run_progress(run=run, now=now)
     # 2 results in 60 s -> 1 remaining item takes about 30 s
     assert progress.run_rate_per_min == pytest.approx(2.0, rel=0.05)
     assert progress.eta_s == pytest.approx(30, rel=0.05)
@@ -205,7 +205,7 @@ def test_eta_comes_from_the_runs_recent_throughput(release):
 
 def test_eta_is_unknown_without_recent_results(release):
     run = make_staged_run(model=LanguageModelFactory(), release=release)
-    assert selectors.run_progress(run=run).eta_s is None
+    assert run_progress(run=run).eta_s is None
 
 
 def test_run_detail_of_an_unknown_run_is_404(client):

@@ -15,7 +15,7 @@ from contributions.models import Paper, Release, ReleaseEntry, TaskVersion
 from contributions.task_meta import meta_from_json, meta_to_json
 from evaluation.models import Completion, EvaluationRun, LanguageModel, TestResult
 from evaluation.published_source import RELEASE_NAME
-from evaluation.selectors import run_snippet_results
+from evaluation.selectors.runs import run_snippet_results
 from evaluation.services.published import published_import, published_verify
 from researchcodebench.arxiv import arxiv_id
 from researchcodebench.scoring import line_rates, load_published, per_paper, task_rates

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from contributions.task_folders import task_version_task
 from evaluation.models import Completion, EvaluationRun, TestResult
-from evaluation.selectors import TAMPERING_REDACTED, tampering_findings
+from evaluation.selectors.integrity import TAMPERING_REDACTED, tampering_findings
 from evaluation.services import Prediction, run_create, run_rerun
 from evaluation.services.rejudge import RejudgeError, run_rejudge_passes, test_result_rejudge_record
 from leaderboard.models import RunPaperScore

@@ -1,4 +1,4 @@
-"""The run page counts a run's verdicts in one pass (``selectors.run_counts``, issue 21): every figure equals
+"""The run page counts a run's verdicts in one pass (``evaluation.selectors.counts.run_counts``, issue 21): every figure equals
 counting it on its own, and the page's queries do not grow with the run."""
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from django.db.models import Q, Sum
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from evaluation import selectors
 from evaluation.models import Completion, EvaluationRun, TestResult
+from evaluation.selectors.counts import run_counts
+from evaluation.selectors.integrity import run_rejudge_summary
+from evaluation.selectors.runs import run_coverage, run_failures, run_progress, run_score, run_snippet_results
 from researchcodebench.scoring import line_rates, task_rates
 from researchcodebench.screen import CATEGORY as TAMPERING
 from tests.factories import CompletionFactory, MaintainerFactory, make_benchmark, make_run
@@ -57,7 +59,7 @@ def mixed_run(benchmark, verdicts: dict[str, str] | None = None) -> EvaluationRu
 
 def test_run_counts_equal_counting_each_figure_on_its_own(benchmark):
     run = mixed_run(benchmark)
-    counts = selectors.run_counts(run=run)
+    counts = run_counts(run=run)
     items = Completion.objects.filter(run=run)
     results = TestResult.objects.filter(completion__run=run)
 
@@ -82,8 +84,8 @@ def test_run_counts_equal_counting_each_figure_on_its_own(benchmark):
 
 def test_run_score_equals_the_core_rates_of_every_result(benchmark):
     run = mixed_run(benchmark, {"a": "PFP FIF PPF", "b": "FPP PFI"})
-    score = selectors.run_score(run=run)
-    results = selectors.run_snippet_results(run=run)
+    score = run_score(run=run)
+    results = run_snippet_results(run=run)
     assert score.scaled_pass_at_1 == line_rates(results).mean
     assert score.pass_at_1 == task_rates(results).mean
     assert score.results == len(results)
@@ -91,16 +93,16 @@ def test_run_score_equals_the_core_rates_of_every_result(benchmark):
 
 def test_run_without_items_counts_nothing_and_has_no_score(benchmark):
     run = make_run({}, {}, release=benchmark[0])
-    counts = selectors.run_counts(run=run)
+    counts = run_counts(run=run)
     assert counts.stages == counts.outcomes == {} and counts.cost_usd is None
-    assert selectors.run_score(run=run).scaled_pass_at_1 is None
-    assert selectors.run_failures(run=run) == ([], 0)
-    assert selectors.run_rejudge_summary(run=run, viewer=AnonymousUser()).rows == []
+    assert run_score(run=run).scaled_pass_at_1 is None
+    assert run_failures(run=run) == ([], 0)
+    assert run_rejudge_summary(run=run, viewer=AnonymousUser()).rows == []
 
 
 def test_the_errors_list_is_the_first_failed_items_by_id_with_their_reasons(benchmark):
     run = mixed_run(benchmark)
-    errors = selectors.run_progress(run=run).errors
+    errors = run_progress(run=run).errors
     assert [e.completion_id for e in errors] == sorted(e.completion_id for e in errors)
     assert {e.reason for e in errors} == {"harness tampering: m.py:3: use of x", "sandbox_failure", "500 x3"}
     assert {e.outcome for e in errors} == {"failed", "infra_error", ""}
@@ -135,9 +137,9 @@ def test_an_uploads_coverage_is_the_progress_figures_in_two_queries(benchmark, v
     """The upload's answer reads ``run_coverage``: the same items and coverage as ``run_progress``, whose
     queue position, throughput and errors it does not need."""
     run = mixed_run(benchmark, verdicts)
-    progress = selectors.run_progress(run=run)
+    progress = run_progress(run=run)
     with CaptureQueriesContext(connection) as queries:
-        coverage = selectors.run_coverage(run=run)
+        coverage = run_coverage(run=run)
     assert (coverage.items, coverage.covered_snippets, coverage.release_snippets) == (
         progress.total,
         progress.covered_snippets,

@@ -223,11 +223,11 @@ def test_a_broker_that_refuses_messages_fails_nothing_and_the_reaper_sends_them_
     def refused(completion_id):
         raise OperationalError("[Errno 111] Connection refused")
 
-    monkeypatch.setattr(tasks.test_item_cpu, "delay", refused)
+    monkeypatch.setattr(tasks.completion_test_cpu, "delay", refused)
     with django_capture_on_commit_callbacks(execute=True):
         run = uploaded_run(model, release)
     assert run.completions.filter(stage=Stage.PENDING_TEST).count() == run.completions.count() > 0
-    monkeypatch.setattr(tasks.test_item_cpu, "delay", sent.append)
+    monkeypatch.setattr(tasks.completion_test_cpu, "delay", sent.append)
     settings.RCB_PENDING_RESEND_S = 1
     with django_capture_on_commit_callbacks(execute=True):
         report = leases_reap(now=timezone.now() + timedelta(seconds=2))

@@ -6,15 +6,18 @@ from __future__ import annotations
 import pytest
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import IntegrityError
 from rest_framework.throttling import SimpleRateThrottle
 
 from contributions.models import Snippet
 from evaluation.models import Completion, EvaluationRun, LanguageModel
 from evaluation.services.uploads import (
+    IdempotencyKeyReused,
     NewModel,
     PredictionsInvalid,
     predictions_parse,
     predictions_upload,
+    upload_create_once,
     upload_limits,
 )
 from tests.factories import LanguageModelFactory, UserFactory, full_predictions, jsonl
@@ -378,3 +381,28 @@ def test_the_upload_form_carries_a_fresh_key_and_a_resent_form_starts_one_run(cl
     assert other.status_code == 400
     assert f"This form already started run {run.pk} with another file" in other.content.decode()
     assert EvaluationRun.objects.count() == 1
+
+
+def test_a_request_that_loses_the_race_for_its_key_answers_with_the_winners_row():
+    """``upload_create_once``, the idempotency of both upload paths: when a concurrent request with the
+    same key committed first (the unique constraint refuses the second row), the answer is its row,
+    replayed; without a key the refusal stands."""
+    stored: list[str] = []
+
+    def create() -> str:
+        stored.append("the winner's row")
+        raise IntegrityError("duplicate key value violates unique constraint")
+
+    def once(key: str) -> tuple[str, bool]:
+        return upload_create_once(
+            key=key,
+            earlier=lambda: stored[0] if stored else None,
+            matches=lambda row: True,
+            reused=lambda row: IdempotencyKeyReused(),
+            create=create,
+        )
+
+    assert once("k-1") == ("the winner's row", True)
+    stored.clear()
+    with pytest.raises(IntegrityError):
+        once("")

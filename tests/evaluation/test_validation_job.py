@@ -23,7 +23,7 @@ from contributions.services import (
     revision_create,
 )
 from evaluation.services.validation import revision_validate
-from evaluation.tasks import validation_watchdog
+from evaluation.tasks import validations_watchdog
 from tests.conftest import wait_for
 from tests.factories import EXAMPLE_MANIFEST, UserFactory, example_upload
 from tests.factories.contributions import EXAMPLE_TASK
@@ -64,9 +64,9 @@ def sleepy_task(folder: Path, *, sleep_s: int) -> Path:
 
 
 def test_validation_jobs_route_by_gpu_need():
-    assert route_task("evaluation.tasks.validate_revision_cpu", (), {}, {}) == {"queue": "eval-cpu"}
-    assert route_task("evaluation.tasks.validate_revision_gpu", (), {}, {}) == {"queue": "eval-gpu"}
-    assert route_task("evaluation.tasks.validation_watchdog", (), {}, {}) == {"queue": "site"}
+    assert route_task("evaluation.tasks.revision_validate_cpu", (), {}, {}) == {"queue": "eval-cpu"}
+    assert route_task("evaluation.tasks.revision_validate_gpu", (), {}, {}) == {"queue": "eval-gpu"}
+    assert route_task("evaluation.tasks.validations_watchdog", (), {}, {}) == {"queue": "site"}
 
 
 class BrokenRunner:
@@ -100,7 +100,7 @@ def test_the_watchdog_task_fails_validations_past_their_deadline(settings):
         validation_started_at=timezone.now() - timedelta(seconds=11),
         validation_deadline=timezone.now() - timedelta(seconds=1),
     )
-    assert validation_watchdog() == {"failed": 1, "jobs": 0, "resent": 0}
+    assert validations_watchdog() == {"failed": 1, "jobs": 0, "resent": 0}
     proposal.refresh_from_db()
     assert proposal.state == State.CHANGES_REQUESTED
     assert "timed out, running past its limit of 5 s" in proposal.events.last().reason

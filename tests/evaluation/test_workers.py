@@ -12,7 +12,7 @@ import time
 import pytest
 
 from evaluation.models import Completion, EvaluationRun, TestResult
-from evaluation.selectors import run_snippet_results
+from evaluation.selectors.runs import run_snippet_results
 from evaluation.services import run_cancel
 from researchcodebench.scoring import SnippetResult, line_rates, score_model, task_rates
 from tests.conftest import wait_for

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from contributions.models import TaskVersion
 from evaluation.models import EvaluationRun
-from evaluation.selectors import PUBLISHED_RESULTS_ON
+from evaluation.selectors.runs import PUBLISHED_RESULTS_ON
 from leaderboard.services import leaderboard_refresh_run
 from tests.factories import LanguageModelFactory, PaperFactory, make_benchmark, make_run
 from tests.leaderboard.test_pages import assert_accessible, get

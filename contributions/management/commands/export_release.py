@@ -6,9 +6,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from contributions import selectors, services
+from contributions import services
 from contributions.models import Release
-from contributions.release_export import release_export
+from contributions.selectors.release_export import release_export
+from contributions.selectors.releases import release_get
 
 
 class Command(BaseCommand):
@@ -20,7 +21,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            release = selectors.release_get(name=options["name"])
+            release = release_get(name=options["name"])
             out = release_export(release=release, out_dir=options["out_dir"])
         except Release.DoesNotExist as exc:
             raise CommandError(str(exc)) from exc

@@ -17,8 +17,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from contributions import intake, selectors, services
+from contributions import intake, services
 from contributions.models import Release
+from contributions.selectors.releases import release_list
 from contributions.signals import bulk_write_finished, variants_wanted
 
 
@@ -104,7 +105,7 @@ class Command(BaseCommand):
             self._lock_environments(release)
         if options["variants"]:
             self._derive_variants(release)
-        row = selectors.release_list().get(pk=release.pk)
+        row = release_list().get(pk=release.pk)
         release.refresh_from_db()
         self.stdout.write(
             self.style.SUCCESS(

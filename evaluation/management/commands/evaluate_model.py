@@ -11,9 +11,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from contributions.models import Release
-from evaluation import selectors
 from evaluation.board_links import run_board_url
 from evaluation.models import EvaluationRun, LanguageModel
+from evaluation.selectors.runs import run_progress
 from evaluation.services.estimates import MAX_SAMPLES, EstimateError, release_run_defaults, run_estimate
 from evaluation.services.generation import generation_refusal, run_start
 from evaluation.services.runs import RunError
@@ -115,7 +115,7 @@ class Command(BaseCommand):
         last = ""
         while True:
             run.refresh_from_db()
-            progress = selectors.run_progress(run=run)
+            progress = run_progress(run=run)
             line = (
                 f"run {run.pk}: {run.get_status_display().lower()}, {progress.final} of {progress.total} items "
                 f"finished ({progress.percent:.1f}%), {progress.outcomes.get('passed', 0)} of "

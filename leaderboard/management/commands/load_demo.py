@@ -38,7 +38,7 @@ from django.db import transaction
 
 from contributions.intake import IntakeError, IntakeLimits, intake_archive
 from contributions.models import Proposal, Release
-from contributions.selectors import latest_submitted_revision
+from contributions.selectors.proposals import latest_submitted_revision
 from contributions.services import (
     CatalogueError,
     ProposalError,

@@ -178,3 +178,26 @@ def test_published_board_keeps_its_order_and_shows_rank_ranges(client, published
     assert all(r["rank_low"] <= r["rank"] <= r["rank_high"] for r in rows)
     # The two Gemini 2.5 Pro previews are statistically indistinguishable.
     assert rows[1]["model"]["key"] in rows[0]["tied_with"] and rows[0]["rank_high"] >= 2
+
+
+def test_runs_on_no_release_are_ranked_only_against_runs_covering_the_same_thing(client):
+    """Approval runs (issue 34 item 4) are on no release, each on the task it was queued for: with every
+    release shown, two models' runs on one new task rank together, a run on another new task stands apart,
+    and a model keeps its latest run per task rather than one run for all of them."""
+    _rel, snippets = make_benchmark(PAPERS, release="r1")
+    strong = LanguageModelFactory(key="STRONG", name="Strong")
+    weak = LanguageModelFactory(key="WEAK", name="Weak")
+    on_a = {"a": "P P F P"}
+    scored(make_run(snippets, on_a, model=strong, release=None, label="new task a v1"))
+    scored(make_run(snippets, {"a": "F P F F"}, model=weak, release=None, label="new task a v1"))
+    scored(make_run(snippets, {"b": "F F F"}, model=strong, release=None, label="new task b v1"))
+
+    every = api_rows(client, f"?release={ANY_RELEASE}")
+    assert [(r["covers"], r["model"]["key"], r["rank"]) for r in every if r["release"] is None] == [
+        ("new task a v1", "STRONG", 1),
+        ("new task a v1", "WEAK", 2),
+        ("new task b v1", "STRONG", 1),
+    ]
+    html = get(client, "/", release=ANY_RELEASE)
+    assert "New task a v1 (not in a release), template rcb-v2, with paper" in html
+    assert "New task b v1 (not in a release), template rcb-v2, with paper" in html

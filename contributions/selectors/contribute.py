@@ -150,3 +150,26 @@ def snippet_problem(*, preview: Preview, name: str) -> SnippetProblem | None:
     except (ValueError, KeyError, FileNotFoundError, UnicodeDecodeError) as exc:
         return SnippetProblem(name=name, file=snippet.file, template=template, error=str(exc))
     return SnippetProblem(name=name, file=snippet.file, template=template, prompt=prompt.text, masked=masked)
+
+
+def _step_done_for(proposal: Proposal, step: int, revision: ProposalRevision | None) -> bool:
+    """Whether form step ``step`` was completed for exactly this upload and these declarations (its content
+    hash)."""
+    saved = (proposal.draft or {}).get(str(step)) or {}
+    return revision is not None and saved.get("content_hash") == revision.content_hash
+
+
+def form_step_reached(proposal: Proposal, revision: ProposalRevision | None) -> int:
+    """The last step of the contribution form (1 paper, 2 code, 3 files, 4 preview, 5 submit) the author may
+    open now, with ``revision`` the proposal's newest revision: a step is open once the steps before it were
+    completed for that revision."""
+    if revision is None:
+        return 2
+    if revision.submitted_at is not None:
+        # A revision whose validation could not run may be submitted again as it is; any other submitted
+        # revision is final, and the next change is a new upload.
+        could_not_run = revision.validation_status == ProposalRevision.ValidationStatus.ERROR
+        return 5 if could_not_run else 2
+    if not _step_done_for(proposal, 3, revision):
+        return 3
+    return 5 if _step_done_for(proposal, 4, revision) else 4
