@@ -89,6 +89,6 @@ def test_every_periodic_task_is_a_registered_task():
         "evaluation.tasks.reap_expired_leases",
         "evaluation.tasks.sweep_upload_temp",
         "evaluation.tasks.validation_watchdog",
-        "leaderboard.tasks.refresh_stale",
+        "leaderboard.tasks.leaderboard_sweep",
     }
     assert names <= set(app.tasks)
