@@ -437,7 +437,7 @@ def test_without_javascript_the_svg_stays_and_the_interactive_view_is_hidden(cli
 
 
 def test_a_lazy_heatmap_brings_its_interactive_view_with_it(client, paper_board, monkeypatch):
-    monkeypatch.setattr("leaderboard.views.LAZY_CELLS", 1)
+    monkeypatch.setattr("leaderboard.views.pages.LAZY_CELLS", 1)
     url = reverse("leaderboard:paper", args=["heat"])
     assert "paper-heatmap-spec" not in page(client, url)
     response = client.get(url, {"heatmap": "all"}, headers={"HX-Request": "true"})
