@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from django.http import QueryDict
 from django.urls import reverse
 
-from leaderboard import charts, vega
+from leaderboard import vega
+from leaderboard.charts import bars, dates, encoding, heatmap, scatter, svg
 from leaderboard.links import (
     model_url,
     snippet_url,
@@ -26,18 +27,18 @@ from leaderboard.selectors.papers import PaperDetail
 from researchcodebench import memorisation
 
 
-def developer_swatches() -> dict[str, charts.Swatch]:
+def developer_swatches() -> dict[str, encoding.Swatch]:
     """Each developer's colour, fixed over every developer that exists (not those a filter leaves)."""
-    return charts.group_swatches([*developer_names(), "Unknown"])
+    return encoding.group_swatches([*developer_names(), encoding.UNKNOWN_DEVELOPER])
 
 
 def board_chart(rows: list[Row], *, title: str, chart_id: str = "board-chart") -> str:
     """The paper's main figure: Scaled Pass@1 per model, colour by developer, open weights outlined."""
-    bars = [
-        charts.Bar(
+    marks = [
+        bars.Bar(
             label=r.model.name,
             value=r.scaled_pass_at_1,
-            group=r.model.developer or "Unknown",
+            group=r.model.developer or encoding.UNKNOWN_DEVELOPER,
             outlined=bool(r.model.open_weights),
             err=r.score.ci95,
             href=model_url(r.model.key),
@@ -45,13 +46,13 @@ def board_chart(rows: list[Row], *, title: str, chart_id: str = "board-chart") -
         )
         for r in sorted(rows, key=lambda r: (r.scaled_pass_at_1 is None, -(r.scaled_pass_at_1 or 0)))
     ]
-    return charts.bar_chart(
-        bars,
+    return bars.bar_chart(
+        marks,
         chart_id=chart_id,
         title=title,
-        x_label="Scaled Pass@1 (%)",
+        x_label=encoding.SCORE_TITLE,
         desc="Line-weighted pass rate per model; bars coloured by developer.",
-        error_label="95% bootstrap interval" if any(b.err for b in bars) else "",
+        error_label="95% bootstrap interval" if any(b.err for b in marks) else "",
         swatches=developer_swatches(),
     )
 
@@ -74,35 +75,35 @@ def model_charts(detail: ModelDetail) -> tuple[str, str, str]:
     both sides)."""
     name = detail.model.name
     papers = [p.paper_key for p in detail.per_paper]
-    heat = charts.heatmap(
+    heat = heatmap.heatmap(
         [name],
         papers,
         [[p.scaled_pass_at_1 for p in detail.per_paper]],
         chart_id="model-heatmap",
         title=f"{name}: Scaled Pass@1 per paper",
-        value_label="Scaled Pass@1 (%)",
+        value_label=encoding.SCORE_TITLE,
         col_hrefs=[reverse("leaderboard:paper", args=[k]) for k in papers],
     )
-    error_chart = charts.bar_chart(
-        [charts.Bar(e.label, float(e.count), e.label) for e in detail.errors],
+    error_chart = bars.bar_chart(
+        [bars.Bar(e.label, float(e.count), e.label) for e in detail.errors],
         chart_id="model-errors",
         title=f"{name}: failures by category",
         x_label="Failed completions",
         legend=False,
         digits=0,
-        swatches=charts.category_swatches(),
+        swatches=encoding.category_swatches(),
     )
     cutoff_chart = ""
     if detail.before_cutoff is not None and detail.after_cutoff is not None:
-        cutoff_chart = charts.grouped_bar_chart(
+        cutoff_chart = bars.grouped_bar_chart(
             [name],
             [
-                charts.Series("On or before its cutoff", [detail.before_cutoff.scaled_pass_at_1]),
-                charts.Series("After its cutoff", [detail.after_cutoff.scaled_pass_at_1]),
+                bars.Series("On or before its cutoff", [detail.before_cutoff.scaled_pass_at_1]),
+                bars.Series("After its cutoff", [detail.after_cutoff.scaled_pass_at_1]),
             ],
             chart_id="model-cutoff",
             title="Scaled Pass@1 on papers before vs after the knowledge cutoff",
-            x_label="Scaled Pass@1 (%)",
+            x_label=encoding.SCORE_TITLE,
         )
     return heat, error_chart, cutoff_chart
 
@@ -113,9 +114,9 @@ def model_dated_chart(detail: ModelDetail) -> str:
     cutoff = detail.model.knowledge_cutoff
     if cutoff is None or detail.before_cutoff is None or detail.after_cutoff is None:
         return ""
-    chart = charts.dated_scores(
+    chart = dates.dated_scores(
         [
-            charts.DatedScore(
+            dates.DatedScore(
                 p.paper_key,
                 p.first_commit_date,
                 p.scaled_pass_at_1,
@@ -129,7 +130,7 @@ def model_dated_chart(detail: ModelDetail) -> str:
         before=detail.before_cutoff.scaled_pass_at_1,
         after=detail.after_cutoff.scaled_pass_at_1,
     )
-    return charts.skippable(chart)
+    return svg.skippable(chart)
 
 
 STAT_COLUMNS = (
@@ -169,7 +170,7 @@ def sort_label(sort: str) -> str:
 def paper_heatmap(detail: PaperDetail) -> str:
     """The paper's model x snippet heatmap: per cell the share of the model's completions that passed."""
     values = [[vega.cell_pass_rate(m.verdicts.get(n.id, "")) for n in detail.snippets] for m in detail.matrix]
-    return charts.heatmap(
+    return heatmap.heatmap(
         vega.paper_row_labels(detail),
         vega.paper_col_labels(detail),
         values,
@@ -201,13 +202,13 @@ def verbatim_rule() -> dict[str, int]:
 
 def ablation_scatter(pairs: list[AblationPair]) -> str:
     """Each model's score with the paper against its score without, coloured by developer."""
-    return charts.scatter(
+    return scatter.scatter(
         [
-            charts.Point(
+            scatter.Point(
                 p.model.name,
                 p.without_paper.scaled_pass_at_1,
                 p.with_paper.scaled_pass_at_1,
-                p.model.developer or "Unknown",
+                p.model.developer or encoding.UNKNOWN_DEVELOPER,
                 model_url(p.model.key),
             )
             for p in pairs
@@ -222,12 +223,12 @@ def ablation_scatter(pairs: list[AblationPair]) -> str:
 
 def ablation_deltas(pairs: list[AblationPair]) -> str:
     """What the paper adds to each model's score (with minus without), open weights outlined."""
-    return charts.bar_chart(
+    return bars.bar_chart(
         [
-            charts.Bar(
+            bars.Bar(
                 p.model.name,
                 p.delta,
-                p.model.developer or "Unknown",
+                p.model.developer or encoding.UNKNOWN_DEVELOPER,
                 bool(p.model.open_weights),
                 href=model_url(p.model.key),
             )
@@ -242,11 +243,11 @@ def ablation_deltas(pairs: list[AblationPair]) -> str:
 
 def ablation_snippet_chart(snippets: Sequence[SnippetAblation]) -> str:
     """The solve rate of each of ``snippets`` with and without the paper, side by side."""
-    return charts.grouped_bar_chart(
+    return bars.grouped_bar_chart(
         [f"{s.paper_key}: {s.name}" for s in snippets],
         [
-            charts.Series("With paper", [s.with_paper_solve_rate for s in snippets]),
-            charts.Series("Without paper", [s.without_paper_solve_rate for s in snippets]),
+            bars.Series("With paper", [s.with_paper_solve_rate for s in snippets]),
+            bars.Series("Without paper", [s.without_paper_solve_rate for s in snippets]),
         ],
         chart_id="ablation-snippets",
         title="Solve rate per snippet with vs without the paper (largest gain first)",

@@ -7,7 +7,7 @@ from django.http import HttpRequest, QueryDict
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from leaderboard import charts
+from leaderboard.charts import bars, dates, encoding, svg
 from leaderboard.forms import BoardFilterForm
 from leaderboard.links import (
     csv_url,
@@ -41,8 +41,8 @@ def _errors_context(form: BoardFilterForm, params: QueryDict) -> dict:
             params["release"] = started
             form = BoardFilterForm(params)
     data = error_breakdown(filters=form.filters)
-    share_chart = charts.bar_chart(
-        [charts.Bar(c.label, c.share, c.label, note=f"({c.count})") for c in data.categories],
+    share_chart = bars.bar_chart(
+        [bars.Bar(c.label, c.share, c.label, note=f"({c.count})") for c in data.categories],
         chart_id="error-shares",
         title="Share of each category across all model failures",
         x_label="Share of failed completions (%)",
@@ -50,21 +50,18 @@ def _errors_context(form: BoardFilterForm, params: QueryDict) -> dict:
         max_value=100,
         legend=False,
         digits=1,
-        swatches=charts.category_swatches(),
+        swatches=encoding.category_swatches(),
     )
     categories = [c.category for c in data.categories]
     with_failures = [m for m in data.per_model if m.total]
-    per_model_chart = charts.stacked_bar_chart(
+    per_model_chart = bars.stacked_bar_chart(
         [m.model.name for m in with_failures],
-        [
-            charts.Series(data.labels.get(c, c), [m.counts.get(c, 0) for m in with_failures])
-            for c in categories
-        ],
+        [bars.Series(data.labels.get(c, c), [m.counts.get(c, 0) for m in with_failures]) for c in categories],
         chart_id="error-per-model",
         title="Failures per model by category",
         x_label="Failed completions",
         row_hrefs=[model_url(m.model.key) for m in with_failures],
-        swatches=charts.category_swatches(),
+        swatches=encoding.category_swatches(),
     )
     infra_total = sum(c.count for c in data.infrastructure)
     model_rows = [
@@ -80,8 +77,8 @@ def _errors_context(form: BoardFilterForm, params: QueryDict) -> dict:
         "model_rows": model_rows,
         "data": data,
         "categories": categories,
-        "share_chart": charts.skippable(share_chart),
-        "per_model_chart": charts.skippable(per_model_chart),
+        "share_chart": svg.skippable(share_chart),
+        "per_model_chart": svg.skippable(per_model_chart),
         "infra_total": infra_total,
         "model_total": sum(c.count for c in data.categories),
         "csv_url": csv_url("errors", params),
@@ -109,14 +106,14 @@ def _without_output(data: ErrorBreakdown, form: BoardFilterForm) -> dict | None:
 def _contamination_context(form: BoardFilterForm, params: QueryDict) -> dict:
     data = contamination_overview(filters=form.filters)
     items = [
-        charts.TimelineItem(m.model.name, m.model.knowledge_cutoff, "model", model_url(m.model.key))
+        dates.TimelineItem(m.model.name, m.model.knowledge_cutoff, "model", model_url(m.model.key))
         for m in sorted(
             data.models,
             key=lambda m: (m.model.knowledge_cutoff is None, m.model.knowledge_cutoff or 0, m.model.name),
         )
     ]
     items += [
-        charts.TimelineItem(p.key, p.first_commit_date, "paper", reverse("leaderboard:paper", args=[p.key]))
+        dates.TimelineItem(p.key, p.first_commit_date, "paper", reverse("leaderboard:paper", args=[p.key]))
         for p in data.papers
     ]
     markers = []
@@ -124,28 +121,28 @@ def _contamination_context(form: BoardFilterForm, params: QueryDict) -> dict:
         markers.append(("Original global cutoff", data.global_cutoff))
     if data.global_cutoff_fixed and data.global_cutoff_fixed != data.global_cutoff:
         markers.append(("Latest cutoff as a date", data.global_cutoff_fixed))
-    timeline = charts.timeline(
+    timeline = dates.timeline(
         items,
         chart_id="contamination-timeline",
         title="Model knowledge cutoffs vs paper first-commit dates",
         markers=markers,
     )
     dated = [m for m in data.models if m.before is not None]
-    before_after = charts.grouped_bar_chart(
+    before_after = bars.grouped_bar_chart(
         [m.model.name for m in dated],
         [
-            charts.Series("Papers on or before its cutoff", [m.before.scaled_pass_at_1 for m in dated]),
-            charts.Series("Papers after its cutoff", [m.after.scaled_pass_at_1 for m in dated]),
+            bars.Series("Papers on or before its cutoff", [m.before.scaled_pass_at_1 for m in dated]),
+            bars.Series("Papers after its cutoff", [m.after.scaled_pass_at_1 for m in dated]),
         ],
         chart_id="contamination-before-after",
         title="Scaled Pass@1 before vs after each model's cutoff",
-        x_label="Scaled Pass@1 (%)",
+        x_label=encoding.SCORE_TITLE,
         hrefs=[model_url(m.model.key) for m in dated],
     )
     return {
         "data": data,
-        "timeline": charts.skippable(timeline),
-        "before_after": charts.skippable(before_after),
+        "timeline": svg.skippable(timeline),
+        "before_after": svg.skippable(before_after),
         "kept": sum(1 for p in data.papers if p.kept_by_global_rule),
         "csv_url": csv_url("papers", params),
     }
@@ -160,9 +157,9 @@ def _ablation_context(form: BoardFilterForm, params: QueryDict) -> dict:
     ]
     return {
         "data": data,
-        "scatter": charts.skippable(ablation_scatter(pairs)),
-        "deltas": charts.skippable(ablation_deltas(pairs)),
-        "snippet_chart": charts.skippable(ablation_snippet_chart(data.snippets[:40])),
+        "scatter": svg.skippable(ablation_scatter(pairs)),
+        "deltas": svg.skippable(ablation_deltas(pairs)),
+        "snippet_chart": svg.skippable(ablation_snippet_chart(data.snippets[:40])),
         "snippet_rows": [
             {"s": s, "url": snippet_url(s.paper_key, s.name, s.snippet_id)} for s in data.snippets
         ],

@@ -7,7 +7,8 @@ from datetime import date
 
 from django.http import QueryDict
 
-from leaderboard import charts, freshness
+from leaderboard import freshness
+from leaderboard.charts import svg
 from leaderboard.forms import CONTAMINATION_LABELS, FILTER_PARAMS, BoardFilterForm
 from leaderboard.forms import DEFAULTS as FILTER_DEFAULTS
 from leaderboard.links import (
@@ -184,7 +185,7 @@ def _board_groups(
                 "apart": [
                     {"r": r, "ties": [], "verbatim": verbatim.get(r.run_id)} for r in members if r.incomplete
                 ],
-                "chart": charts.skippable(chart) if ranked else "",
+                "chart": svg.skippable(chart) if ranked else "",
             }
         )
     return out

@@ -8,7 +8,8 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from leaderboard import charts, vega
+from leaderboard import vega
+from leaderboard.charts import bars, encoding, svg
 from leaderboard.links import (
     SnippetLinks,
     compare_url,
@@ -137,16 +138,16 @@ def _compare_context(params: QueryDict) -> dict:
     names = [d.model.name for d in data.models]
     context["page_title"] = "Compare " + " vs ".join(names)
     context["pairs"] = [{"a": names[p.first], "b": names[p.second], "d": p.difference} for p in data.pairs]
-    context["paper_chart"] = charts.skippable(
-        charts.grouped_bar_chart(
+    context["paper_chart"] = svg.skippable(
+        bars.grouped_bar_chart(
             [p.paper_key for p in data.papers],
             [
-                charts.Series(d.model.name, [p.scores[i] for p in data.papers])
+                bars.Series(d.model.name, [p.scores[i] for p in data.papers])
                 for i, d in enumerate(data.models)
             ],
             chart_id="compare-papers",
             title="Scaled Pass@1 per paper",
-            x_label="Scaled Pass@1 (%)",
+            x_label=encoding.SCORE_TITLE,
             max_value=100,
             hrefs=[reverse("leaderboard:paper", args=[p.paper_key]) for p in data.papers],
         )

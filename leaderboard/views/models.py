@@ -12,7 +12,8 @@ from django.views.decorators.http import require_safe
 
 from contributions.params import optional_id
 from evaluation.models import EvaluationRun, LanguageModel
-from leaderboard import caching, charts
+from leaderboard import caching
+from leaderboard.charts import svg
 from leaderboard.forms import CONTAMINATION_LABELS
 from leaderboard.links import (
     SnippetLinks,
@@ -70,9 +71,9 @@ def _model_context(key: str, params: QueryDict, *, grid_only: bool = False) -> d
         "page_title": name,
         "d": detail,
         "run_groups": _run_groups(detail),
-        "heatmap": charts.skippable(heat),
-        "error_chart": charts.skippable(error_chart),
-        "cutoff_chart": charts.skippable(cutoff_chart) if cutoff_chart else "",
+        "heatmap": svg.skippable(heat),
+        "error_chart": svg.skippable(error_chart),
+        "cutoff_chart": svg.skippable(cutoff_chart) if cutoff_chart else "",
         "grid": _grid(detail) if grid_inline else {},
         "grid_url": "" if grid_inline else query_with(params, grid="all"),
         "failed": _failed_rows(run_id, detail) if run_id else [],

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_safe
 
 from contributions import selectors as contribution_selectors
 from contributions.models import Paper, Release
-from leaderboard import charts
+from leaderboard.charts import svg
 from leaderboard.forms import FILTER_PARAMS, BoardFilterForm
 from leaderboard.links import (
     csv_url,
@@ -101,7 +101,7 @@ def _paper_context(key: str, form: BoardFilterForm, params: QueryDict) -> dict:
     return {
         "page_title": f"{detail.key}: {detail.title}",
         "d": detail,
-        "heatmap": "" if lazy else charts.skippable(paper_heatmap(detail)),
+        "heatmap": "" if lazy else svg.skippable(paper_heatmap(detail)),
         "heatmap_spec": None if lazy or not detail.matrix else paper_heatmap_spec(detail),
         "heatmap_url": query_with(params, heatmap="all") if lazy else "",
         "contributors": contribution_selectors.paper_contributors(paper_key=detail.key),
