@@ -123,7 +123,7 @@ def bench_delta(run_id: int, result: tuple[int, int, bool]) -> Sample:
     from django.db import connection, transaction
 
     from evaluation.services.run_state import run_lock
-    from leaderboard.increments import leaderboard_apply_result
+    from leaderboard.services.increments import leaderboard_apply_result
 
     result_id, completion_id, passed = result
     clock = Clock(paused=True)

@@ -402,7 +402,7 @@ def start_generated_run(release) -> int:
 
 
 def board_change(run_id: int) -> float:
-    """Re-aggregate one synthetic run with the service a worker's ``refresh_run`` calls, and move the
+    """Re-aggregate one synthetic run with the service a worker's ``leaderboard_refresh_run`` task calls, and move the
     catalogue's cache scope (every cached page and API table includes it; the run alone moves only its
     release's and model's pages). Returns the seconds of the re-aggregation. A ``--repo`` older than the
     scopes (one global board version, which the re-aggregation moves) has nothing more to move."""

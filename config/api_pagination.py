@@ -14,7 +14,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 
 #: the most rows one page may ask for: a whole run's results in one CSV (the model page links its run's
-#: results with ``limit=100000``, ``leaderboard.views.RESULTS_EXPORT_LIMIT``: 2,000 snippets x 50 samples)
+#: results with ``limit=100000``, ``leaderboard.links.RESULTS_EXPORT_LIMIT``: 2,000 snippets x 50 samples)
 MAX_LIMIT = 100_000
 #: the largest offset (PostgreSQL's integer range; far beyond any table here)
 MAX_OFFSET = 2**31 - 1

@@ -403,7 +403,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_float("RCB_REAPER_INTERVAL_S", 30.0, minimum=1),
     },
     "refresh-stale-leaderboard": {
-        "task": "leaderboard.tasks.refresh_stale",
+        "task": "leaderboard.tasks.leaderboard_sweep",
         "schedule": env_float("RCB_REFRESH_STALE_INTERVAL_S", 300.0, minimum=1),
     },
     "upload-temp-sweep": {

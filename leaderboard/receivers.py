@@ -29,8 +29,9 @@ from contributions.models import Paper, Release
 from contributions.signals import bulk_write_finished
 from evaluation.models import EvaluationRun, LanguageModel, TestResult
 from evaluation.signals import results_recorded
-from leaderboard import increments, services
+from leaderboard import services
 from leaderboard.scopes import META, run_scopes, scopes_bump
+from leaderboard.services import increments
 
 
 def on_result_saved(sender: type[TestResult], instance: TestResult, created: bool, **kwargs: Any) -> None:

@@ -143,6 +143,19 @@ def parse_sort(raw: str, default: str = "order") -> str:
     return raw if raw.lstrip("-") in STAT_SORT_KEYS else default
 
 
+@dataclass(frozen=True)
+class StatRow:
+    """One line of a table of snippet statistics: what ``sort_rows`` sorts."""
+
+    order: int
+    name: str
+    url: str
+    stats: SnippetStatistics
+    paper_key: str = ""
+    task: str = ""
+    depth: int | None = None
+
+
 def sort_rows(rows: Sequence[Any], sort: str) -> list[Any]:
     """``rows`` (with ``order``, ``name`` and ``stats``) in ``sort`` order (``-``: descending); rows
     without a value for the key last, in document order, whatever the direction."""

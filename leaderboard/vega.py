@@ -1,5 +1,5 @@
 """Vega-Lite specs for the interactive views: plain dicts built from the same selector outputs as the SVG
-charts (``leaderboard.charts``), with the same colours.
+charts (``leaderboard.charts``), with the same colours and formats (``charts.encoding``).
 
 The server-side SVG stays the accessible baseline of every page; these specs add what only interaction
 gives (re-sorting, highlighting, a scatter to explore). A page embeds a spec as data
@@ -12,7 +12,7 @@ vendored Vega-Lite (``static/vendor/vega/``), using Vega's expression interprete
 - controls are Vega parameters bound to HTML inputs (a ``<select>`` each), so they work from the keyboard;
   parameter names are fixed identifiers, and every value that comes from the database (model, paper and
   snippet names) is data or an option value, never part of an expression;
-- colours come from ``leaderboard.charts``: the viridis stops of ``scale_colour`` for pass rates, the
+- colours and formats come from ``leaderboard.charts.encoding``: the viridis stops of ``rate_colours`` for pass rates, the
   swatch of each developer (``group_swatches`` of every developer) and the series colours of
   ``series_swatches``; hatches (beyond eight groups) are not drawn here, tooltips and legends name the
   group instead.
@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from leaderboard import charts
+from leaderboard.charts import encoding
 from leaderboard.selectors.board import Row
 from leaderboard.selectors.compare import ModelComparison
 from leaderboard.selectors.papers import PaperDetail
@@ -34,17 +34,13 @@ from leaderboard.selectors.papers import PaperDetail
 #: library's version
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.5.0.json"
 
-#: pass rates 0..100 map onto the SVG heatmap's viridis stops, linearly in RGB between them, as
-#: ``charts.scale_colour`` does
-RATE_STOPS: tuple[float, ...] = (0.0, 25.0, 50.0, 75.0, 100.0)
-
 Spec = dict[str, Any]
 
 #: the SVG charts' type: system sans-serif, never smaller than their 12 px body text on axes and legends
 CONFIG: Spec = {
     "font": "system-ui, sans-serif",
-    "axis": {"labelFontSize": charts.FONT, "titleFontSize": charts.FONT, "labelColor": charts.TEXT},
-    "legend": {"labelFontSize": charts.FONT, "titleFontSize": charts.FONT},
+    "axis": {"labelFontSize": encoding.FONT, "titleFontSize": encoding.FONT, "labelColor": encoding.TEXT},
+    "legend": {"labelFontSize": encoding.FONT, "titleFontSize": encoding.FONT},
     "title": {"fontSize": 15, "anchor": "start"},
 }
 
@@ -225,18 +221,18 @@ def _heatmap_layers() -> list[Spec]:
     """Every cell first in the "no data" grey, then the tested ones in colour over it: a null rate would
     otherwise be dropped from the colour scale and leave a hole."""
     return [
-        {"mark": {"type": "rect", "stroke": "#ffffff", "fill": charts.MISSING}},
+        {"mark": {"type": "rect", "stroke": encoding.CELL_STROKE, "fill": encoding.MISSING}},
         {
             "transform": [{"filter": "datum.rate !== null"}],
-            "mark": {"type": "rect", "stroke": "#ffffff"},
+            "mark": {"type": "rect", "stroke": encoding.CELL_STROKE},
             "encoding": {
                 "color": {
                     "field": "rate",
                     "type": "quantitative",
                     "title": "Pass rate (%)",
                     "scale": {
-                        "domain": list(RATE_STOPS),
-                        "range": [charts.scale_colour(s / 100) for s in RATE_STOPS],
+                        "domain": list(encoding.RATE_STOPS),
+                        "range": encoding.rate_colours(),
                         "interpolate": "rgb",
                     },
                 }
@@ -261,7 +257,7 @@ def compare_papers_spec(data: ModelComparison, *, title: str) -> Spec:
     comparison's order, as the SVG draws them), papers re-sortable by key, by spread (largest first) or by
     one model's score (highest first), and one model highlighted."""
     names = [d.model.name for d in data.models]
-    colours = [sw.colour for sw in charts.series_swatches(len(names))]
+    colours = [sw.colour for sw in encoding.series_swatches(len(names))]
     values = [
         {
             "paper": p.paper_key,
@@ -318,7 +314,7 @@ def _compare_encoding(names: list[str], colours: list[str]) -> Spec:
         "x": {
             "field": "score",
             "type": "quantitative",
-            "title": "Scaled Pass@1 (%)",
+            "title": encoding.SCORE_TITLE,
             "scale": {"domain": [0, 100]},
         },
         "color": {
@@ -331,8 +327,8 @@ def _compare_encoding(names: list[str], colours: list[str]) -> Spec:
         "tooltip": [
             {"field": "paper", "title": "Paper"},
             {"field": "model", "title": "Model"},
-            {"field": "score", "title": "Scaled Pass@1 (%)", "format": ".2f"},
-            {"field": "spread", "title": "Spread (points)", "format": ".2f"},
+            {"field": "score", "title": encoding.SCORE_TITLE, "format": encoding.SCORE_FORMAT},
+            {"field": "spread", "title": "Spread (points)", "format": encoding.SCORE_FORMAT},
         ],
     }
 
@@ -344,7 +340,7 @@ def board_scatter_spec(
     rows: Sequence[Row],
     *,
     x: str,
-    swatches: Mapping[str, charts.Swatch],
+    swatches: Mapping[str, encoding.Swatch],
     model_hrefs: Mapping[str, str],
     title: str,
 ) -> Spec | None:
@@ -360,7 +356,7 @@ def board_scatter_spec(
         return None
     developers = sorted({v["developer"] for v in values}, key=str.casefold)
     colours = [
-        (swatches[d] if d in swatches else charts.group_swatches(developers)[d]).colour for d in developers
+        (swatches[d] if d in swatches else encoding.group_swatches(developers)[d]).colour for d in developers
     ]
     params = [_select("highlight", "Highlight developer ", ["", *developers], ["(none)", *developers])]
     return {
@@ -370,7 +366,7 @@ def board_scatter_spec(
             params=params,
             values=values,
         ),
-        "mark": {"type": "point", "filled": True, "size": 80, "stroke": charts.TEXT, "strokeWidth": 0.6},
+        "mark": {"type": "point", "filled": True, "size": 80, "stroke": encoding.TEXT, "strokeWidth": 0.6},
         "width": 560,
         "height": 360,
         "encoding": _scatter_encoding(
@@ -391,7 +387,7 @@ def _scatter_values(rows: Sequence[Row], *, x: str, model_hrefs: Mapping[str, st
         values.append(
             {
                 "model": r.model.name,
-                "developer": r.model.developer or "Unknown",
+                "developer": r.model.developer or encoding.UNKNOWN_DEVELOPER,
                 "group": f"{r.release_words}, {r.template}, {'with' if r.with_paper else 'without'} paper",
                 "score": r.scaled_pass_at_1,
                 "date": _iso(r.finished_at) if r.finished_at else None,
@@ -406,17 +402,17 @@ def _scatter_encoding(x: str, developers: list[str], colours: list[str], *, seve
     """The date or the cost across, the score up, a colour per developer (the highlighted one at full
     opacity), a tooltip, each point linking to its model and, for ``several_groups``, a shape per group."""
     date = x == "date"
-    encoding: Spec = {
+    channels: Spec = {
         "x": {
             "field": "date",
             "type": "temporal",
             "title": "Date of the result",
             "scale": {"nice": "day"},
-            "axis": {"format": "%Y-%m-%d", "labelOverlap": True},
+            "axis": {"format": encoding.DATE_FORMAT, "labelOverlap": True},
         }
         if date
         else {"field": "cost", "type": "quantitative", "title": "Cost (USD)"},
-        "y": {"field": "score", "type": "quantitative", "title": "Scaled Pass@1 (%)"},
+        "y": {"field": "score", "type": "quantitative", "title": encoding.SCORE_TITLE},
         "color": {
             "field": "developer",
             "type": "nominal",
@@ -427,8 +423,8 @@ def _scatter_encoding(x: str, developers: list[str], colours: list[str], *, seve
         "tooltip": [
             {"field": "model", "title": "Model"},
             {"field": "developer", "title": "Developer"},
-            {"field": "score", "title": "Scaled Pass@1 (%)", "format": ".2f"},
-            {"field": "date", "type": "temporal", "title": "Date", "format": "%Y-%m-%d"}
+            {"field": "score", "title": encoding.SCORE_TITLE, "format": encoding.SCORE_FORMAT},
+            {"field": "date", "type": "temporal", "title": "Date", "format": encoding.DATE_FORMAT}
             if date
             else {"field": "cost", "title": "Cost (USD)", "format": ".4f"},
             {"field": "group", "title": "Release, template, paper"},
@@ -436,8 +432,8 @@ def _scatter_encoding(x: str, developers: list[str], colours: list[str], *, seve
         "href": {"field": "href"},
     }
     if several_groups:
-        encoding["shape"] = {"field": "group", "type": "nominal", "title": "Release, template, paper"}
-    return encoding
+        channels["shape"] = {"field": "group", "type": "nominal", "title": "Release, template, paper"}
+    return channels
 
 
 def _iso(value: _dt.datetime | _dt.date) -> str:

@@ -89,6 +89,6 @@ def test_every_periodic_task_is_a_registered_task():
         "evaluation.tasks.leases_reap",
         "evaluation.tasks.upload_temp_sweep",
         "evaluation.tasks.validations_watchdog",
-        "leaderboard.tasks.refresh_stale",
+        "leaderboard.tasks.leaderboard_sweep",
     }
     assert names <= set(app.tasks)

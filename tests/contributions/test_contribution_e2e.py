@@ -224,7 +224,7 @@ def test_a_contribution_goes_from_the_form_through_validation_and_review_into_th
     assert all(s.checked_by_test for s in toy.published_version.snippets.exclude(pk=shift.pk))
     paper_page = Client().get(f"/papers/{toy.published_version.task.paper.key}/").content.decode()
     assert "not checked by its test" in paper_page
-    from leaderboard.views import snippet_url
+    from leaderboard.links import snippet_url
 
     snippet_page = Client().get(snippet_url(toy.published_version.task.paper.key, shift.name, shift.pk))
     assert snippet_page.status_code == 200

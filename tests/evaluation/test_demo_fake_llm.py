@@ -31,8 +31,8 @@ from evaluation.management.commands.serve_fake_llm import (
     plan_answers,
 )
 from evaluation.models import Completion, EvaluationRun, LanguageModel
+from leaderboard.links import snippet_url
 from leaderboard.management.commands.load_demo import DEMO_MODEL_KEY, DEMO_MODEL_KEY_ENV
-from leaderboard.views import snippet_url
 from researchcodebench.annotations import split_lines, strip_tags
 from researchcodebench.predictions import extract_answer
 from researchcodebench.problems import TEMPLATES, build_prompt, fill_in

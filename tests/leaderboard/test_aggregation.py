@@ -157,7 +157,7 @@ def test_a_burst_of_results_schedules_one_refresh_after_commit(transactional_db,
 
     sent: list[tuple] = []
     monkeypatch.setattr(
-        tasks.refresh_run, "apply_async", lambda args, countdown: sent.append((args, countdown))
+        tasks.leaderboard_refresh_run, "apply_async", lambda args, countdown: sent.append((args, countdown))
     )
     _rel, snippets = make_benchmark({"a": (dt.date(2025, 1, 1), [2, 6, 1])})
     run = make_run(snippets, {"a": "- - -"})
@@ -168,7 +168,7 @@ def test_a_burst_of_results_schedules_one_refresh_after_commit(transactional_db,
         assert sent == []  # nothing leaves before the results are committed
     assert len(sent) == 1 and sent[0][0] == [run.pk]
     # The task clears the marker first, aggregates, and a later result schedules again.
-    assert tasks.refresh_run(run.pk) is True
+    assert tasks.leaderboard_refresh_run(run.pk) is True
     assert RunScore.objects.get(run=run, mode="none").line_mean == 100.0
     results_recorded.send(sender=TestResult, run_id=run.pk)
     assert len(sent) == 2

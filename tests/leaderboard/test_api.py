@@ -197,9 +197,13 @@ def test_api_views_read_through_selectors_and_runs_belong_to_the_evaluation_api(
     from django.urls import resolve
 
     import leaderboard.api
+    import leaderboard.links
+    import leaderboard.presenters
     import leaderboard.views
 
-    for module in (leaderboard.api, leaderboard.views):
-        assert ".objects" not in Path(module.__file__).read_text(), module.__name__
+    pages = sorted(Path(leaderboard.views.__file__).parent.glob("*.py"))
+    modules = [Path(m.__file__) for m in (leaderboard.api, leaderboard.links, leaderboard.presenters)]
+    for path in [*modules, *pages]:
+        assert ".objects" not in path.read_text(), path.name
     for url in ("/api/v1/runs/", "/api/v1/runs/1/", "/api/v1/runs/1/results/"):
         assert resolve(url).func.view_class.__module__ == "evaluation.api", url

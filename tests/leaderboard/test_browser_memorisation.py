@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from leaderboard.views import snippet_url
+from leaderboard.links import snippet_url
 from tests.leaderboard.test_memorisation_pages import Board
 from tests.test_accessibility import audit
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from leaderboard import charts
+from leaderboard.charts import bars, dates, encoding, heatmap, scatter
+from leaderboard.charts.svg import no_data_svg, skippable
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -43,15 +44,15 @@ def assert_accessible(root: ET.Element, chart_id: str, title: str) -> None:
 
 
 BARS = [
-    charts.Bar("Gemini-2.5-Pro", 37.34, "Google", False, err=(35.0, 39.5), href="/models/G/"),
-    charts.Bar("DeepSeek-R1", 21.05, "DeepSeek", True, href="/models/D/"),
-    charts.Bar("Llama-3.3-70B", 5.31, "Meta", True),
-    charts.Bar("Untested", None, "Meta"),
+    bars.Bar("Gemini-2.5-Pro", 37.34, "Google", False, err=(35.0, 39.5), href="/models/G/"),
+    bars.Bar("DeepSeek-R1", 21.05, "DeepSeek", True, href="/models/D/"),
+    bars.Bar("Llama-3.3-70B", 5.31, "Meta", True),
+    bars.Bar("Untested", None, "Meta"),
 ]
 
 
 def test_bar_chart_is_valid_accessible_svg_with_every_label_and_value() -> None:
-    root = parse(charts.bar_chart(BARS, chart_id="main", title="Scaled Pass@1", x_label="Scaled Pass@1 (%)"))
+    root = parse(bars.bar_chart(BARS, chart_id="main", title="Scaled Pass@1", x_label="Scaled Pass@1 (%)"))
     assert_accessible(root, "main", "Scaled Pass@1")
     shown = texts(root)
     for bar in BARS:
@@ -64,7 +65,7 @@ def test_bar_chart_is_valid_accessible_svg_with_every_label_and_value() -> None:
 
 
 def test_bar_chart_outlines_open_weights_and_draws_error_bars() -> None:
-    svg = charts.bar_chart(BARS, chart_id="m", title="t", x_label="x", error_label="95% interval")
+    svg = bars.bar_chart(BARS, chart_id="m", title="t", x_label="x", error_label="95% interval")
     root = parse(svg)
     dashed = [r for r in root.iter(f"{SVG}rect") if r.get("stroke-dasharray") and r.get("fill") != "none"]
     assert len(dashed) == 2  # DeepSeek-R1 and Llama are open weights
@@ -75,25 +76,25 @@ def test_bar_chart_outlines_open_weights_and_draws_error_bars() -> None:
 
 def test_bar_links_are_kept_and_escaped() -> None:
     root = parse(
-        charts.bar_chart([charts.Bar("a", 1.0, href="/m/?a=1&b=2")], chart_id="x", title="t", x_label="")
+        bars.bar_chart([bars.Bar("a", 1.0, href="/m/?a=1&b=2")], chart_id="x", title="t", x_label="")
     )
     links = list(root.iter(f"{SVG}a"))
     assert [a.get("href") for a in links] == ["/m/?a=1&b=2"]
 
 
 def test_same_developers_get_the_same_colours_in_every_chart() -> None:
-    one = charts.group_swatches(["OpenAI", "Google", "Meta"])
-    two = charts.group_swatches(["Meta", "OpenAI", "Google", "Meta"])
+    one = encoding.group_swatches(["OpenAI", "Google", "Meta"])
+    two = encoding.group_swatches(["Meta", "OpenAI", "Google", "Meta"])
     assert one == two
     assert len({s.colour for s in one.values()}) == 3
-    assert all(s.colour in charts.OKABE_ITO for s in one.values())
+    assert all(s.colour in encoding.OKABE_ITO for s in one.values())
 
 
 def test_groups_beyond_the_palette_get_hatching_so_none_look_alike() -> None:
-    names = [f"dev{i:02d}" for i in range(len(charts.OKABE_ITO) + 3)]
-    swatches = charts.group_swatches(names)
+    names = [f"dev{i:02d}" for i in range(len(encoding.OKABE_ITO) + 3)]
+    swatches = encoding.group_swatches(names)
     assert len(set(swatches.values())) == len(names)
-    svg = charts.bar_chart([charts.Bar(n, 1.0, n) for n in names], chart_id="h", title="t", x_label="")
+    svg = bars.bar_chart([bars.Bar(n, 1.0, n) for n in names], chart_id="h", title="t", x_label="")
     root = parse(svg)
     assert len(list(root.iter(f"{SVG}pattern"))) == 3
 
@@ -101,24 +102,24 @@ def test_groups_beyond_the_palette_get_hatching_so_none_look_alike() -> None:
 @pytest.mark.parametrize(
     "render",
     [
-        lambda name: charts.bar_chart([charts.Bar(name, 1.0, name)], chart_id="c", title=name, x_label=name),
-        lambda name: charts.grouped_bar_chart(
-            [name], [charts.Series(name, [1.0])], chart_id="c", title=name, x_label=name
+        lambda name: bars.bar_chart([bars.Bar(name, 1.0, name)], chart_id="c", title=name, x_label=name),
+        lambda name: bars.grouped_bar_chart(
+            [name], [bars.Series(name, [1.0])], chart_id="c", title=name, x_label=name
         ),
-        lambda name: charts.heatmap([name], [name], [[1.0]], chart_id="c", title=name, value_label=name),
-        lambda name: charts.timeline(
-            [charts.TimelineItem(name, dt.date(2024, 1, 1), "model")],
+        lambda name: heatmap.heatmap([name], [name], [[1.0]], chart_id="c", title=name, value_label=name),
+        lambda name: dates.timeline(
+            [dates.TimelineItem(name, dt.date(2024, 1, 1), "model")],
             chart_id="c",
             title=name,
             markers=[(name, dt.date(2024, 2, 1))],
         ),
-        lambda name: charts.scatter(
-            [charts.Point(name, 1.0, 2.0, name)], chart_id="c", title=name, x_label=name, y_label=name
+        lambda name: scatter.scatter(
+            [scatter.Point(name, 1.0, 2.0, name)], chart_id="c", title=name, x_label=name, y_label=name
         ),
-        lambda name: charts.stacked_bar_chart(
-            [name], [charts.Series(name, [3])], chart_id="c", title=name, x_label=name
+        lambda name: bars.stacked_bar_chart(
+            [name], [bars.Series(name, [3])], chart_id="c", title=name, x_label=name
         ),
-        lambda name: charts.no_data_svg(chart_id="c", title=name, message=name),
+        lambda name: no_data_svg(chart_id="c", title=name, message=name),
     ],
     ids=["bar", "grouped", "heatmap", "timeline", "scatter", "stacked", "nodata"],
 )
@@ -134,14 +135,14 @@ def test_hostile_names_are_escaped_as_text(render) -> None:
 @pytest.mark.parametrize(
     "render",
     [
-        lambda: charts.bar_chart([], chart_id="e", title="Empty", x_label="x"),
-        lambda: charts.grouped_bar_chart([], [], chart_id="e", title="Empty", x_label="x"),
-        lambda: charts.heatmap([], [], [], chart_id="e", title="Empty", value_label="v"),
-        lambda: charts.timeline([], chart_id="e", title="Empty"),
-        lambda: charts.scatter([], chart_id="e", title="Empty", x_label="x", y_label="y"),
-        lambda: charts.stacked_bar_chart([], [], chart_id="e", title="Empty", x_label="x"),
-        lambda: charts.stacked_bar_chart(
-            ["m"], [charts.Series("s", [0])], chart_id="e", title="Empty", x_label="x"
+        lambda: bars.bar_chart([], chart_id="e", title="Empty", x_label="x"),
+        lambda: bars.grouped_bar_chart([], [], chart_id="e", title="Empty", x_label="x"),
+        lambda: heatmap.heatmap([], [], [], chart_id="e", title="Empty", value_label="v"),
+        lambda: dates.timeline([], chart_id="e", title="Empty"),
+        lambda: scatter.scatter([], chart_id="e", title="Empty", x_label="x", y_label="y"),
+        lambda: bars.stacked_bar_chart([], [], chart_id="e", title="Empty", x_label="x"),
+        lambda: bars.stacked_bar_chart(
+            ["m"], [bars.Series("s", [0])], chart_id="e", title="Empty", x_label="x"
         ),
     ],
     ids=["bar", "grouped", "heatmap", "timeline", "scatter", "stacked", "stacked-zero"],
@@ -153,9 +154,9 @@ def test_empty_data_gives_an_accessible_no_data_chart(render) -> None:
 
 
 def test_grouped_bars_show_each_series_value_and_a_legend() -> None:
-    svg = charts.grouped_bar_chart(
+    svg = bars.grouped_bar_chart(
         ["GPT-4.1", "O3 (High)"],
-        [charts.Series("Full", [27.54, 32.16]), charts.Series("Contamination-free", [20.0, None])],
+        [bars.Series("Full", [27.54, 32.16]), bars.Series("Contamination-free", [20.0, None])],
         chart_id="g",
         title="Full vs contamination-free",
         x_label="Scaled Pass@1 (%)",
@@ -171,11 +172,11 @@ def test_grouped_bars_show_each_series_value_and_a_legend() -> None:
 
 def test_grouped_bars_reject_series_of_the_wrong_length() -> None:
     with pytest.raises(ValueError, match="series 'a' has 1 values for 2 categories"):
-        charts.grouped_bar_chart(["x", "y"], [charts.Series("a", [1.0])], chart_id="g", title="t", x_label="")
+        bars.grouped_bar_chart(["x", "y"], [bars.Series("a", [1.0])], chart_id="g", title="t", x_label="")
 
 
 def test_heatmap_colours_cells_by_value_and_titles_every_cell() -> None:
-    svg = charts.heatmap(
+    svg = heatmap.heatmap(
         ["m1", "m2"],
         ["DyT", "minp"],
         [[0.0, 100.0], [50.0, None]],
@@ -194,8 +195,8 @@ def test_heatmap_colours_cells_by_value_and_titles_every_cell() -> None:
         "m2 – minp: no data",
     ]
     fills = [r.get("fill") for r in root.iter(f"{SVG}rect")]
-    assert charts.scale_colour(0.0) in fills and charts.scale_colour(1.0) in fills
-    assert charts.scale_colour(0.5) in fills and charts.MISSING in fills
+    assert encoding.scale_colour(0.0) in fills and encoding.scale_colour(1.0) in fills
+    assert encoding.scale_colour(0.5) in fills and encoding.MISSING in fills
     assert root.find(f".//{SVG}linearGradient") is not None
     shown = texts(root)
     assert {"0", "100", "50", "DyT", "minp", "m1", "m2", "no data"} <= set(shown)
@@ -204,7 +205,7 @@ def test_heatmap_colours_cells_by_value_and_titles_every_cell() -> None:
 
 def test_heatmap_rejects_a_ragged_grid() -> None:
     with pytest.raises(ValueError, match="2 rows of 2 columns"):
-        charts.heatmap(["a", "b"], ["x", "y"], [[1.0, 2.0], [1.0]], chart_id="h", title="t", value_label="v")
+        heatmap.heatmap(["a", "b"], ["x", "y"], [[1.0, 2.0], [1.0]], chart_id="h", title="t", value_label="v")
 
 
 def test_scale_colour_runs_from_dark_to_light() -> None:
@@ -212,20 +213,20 @@ def test_scale_colour_runs_from_dark_to_light() -> None:
         r, g, b = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
         return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
-    lum = [luminance(charts.scale_colour(t / 10)) for t in range(11)]
+    lum = [luminance(encoding.scale_colour(t / 10)) for t in range(11)]
     assert lum == sorted(lum)
-    assert charts.scale_colour(-1) == charts.scale_colour(0) and charts.scale_colour(
+    assert encoding.scale_colour(-1) == encoding.scale_colour(0) and encoding.scale_colour(
         2
-    ) == charts.scale_colour(1)
+    ) == encoding.scale_colour(1)
 
 
 def test_dated_scores_puts_papers_either_side_of_the_cutoff_and_names_those_it_cannot_place() -> None:
     points = [
-        charts.DatedScore("early", dt.date(2023, 5, 1), 80.0, "/papers/early/"),
-        charts.DatedScore("late", dt.date(2025, 2, 1), 20.0),
-        charts.DatedScore("undated", None, 50.0),
+        dates.DatedScore("early", dt.date(2023, 5, 1), 80.0, "/papers/early/"),
+        dates.DatedScore("late", dt.date(2025, 2, 1), 20.0),
+        dates.DatedScore("undated", None, 50.0),
     ]
-    svg = charts.dated_scores(
+    svg = dates.dated_scores(
         points, chart_id="dated", title="Per paper", cutoff=dt.date(2024, 6, 1), before=80.0, after=20.0
     )
     root = parse(svg)
@@ -245,7 +246,7 @@ def test_dated_scores_puts_papers_either_side_of_the_cutoff_and_names_those_it_c
     assert circles["early"].get("fill") != circles["late"].get("fill")
     assert "Score before the cutoff: 80.00" in titles(root)
     assert 'href="/papers/early/"' in svg
-    empty = charts.dated_scores(
+    empty = dates.dated_scores(
         [points[2]], chart_id="e", title="None", cutoff=dt.date(2024, 1, 1), before=None, after=None
     )
     assert "No dated paper with a score to chart." in texts(parse(empty))
@@ -253,12 +254,12 @@ def test_dated_scores_puts_papers_either_side_of_the_cutoff_and_names_those_it_c
 
 def test_timeline_places_models_and_papers_by_date_and_lists_unknown_dates() -> None:
     items = [
-        charts.TimelineItem("GPT-4.1", dt.date(2023, 12, 1), "model", "/models/G/"),
-        charts.TimelineItem("Mystery", None, "model"),
-        charts.TimelineItem("DyT", dt.date(2025, 3, 1), "paper"),
-        charts.TimelineItem("minp", dt.date(2024, 7, 20), "paper"),
+        dates.TimelineItem("GPT-4.1", dt.date(2023, 12, 1), "model", "/models/G/"),
+        dates.TimelineItem("Mystery", None, "model"),
+        dates.TimelineItem("DyT", dt.date(2025, 3, 1), "paper"),
+        dates.TimelineItem("minp", dt.date(2024, 7, 20), "paper"),
     ]
-    svg = charts.timeline(
+    svg = dates.timeline(
         items, chart_id="tl", title="Cutoffs and papers", markers=[("Global cutoff", dt.date(2024, 7, 1))]
     )
     root = parse(svg)
@@ -279,8 +280,8 @@ def test_timeline_places_models_and_papers_by_date_and_lists_unknown_dates() -> 
 
 
 def test_scatter_draws_the_diagonal_and_counts_points_above_it() -> None:
-    svg = charts.scatter(
-        [charts.Point("A", 10.0, 20.0, "OpenAI"), charts.Point("B", 30.0, 25.0, "Google")],
+    svg = scatter.scatter(
+        [scatter.Point("A", 10.0, 20.0, "OpenAI"), scatter.Point("B", 30.0, 25.0, "Google")],
         chart_id="sc",
         title="With vs without paper",
         x_label="Without paper",
@@ -299,9 +300,9 @@ def test_scatter_draws_the_diagonal_and_counts_points_above_it() -> None:
 
 
 def test_stacked_bars_give_counts_shares_and_totals() -> None:
-    svg = charts.stacked_bar_chart(
+    svg = bars.stacked_bar_chart(
         ["GPT-4.1", "O3"],
-        [charts.Series("Syntax Errors", [1, 0]), charts.Series("Logic Errors", [3, 2])],
+        [bars.Series("Syntax Errors", [1, 0]), bars.Series("Logic Errors", [3, 2])],
         chart_id="st",
         title="Errors per model",
         x_label="Failures",
@@ -317,9 +318,9 @@ def test_stacked_bars_give_counts_shares_and_totals() -> None:
 
 
 def test_normalised_stacked_bars_all_reach_one_hundred_percent() -> None:
-    svg = charts.stacked_bar_chart(
+    svg = bars.stacked_bar_chart(
         ["a", "b"],
-        [charts.Series("x", [1, 10]), charts.Series("y", [1, 30])],
+        [bars.Series("x", [1, 10]), bars.Series("y", [1, 30])],
         chart_id="n",
         title="t",
         x_label="share",
@@ -336,8 +337,8 @@ def test_normalised_stacked_bars_all_reach_one_hundred_percent() -> None:
 
 def test_negative_values_extend_left_of_zero() -> None:
     root = parse(
-        charts.bar_chart(
-            [charts.Bar("up", 5.0), charts.Bar("down", -3.5)],
+        bars.bar_chart(
+            [bars.Bar("up", 5.0), bars.Bar("down", -3.5)],
             chart_id="d",
             title="t",
             x_label="",
@@ -352,7 +353,7 @@ def test_negative_values_extend_left_of_zero() -> None:
 
 def test_rejects_unsafe_chart_ids() -> None:
     with pytest.raises(ValueError, match="chart_id"):
-        charts.bar_chart([charts.Bar("a", 1.0)], chart_id='x" onload="alert(1)', title="t", x_label="")
+        bars.bar_chart([bars.Bar("a", 1.0)], chart_id='x" onload="alert(1)', title="t", x_label="")
 
 
 # ------------------------------------------------------------------ recorded output: byte-identical SVG
@@ -363,13 +364,13 @@ HOSTILE = "<b>&'\"</b>"
 DEVELOPERS = [f"Dev {chr(65 + i)}" for i in range(11)]  # more than the palette: hatched swatches too
 
 RECORDED_CASES: dict[str, Callable[[], str]] = {
-    "bar_chart": lambda: charts.bar_chart(
+    "bar_chart": lambda: bars.bar_chart(
         [
-            charts.Bar("Gemini-2.5-Pro", 37.345, "Dev A", err=(35.0, 39.5), href="/models/g/?a=1&b=2"),
-            charts.Bar("A model with a name far longer than any axis label can hold", 21.0, "Dev B", True),
-            charts.Bar(HOSTILE, 5.31, "Dev J", True, err=(4.0, 99.0), note="partial"),
-            charts.Bar("Untested", None, "Dev K"),
-            charts.Bar("Ungrouped", 0.0),
+            bars.Bar("Gemini-2.5-Pro", 37.345, "Dev A", err=(35.0, 39.5), href="/models/g/?a=1&b=2"),
+            bars.Bar("A model with a name far longer than any axis label can hold", 21.0, "Dev B", True),
+            bars.Bar(HOSTILE, 5.31, "Dev J", True, err=(4.0, 99.0), note="partial"),
+            bars.Bar("Untested", None, "Dev K"),
+            bars.Bar("Ungrouped", 0.0),
         ],
         chart_id="bars",
         title="Scaled Pass@1",
@@ -377,14 +378,14 @@ RECORDED_CASES: dict[str, Callable[[], str]] = {
         desc="Every model.",
         error_label="95% interval",
         unit="%",
-        swatches=charts.group_swatches(DEVELOPERS[:9]),
+        swatches=encoding.group_swatches(DEVELOPERS[:9]),
     ),
-    "bar_chart_deltas": lambda: charts.bar_chart(
+    "bar_chart_deltas": lambda: bars.bar_chart(
         [
-            charts.Bar("up", 12.5, "Dev A", href="/m/up/"),
-            charts.Bar("down", -7.25, "Dev B", err=(-30.0, -2.0)),
-            charts.Bar("flat", None, "Dev A"),
-            charts.Bar("dip", -1.0, "Dev B", note="(one run)"),
+            bars.Bar("up", 12.5, "Dev A", href="/m/up/"),
+            bars.Bar("down", -7.25, "Dev B", err=(-30.0, -2.0)),
+            bars.Bar("flat", None, "Dev A"),
+            bars.Bar("dip", -1.0, "Dev B", note="(one run)"),
         ],
         chart_id="deltas",
         title="Gain",
@@ -394,24 +395,24 @@ RECORDED_CASES: dict[str, Callable[[], str]] = {
         digits=1,
         width=600,
     ),
-    "bar_chart_many_groups": lambda: charts.bar_chart(
-        [charts.Bar(name, float(i), name) for i, name in enumerate(DEVELOPERS)],
+    "bar_chart_many_groups": lambda: bars.bar_chart(
+        [bars.Bar(name, float(i), name) for i, name in enumerate(DEVELOPERS)],
         chart_id="many",
         title="Hatched",
         x_label="x",
     ),
-    "grouped_bar_chart": lambda: charts.grouped_bar_chart(
+    "grouped_bar_chart": lambda: bars.grouped_bar_chart(
         ["GPT-4.1", HOSTILE, "O3 (High)"],
-        [charts.Series("Full", [27.54, -3.0, 32.16]), charts.Series("Contamination-free", [20.0, None, 1.5])],
+        [bars.Series("Full", [27.54, -3.0, 32.16]), bars.Series("Contamination-free", [20.0, None, 1.5])],
         chart_id="grouped",
         title="Full vs contamination-free",
         x_label="Scaled Pass@1 (%)",
         unit="%",
         hrefs=["/models/a/", None, "/models/c/?x=1&y=2"],
     ),
-    "grouped_bar_chart_many_series": lambda: charts.grouped_bar_chart(
+    "grouped_bar_chart_many_series": lambda: bars.grouped_bar_chart(
         ["a", "b"],
-        [charts.Series(f"s{i}", [float(i), float(10 - i)]) for i in range(10)],
+        [bars.Series(f"s{i}", [float(i), float(10 - i)]) for i in range(10)],
         chart_id="grouped-many",
         title="Ten series",
         x_label="",
@@ -420,7 +421,7 @@ RECORDED_CASES: dict[str, Callable[[], str]] = {
         digits=0,
         width=700,
     ),
-    "heatmap": lambda: charts.heatmap(
+    "heatmap": lambda: heatmap.heatmap(
         ["m1", HOSTILE, "a row label longer than the forty-two characters an axis shows"],
         ["DyT", "minp", "col & <3>"],
         [[0.0, 100.0, 55.5], [50.0, None, 12.25], [None, 99.0, 1.0]],
@@ -430,7 +431,7 @@ RECORDED_CASES: dict[str, Callable[[], str]] = {
         row_hrefs=["/models/m1/", None, "/models/long/"],
         col_hrefs=[None, "/papers/minp/", "/papers/x/?a=1&b=2"],
     ),
-    "heatmap_wide": lambda: charts.heatmap(
+    "heatmap_wide": lambda: heatmap.heatmap(
         ["r1", "r2"],
         [f"snippet {j}" for j in range(45)],
         [[(i * 45 + j) % 7 / 6 if (i + j) % 5 else None for j in range(45)] for i in range(2)],
@@ -442,7 +443,7 @@ RECORDED_CASES: dict[str, Callable[[], str]] = {
         vmax=1.0,
         digits=2,
     ),
-    "heatmap_values_forced": lambda: charts.heatmap(
+    "heatmap_values_forced": lambda: heatmap.heatmap(
         ["r"],
         [f"c{j}" for j in range(31)],
         [[float(j) for j in range(31)]],
@@ -453,31 +454,31 @@ RECORDED_CASES: dict[str, Callable[[], str]] = {
         vmax=40.0,
         show_values=True,
     ),
-    "timeline": lambda: charts.timeline(
+    "timeline": lambda: dates.timeline(
         [
-            charts.TimelineItem("GPT-4.1", dt.date(2023, 12, 1), "model", "/models/G/"),
-            charts.TimelineItem("Mystery", None, "model"),
-            charts.TimelineItem(HOSTILE, dt.date(2025, 3, 1), "paper", "/papers/x/?a=1&b=2"),
-            charts.TimelineItem("minp", dt.date(2024, 7, 20), "paper"),
-            charts.TimelineItem("undated paper", None, "paper"),
+            dates.TimelineItem("GPT-4.1", dt.date(2023, 12, 1), "model", "/models/G/"),
+            dates.TimelineItem("Mystery", None, "model"),
+            dates.TimelineItem(HOSTILE, dt.date(2025, 3, 1), "paper", "/papers/x/?a=1&b=2"),
+            dates.TimelineItem("minp", dt.date(2024, 7, 20), "paper"),
+            dates.TimelineItem("undated paper", None, "paper"),
         ],
         chart_id="timeline",
         title="Cutoffs and papers",
         markers=[("Global cutoff", dt.date(2024, 7, 1)), ("Fixed <cutoff>", dt.date(2024, 10, 1))],
     ),
-    "timeline_one_kind": lambda: charts.timeline(
-        [charts.TimelineItem("only", dt.date(2022, 2, 2), "paper")],
+    "timeline_one_kind": lambda: dates.timeline(
+        [dates.TimelineItem("only", dt.date(2022, 2, 2), "paper")],
         chart_id="timeline-one",
         title="One",
         desc="A paper.",
         kinds=(("model", "Models"), ("paper", "Papers")),
         width=500,
     ),
-    "scatter": lambda: charts.scatter(
+    "scatter": lambda: scatter.scatter(
         [
-            charts.Point("A", 10.0, 20.0, "Dev A", "/models/a/"),
-            charts.Point(HOSTILE, 30.0, 25.5, "Dev J"),
-            charts.Point("a point label longer than the forty-two characters", 0.0, 3.0),
+            scatter.Point("A", 10.0, 20.0, "Dev A", "/models/a/"),
+            scatter.Point(HOSTILE, 30.0, 25.5, "Dev J"),
+            scatter.Point("a point label longer than the forty-two characters", 0.0, 3.0),
         ],
         chart_id="scatter",
         title="With vs without paper",
@@ -485,10 +486,10 @@ RECORDED_CASES: dict[str, Callable[[], str]] = {
         y_label="With paper",
         desc="Every pair.",
         unit="%",
-        swatches=charts.group_swatches(DEVELOPERS[:9]),
+        swatches=encoding.group_swatches(DEVELOPERS[:9]),
     ),
-    "scatter_no_diagonal": lambda: charts.scatter(
-        [charts.Point("p", 0.5, 0.25), charts.Point("q", 0.75, 1.0)],
+    "scatter_no_diagonal": lambda: scatter.scatter(
+        [scatter.Point("p", 0.5, 0.25), scatter.Point("q", 0.75, 1.0)],
         chart_id="scatter-plain",
         title="Plain",
         x_label="x",
@@ -498,22 +499,22 @@ RECORDED_CASES: dict[str, Callable[[], str]] = {
         digits=3,
         size=300,
     ),
-    "stacked_bar_chart": lambda: charts.stacked_bar_chart(
+    "stacked_bar_chart": lambda: bars.stacked_bar_chart(
         ["GPT-4.1", HOSTILE, "O3", "nothing"],
         [
-            charts.Series("Syntax Errors", [1, 0, None, 0]),
-            charts.Series("Logic Errors", [3, 2, 7, 0]),
-            charts.Series("Something new", [0.5, 1, 2, None]),
+            bars.Series("Syntax Errors", [1, 0, None, 0]),
+            bars.Series("Logic Errors", [3, 2, 7, 0]),
+            bars.Series("Something new", [0.5, 1, 2, None]),
         ],
         chart_id="stacked",
         title="Errors per model",
         x_label="Failures",
         row_hrefs=["/models/a/", None, "/models/o3/?x=1&y=2", None],
-        swatches=charts.category_swatches(),
+        swatches=encoding.category_swatches(),
     ),
-    "stacked_bar_chart_normalised": lambda: charts.stacked_bar_chart(
+    "stacked_bar_chart_normalised": lambda: bars.stacked_bar_chart(
         ["a", "b"],
-        [charts.Series(f"s{i}", [i, 10 - i]) for i in range(10)],
+        [bars.Series(f"s{i}", [i, 10 - i]) for i in range(10)],
         chart_id="stacked-share",
         title="Shares",
         x_label="share",
@@ -521,10 +522,8 @@ RECORDED_CASES: dict[str, Callable[[], str]] = {
         normalise=True,
         width=640,
     ),
-    "no_data_svg": lambda: charts.no_data_svg(chart_id="empty", title=HOSTILE, message="Nothing & <none>"),
-    "skippable": lambda: charts.skippable(
-        charts.no_data_svg(chart_id="skip-me", title="t"), label="Skip <it>"
-    ),
+    "no_data_svg": lambda: no_data_svg(chart_id="empty", title=HOSTILE, message="Nothing & <none>"),
+    "skippable": lambda: skippable(no_data_svg(chart_id="skip-me", title="t"), label="Skip <it>"),
 }
 
 

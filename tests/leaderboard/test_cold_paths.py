@@ -1,6 +1,6 @@
 """Issue 21, item 3: the shortcuts that make cold pages cheap give exactly what they replace.
 
-- ``views.snippet_url`` builds thousands of links per page without resolving the route each time: the
+- ``links.snippet_url`` builds thousands of links per page without resolving the route each time: the
   same string as ``reverse`` for every kind of snippet name, and ``reverse``'s refusal where the route
   does not take the arguments.
 - ``selectors.common.paper_sums`` parses every run's per-paper lists in one go: the same sums as the
@@ -19,11 +19,11 @@ from django.utils.http import urlencode
 from rest_framework.renderers import JSONRenderer
 
 from leaderboard import serializers as s
+from leaderboard.links import snippet_url
 from leaderboard.models import RunPaperScore
 from leaderboard.selectors.analyses import paper_scores_table, snippet_stats_table
 from leaderboard.selectors.common import PaperSums, paper_sums
 from leaderboard.services import leaderboard_refresh_run
-from leaderboard.views import snippet_url
 from tests.factories import make_benchmark, make_run
 
 NAMES = [

@@ -212,7 +212,7 @@ def test_verdicts_applied_as_deltas_in_any_order_give_the_rows_of_a_whole_run_re
     assert list(RunAggregation.objects.values_list("refreshes", flat=True)) == [1] * len(runs)
     assert RunAggregation.objects.filter(intervals_changes__lt=F("changes")).exists()  # intervals wait
     for release_id in (release.pk, None):
-        tasks.refresh_release(release_id)
+        tasks.leaderboard_refresh_release(release_id)
     assert not RunAggregation.objects.filter(intervals_changes__lt=F("changes")).exists()
     incremental = read_models()
     assert {tuple(s[0]) if s[0] is not None else None for s in incremental["scores"].values()} == {
@@ -236,7 +236,7 @@ def test_a_forged_verdict_judged_again_as_a_plain_failure_moves_the_forging_coun
     mine = [c for c in completions if c.run_id == run.pk]
     for c in mine:
         record(c.pk, confirmation_verdict("forged" if c is mine[0] else "confirmed"))
-    tasks.refresh_release(release.pk)
+    tasks.leaderboard_refresh_release(release.pk)
     changes = RunAggregation.objects.get(run=run).changes
     assert RunScore.objects.get(run=run, mode="none").passes_forged == 1
     run_rerun(run=run, outcomes=("failed",), by="test")
@@ -282,7 +282,7 @@ def test_a_verdict_moves_its_release_version_and_shows_at_once_and_the_page_says
     mine = [c for c in completions if c.run_id == run.pk]
     for c in mine[:-1]:
         record(c.pk, PASS)
-    tasks.refresh_release(release.pk)
+    tasks.leaderboard_refresh_release(release.pk)
     computed = ReleaseAggregation.objects.get(release=release).computed_at
     page = client.get("/").content.decode()
     assert "Intervals and rank ranges computed" in page and computed.strftime("%H:%M:%S") in page
@@ -310,9 +310,9 @@ def test_a_rerun_cancelled_before_its_items_are_judged_again_leaves_no_deleted_v
     assert run_rerun(run=run, by="test") == len(mine[::4])
     assert RunAggregation.objects.get(run=run).scheduled  # the refresh a worker would run next
     run_cancel(run=run, by="test")
-    assert tasks.refresh_run(run.pk) is True
+    assert tasks.leaderboard_refresh_run(run.pk) is True
     for release_id in (release.pk, None):
-        tasks.refresh_release(release_id)
+        tasks.leaderboard_refresh_release(release_id)
     on_the_board = read_models()
     assert_same(on_the_board, rebuilt_from_scratch([run]))  # the only run with results
 

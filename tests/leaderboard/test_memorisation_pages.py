@@ -12,8 +12,8 @@ import pytest
 from contributions.models import Snippet
 from evaluation.models import Completion, EvaluationRun
 from evaluation.services.verdicts import test_result_record
+from leaderboard.links import snippet_url
 from leaderboard.services import leaderboard_refresh_run
-from leaderboard.views import snippet_url
 from tests.evaluation.run_helpers import FAILED, PASSED
 from tests.factories import EvaluationRunFactory, LanguageModelFactory, make_benchmark
 from tests.leaderboard.test_pages import assert_accessible

@@ -19,10 +19,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from evaluation.models import Completion, TestResult
-from leaderboard import views
+from leaderboard import tasks
 from leaderboard.selectors.board import leaderboard_rows
 from leaderboard.services import leaderboard_refresh_runs
-from leaderboard.tasks import refresh_run
+from leaderboard.views import pages
 from tests.factories import LanguageModelFactory, TestResultFactory, UserFactory, make_benchmark, make_run
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("empty_cache")]
@@ -95,7 +95,7 @@ def test_new_results_show_up_on_every_page_as_soon_as_they_are_recorded(client):
     assert api_after != api_before
     assert next(r for r in api_after if r["model"]["key"] == "M001")["scaled_pass_at_1"] == 100.0
     # The whole-run rebuild (the repair path) agrees: the pages stay the same.
-    assert refresh_run(run.pk) is True
+    assert tasks.leaderboard_refresh_run(run.pk) is True
     assert score_text("M001") == after
 
 
@@ -205,7 +205,7 @@ def test_a_repeat_request_costs_one_query_whatever_the_number_of_models(client):
 
 def test_a_large_verdict_grid_loads_lazily_and_its_link_works_without_javascript(client, monkeypatch):
     Board().grow(2)
-    monkeypatch.setattr(views, "LAZY_CELLS", 3)  # 5 snippets: past the limit
+    monkeypatch.setattr(pages, "LAZY_CELLS", 3)  # 5 snippets: past the limit
     url = reverse("leaderboard:model", args=["M000"])
     page = client.get(url).content.decode()
     assert 'hx-get="?grid=all" hx-trigger="revealed"' in page and 'href="?grid=all"' in page
@@ -221,7 +221,7 @@ def test_a_large_verdict_grid_loads_lazily_and_its_link_works_without_javascript
 
 def test_a_large_paper_heatmap_loads_lazily_also_after_an_htmx_filter_change(client, monkeypatch):
     Board().grow(3)
-    monkeypatch.setattr(views, "LAZY_CELLS", 5)  # 3 models x 3 snippets of paper b
+    monkeypatch.setattr(pages, "LAZY_CELLS", 5)  # 3 models x 3 snippets of paper b
     url = reverse("leaderboard:paper", args=["b"])
     page = client.get(url).content.decode()
     assert 'id="paper-heatmap"' not in page and 'hx-get="?heatmap=all"' in page

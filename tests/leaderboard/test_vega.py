@@ -21,7 +21,8 @@ import pytest
 from django.contrib.staticfiles import finders
 from django.urls import reverse
 
-from leaderboard import charts, vega
+from leaderboard import vega
+from leaderboard.charts import encoding
 from leaderboard.selectors.board import LeaderboardFilters, Row, leaderboard_rows
 from leaderboard.selectors.common import ModelRef, Score
 from leaderboard.selectors.compare import ComparedPaper, ModelComparison, Setting, model_compare
@@ -148,13 +149,14 @@ def test_paper_heatmap_spec_cells_equal_the_selector_output_and_the_svg(client, 
     # Same colour scale as the SVG: its viridis stops, interpolated in RGB; the SVG's cells use them.
     scale = spec["layer"][1]["encoding"]["color"]["scale"]
     assert scale["domain"] == [0, 25, 50, 75, 100]
-    assert scale["range"] == [charts.scale_colour(k / 4) for k in range(5)]
+    assert scale["range"] == [encoding.scale_colour(k / 4) for k in range(5)]
     assert scale["interpolate"] == "rgb"
     heat_svg = svg(html, "paper-heatmap")
     assert (
-        f'fill="{charts.scale_colour(1.0)}"' in heat_svg and f'fill="{charts.scale_colour(0.0)}"' in heat_svg
+        f'fill="{encoding.scale_colour(1.0)}"' in heat_svg
+        and f'fill="{encoding.scale_colour(0.0)}"' in heat_svg
     )
-    assert spec["layer"][0]["mark"]["fill"] == charts.MISSING
+    assert spec["layer"][0]["mark"]["fill"] == encoding.MISSING
 
 
 def test_paper_heatmap_spec_follows_the_filters_like_the_svg(client, paper_board):
@@ -371,14 +373,14 @@ RECORDED_SPEC_CASES: dict[str, Callable[[], vega.Spec | None]] = {
     "board_scatter_spec_date": lambda: vega.board_scatter_spec(
         fixed_rows(),
         x="date",
-        swatches=charts.group_swatches(["Acme", "Unknown"]),
+        swatches=encoding.group_swatches(["Acme", "Unknown"]),
         model_hrefs={"m1": "/models/m1/"},
         title="By date",
     ),
     "board_scatter_spec_cost": lambda: vega.board_scatter_spec(
         fixed_rows(),
         x="cost",
-        swatches=charts.group_swatches(["Acme", "Bolt", "Unknown", "Zed"]),
+        swatches=encoding.group_swatches(["Acme", "Bolt", "Unknown", "Zed"]),
         model_hrefs={"m1": "/models/m1/", "m5": "/models/m5/"},
         title="By cost",
     ),
@@ -437,7 +439,7 @@ def test_without_javascript_the_svg_stays_and_the_interactive_view_is_hidden(cli
 
 
 def test_a_lazy_heatmap_brings_its_interactive_view_with_it(client, paper_board, monkeypatch):
-    monkeypatch.setattr("leaderboard.views.LAZY_CELLS", 1)
+    monkeypatch.setattr("leaderboard.views.pages.LAZY_CELLS", 1)
     url = reverse("leaderboard:paper", args=["heat"])
     assert "paper-heatmap-spec" not in page(client, url)
     response = client.get(url, {"heatmap": "all"}, headers={"HX-Request": "true"})

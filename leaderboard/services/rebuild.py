@@ -1,55 +1,39 @@
-"""Aggregation: raw test results -> the read models of ``leaderboard.models`` (docs/scoring.md#how-aggregation-runs).
+"""Whole-run rebuilds: raw test results -> the read models of ``leaderboard.models`` (docs/scoring.md#how-aggregation-runs).
 
 Every score row is computed by ``researchcodebench.scoring`` itself from ``SnippetResult`` objects, so the
 portal's numbers are the core library's numbers by construction. The selectors recombine the per-paper
 integer sums for subsets of papers (same integers, same float operations, same results).
 
-A verdict recorded one by one is applied as a delta (``leaderboard.increments``); the entry points here
-rebuild, repair, and recompute what a delta cannot update:
+A verdict recorded one by one is applied as a delta (``services.increments``); the entry points here
+rebuild and repair what a delta cannot update:
 
 - ``leaderboard_refresh_run(*, run)``: rebuild every read model row of one run (idempotent): the bulk and
   repair path, and the start of a run's deltas (its first verdict).
-- ``leaderboard_refresh_release(*, release_id)``: the per-release background step: contamination selections
-  moved by a new model or a catalogue change, then the bootstrap intervals of the runs whose verdicts
-  changed since theirs were computed; records when it ran. ``leaderboard_request_release_refresh`` is
-  its debounced trigger (task ``refresh_release`` on queue ``site``).
 - ``leaderboard_rebuild(*, run_ids)``: the repair command's rebuild, one run per transaction.
 - ``leaderboard_refresh_global()``: rebuild the ``global`` contamination rows of every run when the set of
   scored models of its release moved that release's global cutoff (from ``RunSnippetScore``, no raw results).
-- ``leaderboard_request_refresh(*, run_id)``: the debounced whole-run refresh of a bulk write
-  (``results_recorded``).
-- ``leaderboard_sweep()``: the beat's safety net: re-aggregate runs whose result count moved since their last
-  aggregation (bulk inserts send no signal) and run the step of releases left with stale intervals.
+- ``leaderboard_refresh_stale()`` / ``leaderboard_refresh_runs(*, runs)``: re-aggregate runs whose results
+  moved without a signal, then the shared rows once.
 - ``leaderboard_refresh_after_bulk_write()``: the synchronous refresh a bulk command asks for when it
   finishes (``contributions.signals.bulk_write_finished``), so its data is on the board when it returns.
 
-Locks. Whole-run rebuilds take the aggregation lock (a PostgreSQL advisory lock; SQLite's write lock does
-the same) *exclusively*, each in one transaction: a reader never sees a run's rows deleted and not yet
-rebuilt, and two rebuilds of runs of one release (which share ``SnippetStat`` rows and the ``global``
-rows) never interleave their delete-and-insert. Row-level writers (a verdict's delta, the step's new
-selections) take the run's row lock (``evaluation``'s ``run_lock``: a verdict's writer holds it already)
-and then the aggregation lock *shared*, so they run side by side but never during a rebuild. Lock order:
-run row, aggregation lock, read-model rows; a rebuild takes no run lock. Bootstrap intervals are computed
-holding no lock and written only over the rows (and selections) they were computed for.
+Every entry point takes the aggregation lock exclusively (``locks.serialized``; the lock order is in
+``services.locks``).
 """
 
 from __future__ import annotations
 
-import functools
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import ParamSpec, TypeVar
 
-from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import transaction
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.utils import timezone
 
 from contributions.models import Snippet, TaskVersion
 from evaluation.models import Completion, EvaluationRun, LanguageModel
-from evaluation.services.run_state import run_lock
 from leaderboard.aggregates import (
     MISSING,
     PASS,
@@ -58,8 +42,6 @@ from leaderboard.aggregates import (
     SnippetState,
     confirmation_fields,
     finite,
-    interval,
-    score_fields,
     snippet_state,
     solve_rate,
     stored_failures,
@@ -74,7 +56,6 @@ from leaderboard.cutoffs import (
 )
 from leaderboard.models import (
     Contamination,
-    ReleaseAggregation,
     RunAggregation,
     RunErrorCount,
     RunPaperScore,
@@ -83,45 +64,10 @@ from leaderboard.models import (
     ScoreMode,
     SnippetStat,
 )
-from leaderboard.scopes import META, release_scope, run_scopes, scopes_bump
+from leaderboard.scopes import META, run_scopes, scopes_bump
+from leaderboard.services.locks import serialized
+from leaderboard.services.markers import release_stamp, stale_runs
 from researchcodebench import scoring
-
-#: the PostgreSQL advisory lock key of aggregation writes (any constant unique to this purpose)
-AGGREGATION_LOCK_KEY = 0x52434241  # "RCBA"
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def aggregation_lock(*, shared: bool) -> None:
-    """Take the aggregation lock until the current transaction ends: exclusive for a whole-run rebuild,
-    shared for row-level writers (see the module docstring for the lock order). Re-entrant."""
-    if connection.vendor == "postgresql":
-        function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT {function}(%s)", [AGGREGATION_LOCK_KEY])
-
-
-def serialized(func: Callable[P, R]) -> Callable[P, R]:
-    """Run ``func`` in one transaction holding the aggregation lock exclusively (re-entrant: nested entry
-    points share the outer transaction and lock)."""
-
-    @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        with transaction.atomic():
-            aggregation_lock(shared=False)
-            return func(*args, **kwargs)
-
-    return wrapper
-
-
-#: seconds between the first result of a burst and the aggregation that covers the whole burst
-DEBOUNCE_S_DEFAULT = 5
-
-
-def debounce_seconds() -> int:
-    """``RCB_LEADERBOARD_DEBOUNCE_S`` (settings), default 5 s."""
-    return int(getattr(settings, "RCB_LEADERBOARD_DEBOUNCE_S", DEBOUNCE_S_DEFAULT))
 
 
 @dataclass(frozen=True)
@@ -527,27 +473,6 @@ def snippet_stats_refresh(*, snippet_ids: Iterable[int]) -> None:
         SnippetStat.objects.bulk_create(stats)
 
 
-def leaderboard_request_refresh(*, run_id: int) -> bool:
-    """Ask for an aggregation of ``run_id`` in ``debounce_seconds()``; True when this call scheduled it.
-
-    Debounce: the marker row's ``scheduled`` flag flips from false to true in one conditional update, so a
-    burst of results schedules exactly one task; the task clears the flag *before* aggregating, so a result
-    that lands during the aggregation schedules the next one (never lost, at worst one extra refresh).
-    The task is sent after the surrounding transaction commits (its results are then visible).
-    """
-    from leaderboard.tasks import refresh_run
-
-    RunAggregation.objects.get_or_create(run_id=run_id)
-    flipped = RunAggregation.objects.filter(run_id=run_id, scheduled=False).update(
-        scheduled=True, requested_at=timezone.now()
-    )
-    if not flipped:
-        return False
-    countdown = debounce_seconds()
-    transaction.on_commit(lambda: refresh_run.apply_async(args=[run_id], countdown=countdown))
-    return True
-
-
 @serialized
 def leaderboard_refresh_stale() -> list[int]:
     """Re-aggregate every run whose number of results of record differs from the last aggregation (a bulk
@@ -587,8 +512,8 @@ def _refresh_shared(*, snippet_ids: set[int], release_ids: set[int | None]) -> N
     snippet_stats_refresh(snippet_ids=snippet_ids)
     now = timezone.now()
     for release_id in release_ids:
-        if not _stale_runs(release_id).exists():
-            _stamp(release_id, computed_at=now, runs_recomputed=0)
+        if not stale_runs(release_id).exists():
+            release_stamp(release_id, computed_at=now, runs_recomputed=0)
 
 
 @serialized
@@ -603,7 +528,7 @@ def leaderboard_refresh_after_bulk_write() -> list[int]:
     """
     wanted = _runs_with_moved_results()
     dates = paper_dates()
-    for run_id, _mode, stored, wanted_selection in _cutoff_rows(RunScore.objects.all(), dates):
+    for run_id, _mode, stored, wanted_selection in cutoff_rows(RunScore.objects.all(), dates):
         if stored != wanted_selection:
             wanted.add(run_id)
     refreshed = sorted(wanted)
@@ -624,7 +549,7 @@ def leaderboard_rebuild(*, run_ids: Iterable[int]) -> list[int]:
     snippet_ids: set[int] = set()
     release_ids: set[int | None] = set()
     for run in EvaluationRun.objects.filter(id__in=list(run_ids)).order_by("pk"):
-        snippet_ids |= _rebuild_one(run_id=run.pk)
+        snippet_ids |= rebuild_one(run_id=run.pk)
         done.append(run.pk)
         release_ids.add(run.release_id)
     _refresh_shared(snippet_ids=snippet_ids, release_ids=release_ids)
@@ -632,108 +557,8 @@ def leaderboard_rebuild(*, run_ids: Iterable[int]) -> list[int]:
 
 
 @serialized
-def _rebuild_one(*, run_id: int) -> set[int]:
+def rebuild_one(*, run_id: int) -> set[int]:
     return _rebuild_run(EvaluationRun.objects.select_related("model", "release").get(pk=run_id))
-
-
-# --- the per-release background step ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ReleaseRefresh:
-    """What one per-release step did: score rows moved to a new contamination selection, and runs whose
-    bootstrap intervals were recomputed."""
-
-    reselected: int
-    recomputed: int
-
-
-def leaderboard_request_release_refresh(*, release_id: int | None) -> bool:
-    """Ask for the per-release step of ``release_id`` (None: the runs of no release) in
-    ``debounce_seconds()``; True when this call scheduled it.
-
-    Debounce as ``leaderboard_request_refresh``: the release's marker flips from not scheduled to scheduled
-    in one conditional update, and the step clears it before it starts, so a burst of verdicts schedules
-    one step and a verdict recorded during a step schedules the next. Sent after the surrounding
-    transaction commits.
-    """
-    from leaderboard.tasks import refresh_release
-
-    now = timezone.now()
-    marker = ReleaseAggregation.objects.filter(release_id=release_id)
-    scheduled = marker.order_by("pk").values_list("scheduled", flat=True).first()
-    if scheduled:  # the usual case during a burst: one read
-        return False
-    if scheduled is None:
-        try:
-            with transaction.atomic():
-                ReleaseAggregation.objects.create(release_id=release_id, scheduled=True, requested_at=now)
-        except IntegrityError:  # another request created it first, and scheduled the step
-            return False
-    elif not marker.filter(scheduled=False).update(scheduled=True, requested_at=now):
-        return False
-    scopes_bump([release_scope(release_id)])  # the board says a step is waiting
-    countdown = debounce_seconds()
-    transaction.on_commit(lambda: refresh_release.apply_async(args=[release_id], countdown=countdown))
-    return True
-
-
-def leaderboard_refresh_release(*, release_id: int | None) -> ReleaseRefresh:
-    """The per-release step: what a verdict's delta cannot update, for the runs of ``release_id``.
-
-    1. Contamination selections: the ``global`` rows whose stored selection is not the release's rule over
-       its models' cutoffs now (a new model moved it), and the ``per-model`` and ``before-cutoff`` rows whose
-       selection the model's cutoff and the catalogue's dates no longer give (or that a run scored before the
-       mode existed lacks), are recombined exactly from the run's paper rows over the new
-       selection (each run in its own transaction, like a delta); their intervals are then out of date.
-    2. Bootstrap intervals of every run whose intervals are behind its verdicts (``RunAggregation``), computed
-       holding no lock, and written only over rows whose selection is still the one they were computed for.
-    3. ``ReleaseAggregation.computed_at``: when this ran (the board shows it).
-
-    The release's marker is cleared first, so a verdict recorded during the step schedules the next one.
-    Idempotent; two steps of one release at once only repeat each other's work.
-    """
-    _stamp(release_id, scheduled=False)
-    reselected = _reselect(release_id)
-    stale = list(_stale_runs(release_id).order_by("run_id").values_list("run_id", flat=True))
-    recomputed = sum(_recompute_intervals(run_id) for run_id in stale)
-    _stamp(release_id, computed_at=timezone.now(), runs_recomputed=recomputed)
-    return ReleaseRefresh(reselected=reselected, recomputed=recomputed)
-
-
-def _stale_runs(release_id: int | None):
-    """``RunAggregation`` rows of the release's runs whose intervals are behind their verdicts."""
-    return RunAggregation.objects.filter(run__release_id=release_id, intervals_changes__lt=F("changes"))
-
-
-@transaction.atomic
-def _stamp(release_id: int | None, **fields: object) -> None:
-    """Set ``fields`` of the release's marker (created if missing); moves the release's cache scope (the
-    board shows when the step ran and whether one is waiting)."""
-    scopes_bump([release_scope(release_id)])
-    if ReleaseAggregation.objects.filter(release_id=release_id).update(**fields):
-        return
-    try:
-        with transaction.atomic():
-            ReleaseAggregation.objects.create(release_id=release_id, **fields)
-    except IntegrityError:  # created meanwhile by a request
-        ReleaseAggregation.objects.filter(release_id=release_id).update(**fields)
-
-
-def paper_rows(run_id: int) -> list[RunPaperScore]:
-    """The run's ``RunPaperScore`` rows, each with its ``paper_key`` (what ``aggregates.score_fields``
-    reads). One query."""
-    return list(
-        RunPaperScore.objects.filter(run_id=run_id).annotate(paper_key=F("paper__key")).order_by("pk")
-    )
-
-
-#: the ``RunScore`` fields a selection change or a delta rewrites (``score_fields``'s and the stamp)
-RECOMBINED_FIELDS = (
-    "line_mean", "line_std", "line_rates", "task_mean", "task_std", "task_rates", "snippets", "lines",
-    "expected_snippets", "coverage", "papers", "passes_confirmed", "passes_unconfirmed", "passes_forged",
-    "computed_at",
-)  # fmt: skip
 
 
 #: the modes whose selection follows the run's model's own cutoff and the catalogue's paper dates
@@ -743,7 +568,7 @@ CUTOFF_MODES = {
 }
 
 
-def _cutoff_rows(
+def cutoff_rows(
     rows: QuerySet[RunScore], dates: Mapping[str, date | None]
 ) -> Iterator[tuple[int, str, list[str] | None, list[str]]]:
     """``(run, mode, stored selection, wanted selection)`` of every cutoff mode of the runs that have scores
@@ -757,112 +582,3 @@ def _cutoff_rows(
     for run_id, model in models.items():
         for mode, rule in CUTOFF_MODES.items():
             yield run_id, mode, stored[run_id].get(mode), rule(model, dates)
-
-
-def _reselect(release_id: int | None) -> int:
-    """Step 1 of ``leaderboard_refresh_release``; returns how many rows moved (or were added)."""
-    wanted_global = release_global_selections([release_id])[release_id]
-    dates = paper_dates()
-    moved: dict[int, dict[str, list[str]]] = defaultdict(dict)
-    in_release = RunScore.objects.filter(run__release_id=release_id)
-    for run_id, selection in in_release.filter(mode=Contamination.GLOBAL).values_list("run_id", "selection"):
-        if selection != wanted_global:
-            moved[run_id][Contamination.GLOBAL] = wanted_global
-    for run_id, mode, selection, wanted in _cutoff_rows(in_release, dates):
-        if selection != wanted:
-            moved[run_id][mode] = wanted
-    for run_id in sorted(moved):
-        _reselect_run(run_id, moved[run_id])
-    return sum(len(modes) for modes in moved.values())
-
-
-@transaction.atomic
-def _reselect_run(run_id: int, selections: Mapping[str, list[str]]) -> None:
-    """Move the run's rows of these modes to these selections (adding a row a mode lacks); a run whose rows
-    predate the deltas is rebuilt instead."""
-    try:
-        run = run_lock(run_id)
-    except EvaluationRun.DoesNotExist:
-        return
-    if not RunAggregation.objects.filter(run_id=run_id, incremental=True).exists():
-        _rebuild_one(run_id=run_id)
-        return
-    aggregation_lock(shared=True)
-    scopes_bump(run_scopes(release_id=run.release_id, model_id=run.model_id))
-    papers = paper_rows(run_id)
-    have = set(
-        RunScore.objects.filter(run_id=run_id, mode__in=list(selections)).values_list("mode", flat=True)
-    )
-    RunScore.objects.bulk_create(
-        [RunScore(run_id=run_id, mode=mode) for mode in selections if mode not in have]
-    )
-    rows = list(RunScore.objects.filter(run_id=run_id, mode__in=list(selections)).order_by("pk"))
-    now = timezone.now()
-    for row in rows:
-        row.selection = selections[row.mode]
-        for name, value in score_fields(papers, row.selection).items():
-            setattr(row, name, value)
-        row.ci_low = row.ci_high = None
-        row.computed_at = now
-    RunScore.objects.bulk_update(rows, [*RECOMBINED_FIELDS, "selection", "ci_low", "ci_high"])
-    RunAggregation.objects.filter(run_id=run_id).update(changes=F("changes") + 1)
-
-
-def _recompute_intervals(run_id: int) -> int:
-    """Step 2 of ``leaderboard_refresh_release`` for one run: 1 when done, 0 when the run is gone.
-
-    Reads the run's change count first and its verdicts after, so the intervals reflect at least that
-    count; a delta committed meanwhile leaves the run behind again, for the next step.
-    """
-    changes = RunAggregation.objects.filter(run_id=run_id).values_list("changes", flat=True).first()
-    run = EvaluationRun.objects.select_related("release").filter(pk=run_id).first()
-    if changes is None or run is None:
-        return 0
-    verdicts = dict(
-        RunSnippetScore.objects.filter(run_id=run_id).order_by().values_list("snippet_id", "verdicts")
-    )
-    infos = snippet_infos(verdicts)
-    counted = scored_snippets(run, infos)
-    results = results_from_verdicts(infos, {sid: text for sid, text in verdicts.items() if sid in counted})
-    intervals: dict[tuple[str, ...] | None, tuple[float | None, float | None]] = {}
-    for selection in (
-        RunScore.objects.filter(run_id=run_id).order_by("pk").values_list("selection", flat=True)
-    ):
-        key = None if selection is None else tuple(selection)
-        if key not in intervals:
-            intervals[key] = interval(results, selection)
-    _write_intervals(run, changes, intervals)
-    return 1
-
-
-@transaction.atomic
-def _write_intervals(
-    run: EvaluationRun,
-    changes: int,
-    intervals: Mapping[tuple[str, ...] | None, tuple[float | None, float | None]],
-) -> None:
-    """The run's intervals, each over the rows whose selection is still the one it was computed for, and
-    its change count they reflect; moves the run's cache scopes."""
-    now = timezone.now()
-    for key, (low, high) in intervals.items():
-        same = Q(selection__isnull=True) if key is None else Q(selection=list(key))
-        RunScore.objects.filter(same, run_id=run.pk).update(ci_low=low, ci_high=high, computed_at=now)
-    RunAggregation.objects.filter(run_id=run.pk, intervals_changes__lt=changes).update(
-        intervals_changes=changes
-    )
-    scopes_bump(run_scopes(release_id=run.release_id, model_id=run.model_id))
-
-
-def leaderboard_sweep() -> list[int]:
-    """The beat's safety net (task ``refresh_stale``): ``leaderboard_refresh_stale``, then the step of every
-    release with a run whose intervals are behind its verdicts (a step request lost with a worker or the
-    broker). Returns the ids of the runs re-aggregated."""
-    refreshed = leaderboard_refresh_stale()
-    behind = set(
-        RunAggregation.objects.filter(intervals_changes__lt=F("changes")).values_list(
-            "run__release_id", flat=True
-        )
-    )
-    for release_id in sorted(behind, key=lambda r: (r is None, r or 0)):
-        leaderboard_refresh_release(release_id=release_id)
-    return refreshed

@@ -12,7 +12,7 @@ recorded for one completion, or a re-judge that overwrites one. What it writes, 
    whose selection holds that paper, recombined exactly from the run's paper rows
    (``aggregates.score_fields``); their bootstrap intervals stay as last computed;
 3. ``RunAggregation``: one more result seen, and one more change the intervals do not reflect yet; after
-   commit, the release's background step is requested (``services.leaderboard_request_release_refresh``),
+   commit, the release's background step is requested (``leaderboard_request_release_refresh``),
    which recomputes the intervals and the contamination selections;
 4. the cache scopes of the run's release and model (``scopes.scopes_bump``), when a row changed: their
    pages are built afresh on the next request, every other release's and model's stay cached.
@@ -23,10 +23,10 @@ instead (``leaderboard_refresh_run``), which also starts its deltas.
 Transactions and locks: everything happens inside the transaction that records the verdict, so a verdict
 and its delta commit together (a rolled-back verdict leaves no trace on the board, and a worker that dies
 between the two cannot leave the board behind, as a delta sent after commit could). The verdict's writer
-already holds the run's row lock (``evaluation``'s ``run_lock``), taken again here for other callers: the
-deltas of one run are applied one after the other, each on the rows the previous one committed. The
-aggregation lock is then taken shared, so deltas of different runs run side by side and never during a
-whole-run rebuild. ``SnippetStat`` is the one row deltas of different runs share: it is read for update.
+holds evaluation's run row; the delta then takes the leaderboard's own lock of the run
+(``locks.run_aggregation_lock``): the deltas of one run are applied one after the other, each on the rows
+the previous one committed. The aggregation lock is then taken shared, so deltas of different runs run side
+by side and never during a whole-run rebuild. ``SnippetStat`` is the one row deltas of different runs share: it is read for update.
 """
 
 from __future__ import annotations
@@ -40,8 +40,6 @@ from django.utils import timezone
 
 from contributions.models import ReleaseEntry
 from evaluation.models import Completion, EvaluationRun
-from evaluation.services.run_state import run_lock
-from leaderboard import services
 from leaderboard.aggregates import (
     Contribution,
     SnippetState,
@@ -60,6 +58,10 @@ from leaderboard.models import (
     SnippetStat,
 )
 from leaderboard.scopes import run_scopes, scopes_bump
+from leaderboard.services.locks import aggregation_lock, run_aggregation_lock
+from leaderboard.services.rebuild import SnippetInfo, leaderboard_refresh_run, snippet_infos
+from leaderboard.services.release_step import RECOMBINED_FIELDS, paper_rows
+from leaderboard.services.scheduling import leaderboard_request_release_refresh
 
 #: the ``TestResult`` fields a verdict is made of: a save that changes none of them changes no score
 VERDICT_FIELDS = frozenset({"outcome", "passed", "tier", "category", "confirmation"})
@@ -74,10 +76,10 @@ class _Target:
     model_id: int
     with_paper: bool
     incremental: bool
-    info: services.SnippetInfo
-    #: the snippet counts in the run's scores (``services.scored_snippets``' rule)
+    info: SnippetInfo
+    #: the snippet counts in the run's scores (``rebuild.scored_snippets``' rule)
     counted: bool
-    #: the snippet is one the run should have a result for (``services._expected_snippets``' rule)
+    #: the snippet is one the run should have a result for (``rebuild``'s rule for the snippets a run should have)
     expected: bool
 
 
@@ -119,7 +121,7 @@ def _target(completion_id: int) -> _Target | None:
     if run is None:
         return None
     release_id, model_id, with_paper, counts_unchecked, incremental, explicit, listed, released = run
-    info = services.snippet_infos([snippet_id])[snippet_id]
+    info = snippet_infos([snippet_id])[snippet_id]
     return _Target(
         run_id=run_id,
         release_id=release_id,
@@ -141,11 +143,11 @@ def leaderboard_apply_result(*, completion_id: int, created: bool) -> bool:
     if target is None:
         return False
     if not target.incremental:
-        services.leaderboard_refresh_run(run=EvaluationRun(pk=target.run_id), defer_global=True)
+        leaderboard_refresh_run(run=EvaluationRun(pk=target.run_id), defer_global=True)
         _request_step(target.release_id)
         return True
-    run_lock(target.run_id)
-    services.aggregation_lock(shared=True)
+    run_aggregation_lock(target.run_id)
+    aggregation_lock(shared=True)
     results = (
         Completion.objects.filter(run_id=target.run_id, snippet_id=target.info.id, result__isnull=False)
         .order_by()
@@ -183,7 +185,7 @@ def leaderboard_apply_result(*, completion_id: int, created: bool) -> bool:
 def _request_step(release_id: int | None) -> None:
     # After commit, holding nothing: the release's marker is one row every verdict of the release would
     # otherwise wait on.
-    transaction.on_commit(lambda: services.leaderboard_request_release_refresh(release_id=release_id))
+    transaction.on_commit(lambda: leaderboard_request_release_refresh(release_id=release_id))
 
 
 def _state(row: RunSnippetScore | None) -> SnippetState | None:
@@ -291,7 +293,7 @@ def _apply_scores(target: _Target, old: SnippetState | None, new: SnippetState |
         ),
         -1,
     )
-    papers = services.paper_rows(target.run_id)
+    papers = paper_rows(target.run_id)
     width = max([len(new.verdicts) if new else 0, *(len(p.task_den) for p in papers)])
     row = next((p for p in papers if p.paper_id == info.paper_id), None)
     if row is None:
@@ -328,4 +330,4 @@ def _apply_scores(target: _Target, old: SnippetState | None, new: SnippetState |
         for name, value in score_fields(papers, score.selection).items():
             setattr(score, name, value)
         score.computed_at = now
-    RunScore.objects.bulk_update(scores, list(services.RECOMBINED_FIELDS))
+    RunScore.objects.bulk_update(scores, list(RECOMBINED_FIELDS))
