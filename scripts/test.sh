@@ -31,11 +31,13 @@ echo "database: ${DATABASE_URL:-sqlite (default)}   broker: ${CELERY_BROKER_URL:
 if [[ $# -gt 0 ]]; then
   exec .venv/bin/python -m pytest --durations=25 "$@"
 fi
-# The whole suite: everything but the crash tests on two processes (pytest-xdist, each test file whole on one
+# The whole suite: everything but the crash tests on four processes (pytest-xdist, each test file whole on one
 # of them; tests/pytest_env.py gives each process its own test database, var folder and RabbitMQ vhost), then
 # the crash tests on their own, since they restart the broker and kill processes under the others' feet. CI
 # (.ci/run) runs this on the default path (SQLite, the filesystem broker) and on PostgreSQL and RabbitMQ.
-processes="${RCB_TEST_PROCESSES:-2}"
+# Four on two cores: the suite mostly waits (on workers, sandboxes, browsers and subprocesses it starts), and
+# two processes kept the cores less than half busy (RCB_TEST_PROCESSES sets another number).
+processes="${RCB_TEST_PROCESSES:-4}"
 if [[ ${CELERY_BROKER_URL:-} == amqp* ]] && ! rabbitmqctl list_vhosts >/dev/null 2>&1; then
   echo "rabbitmqctl cannot reach the broker to give each test process its own vhost: one process"
   processes=0
