@@ -8,9 +8,10 @@ delta, side by side in one run. Not part of the test suite.
 2. Whole-run refresh: ``leaderboard_refresh_run`` of the middle run, ``--rebuilds`` times.
 3. One verdict as a delta: ``--verdicts`` times, a random result of the same run flips (passed <-> a logic
    failure), in a transaction holding the run's row lock as a worker recording a verdict does, and
-   ``increments.leaderboard_apply_result`` (what the result's ``post_save`` calls) applies it; committed
-   each time. Timed: the delta, and after commit the request for the release's step (the run lock and
-   the result's own write are the verdict's, not the aggregation's; wall time: the delta alone).
+   ``leaderboard.services.increments.leaderboard_apply_result`` (what the result's ``post_save`` calls)
+   applies it; committed each time. Timed: the delta, and after commit the request for the release's step
+   (the run lock and the result's own write are the verdict's, not the aggregation's; wall time: the delta
+   alone).
 4. The per-release background step those verdicts asked for (``leaderboard_refresh_release``): the run's
    bootstrap intervals.
 

@@ -12,7 +12,7 @@ has:
 contributions has no Celery work, so it has no ``tasks.py`` and no ``dispatch.py``: a proposal's validation
 runs in the evaluation app, which hears of a submission through ``signals.revision_submitted`` and reports
 back through ``services.proposal_validation``, whose watchdog evaluation's beat runs
-(``evaluation.tasks.validation_watchdog``).
+(``evaluation.tasks.validations_watchdog``).
 
 Beside the rooms, plain modules both services and selectors build on: ``proposal_status`` (a proposal's
 status in words), ``task_folders`` and ``task_meta`` (a version's files and registry entry),

@@ -218,9 +218,10 @@ class ReleaseEntry(models.Model):
 
 # ------------------------------------------------------------------------------------------- contributions
 #
-# A contribution is a ``Proposal``: a state machine (docs/architecture.md, "Contributions") whose every move
-# is one service of ``contributions/services/`` (``proposals``, ``proposal_validation``, ``review``: a
-# conditional update plus a ``ProposalEvent``).
+# A contribution is a ``Proposal``: a state machine (``contributions/services/proposal_state.py``;
+# docs/architecture.md#the-apps-and-what-each-owns) whose every move is one service of
+# ``contributions/services/`` (``proposals``, ``revisions``, ``proposal_validation``, ``review``), made
+# through ``proposal_state.proposal_transition``: a conditional update plus a ``ProposalEvent``.
 # Its code arrives as ``ProposalRevision``s: a revision is immutable once submitted, and a new upload after
 # that is a new revision. Maintainers are the users with the ``contributions.review_proposal`` permission.
 
@@ -229,7 +230,8 @@ class Proposal(models.Model):
     """One contribution of a task: its paper metadata, its revisions, its state and its history.
 
     Moves between states only through the services of ``contributions.services`` (``proposals``,
-    ``proposal_validation``, ``review``)::
+    ``revisions``, ``proposal_validation``, ``review``), each by ``proposal_state.proposal_transition``
+    (``proposal_state.TRANSITIONS`` is the full picture)::
 
         draft -> submitted -> validating -> changes_requested | ready_for_review -> approved -> published
         (changes_requested -> submitted again with a new revision; ready_for_review -> rejected;

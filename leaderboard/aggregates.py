@@ -1,5 +1,6 @@
-"""The arithmetic of the read models, shared by the whole-run rebuild (``services.leaderboard_refresh_run``)
-and the per-verdict deltas (``increments.leaderboard_apply_result``), so that both give the same rows.
+"""The arithmetic of the read models, shared by the whole-run rebuild
+(``services.rebuild.leaderboard_refresh_run``) and the per-verdict deltas
+(``services.increments.leaderboard_apply_result``), so that both give the same rows.
 
 - ``snippet_state``: one (run, snippet) row (``RunSnippetScore``) from that snippet's results of record,
   with each index's confirmation against an impossible variant;
@@ -86,7 +87,7 @@ def snippet_state(results: Iterable[ResultRow]) -> SnippetState | None:
     Infrastructure-tier results never count against a model: their index shows as ``-`` (untested) and
     they are counted under their own tier. A plain failure with no category was recorded without test
     output (the published results) and counts as ``unclassified``. Each index's confirmation is the one
-    ``evaluation.selectors.confirmation_kind`` gives its result (the run page counts the same).
+    ``evaluation.selectors.counts.confirmation_kind`` gives its result (the run page counts the same).
     """
     marks: dict[int, str] = {}
     failures: dict[int, tuple[str, str]] = {}

@@ -27,9 +27,9 @@ Granularity and what stays exact:
   intervals, contamination selections) and when it last ran.
 
 How the rows stay current (docs/scoring.md#how-aggregation-runs): a recorded verdict updates the rows it
-touches in place (``leaderboard.increments``); what cannot be updated by a delta is recomputed per release
-in the background (``leaderboard.services.leaderboard_refresh_release``); a whole-run rebuild
-(``leaderboard_refresh_run``) gives the same rows and stays the repair path.
+touches in place (``leaderboard.services.increments``); what cannot be updated by a delta is recomputed per
+release in the background (``leaderboard.services.release_step.leaderboard_refresh_release``); a whole-run
+rebuild (``leaderboard_refresh_run``) gives the same rows and stays the repair path.
 """
 
 from __future__ import annotations

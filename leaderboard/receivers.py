@@ -4,8 +4,8 @@ Layering: evaluation must not import leaderboard, so the leaderboard subscribes 
 instead of being called:
 
 - ``post_save`` of ``TestResult`` (a verdict recorded one by one, or a re-judge that overwrites one) is
-  applied as a delta, in the transaction that records it (``increments.leaderboard_apply_result``): the
-  result is on the board as soon as it is committed;
+  applied as a delta, in the transaction that records it (``services.increments.leaderboard_apply_result``):
+  the result is on the board as soon as it is committed;
 - ``evaluation.signals.results_recorded`` (sent after bulk writes and a re-run's deletes, which send no
   ``post_save``) flips the run's debounce marker: a burst of results causes one whole-run aggregation.
 

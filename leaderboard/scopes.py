@@ -12,9 +12,9 @@ A stored body (``leaderboard.caching``) is keyed by the versions of the scopes i
   ``QuerySet.update`` of ``updated_at`` included, moves it without a call here.
 
 Every writer of what a scope shows calls ``scopes_bump`` in its own transaction (the deltas and rebuilds
-of ``leaderboard.increments`` and ``leaderboard.services``; for the lower layers' rows, the receivers of
-``leaderboard.receivers``: a run saved or deleted, a bulk import finished). A bump commits with the write,
-so a reader never sees the new version with the old rows.
+of ``leaderboard.services``: ``increments``, ``rebuild``, ``release_step``; for the lower layers' rows, the
+receivers of ``leaderboard.receivers``: a run saved or deleted, a bulk import finished). A bump commits with
+the write, so a reader never sees the new version with the old rows.
 
 A scope's version is the sum of its ``CacheScope`` shards. A bump adds one to a shard that no other open
 transaction holds (``SELECT ... FOR UPDATE SKIP LOCKED``), creating a shard when all are held: many

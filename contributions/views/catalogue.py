@@ -1,5 +1,6 @@
 """Pages of the benchmark catalogue: releases (a release's page, its download, cutting a release, choosing
-the default). The papers page is the leaderboard's (``leaderboard.views.papers_page``), served from its cache."""
+the default). The papers page is the leaderboard's (``leaderboard.views.papers.papers_page``), served from
+its cache."""
 
 from __future__ import annotations
 

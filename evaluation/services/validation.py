@@ -1,6 +1,7 @@
 """Validation of a contribution: a proposal revision's battery, run by the worker's shared runner.
 
-The catalogue owns the proposal and its state machine (``contributions.services.proposals``, ``.proposal_validation``); this module
+The catalogue owns the proposal and its state machine (``contributions.services.proposal_state``; the
+validation's moves are ``contributions.services.proposal_validation``); this module
 only runs the battery (``researchcodebench.validation.validate_task``) through the same runner and sandbox
 as model completions, so a task that validates green behaves the same when models are evaluated on it.
 

@@ -14,9 +14,9 @@ from leaderboard.services.release_step import leaderboard_refresh_release
 
 
 def leaderboard_sweep() -> list[int]:
-    """The beat's safety net (task ``refresh_stale``): ``leaderboard_refresh_stale``, then the step of every
-    release with a run whose intervals are behind its verdicts (a step request lost with a worker or the
-    broker). Returns the ids of the runs re-aggregated."""
+    """The beat's safety net (task ``leaderboard_sweep``): ``leaderboard_refresh_stale``, then the step of
+    every release with a run whose intervals are behind its verdicts (a step request lost with a worker or
+    the broker). Returns the ids of the runs re-aggregated."""
     refreshed = leaderboard_refresh_stale()
     behind = set(
         RunAggregation.objects.filter(intervals_changes__lt=F("changes")).values_list(

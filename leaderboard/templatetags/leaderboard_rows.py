@@ -21,7 +21,7 @@ from researchcodebench.errors import LABELS
 register = template.Library()
 
 _GRID_MARKS = {"pass": "✓", "fail": "✗", "partial": "~"}
-#: a verdict state in words (``models.verdict_state``: every, none or some of the completions passed)
+#: a verdict state in words (``selectors.models.verdict_state``: every, none or some completions passed)
 _STATE_WORDS = {"pass": "passed", "fail": "failed", "partial": "partly passed", "none": "not tested"}
 
 
