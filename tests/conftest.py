@@ -32,8 +32,9 @@ CHROMIUM_ARGS = (
 )
 
 
-#: markers of the tests that take longest (real workers, browsers, image builds)
-LONG_MARKERS = ("slow", "browser")
+#: markers of the tests, or files of tests, that take longest (real workers, browsers, image builds, the
+#: sandbox batteries)
+LONG_MARKERS = ("slow", "browser", "sandbox")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -28,6 +28,8 @@ from tests.conftest import wait_for
 from tests.factories import EXAMPLE_MANIFEST, UserFactory, example_upload
 from tests.factories.contributions import EXAMPLE_TASK
 
+pytestmark = pytest.mark.slow
+
 State = Proposal.State
 FIXTURES = Path(__file__).resolve().parents[1] / "researchcodebench" / "fixtures" / "validation"
 

@@ -23,7 +23,7 @@ EXAMPLES = REPO / "examples" / "pset"
 ORIGINAL = REPO.parent / "shared" / "data" / "overall_stats.json"
 TOP_MODEL = "GEMINI_2_5_PRO_PREVIEW_05_06"
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 
 def assert_published_board(client) -> None:

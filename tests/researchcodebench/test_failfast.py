@@ -26,6 +26,8 @@ import unittest
 
 import toy
 
+pytestmark = pytest.mark.sandbox
+
 
 class ScaleTest(unittest.TestCase):
     def test_a_scales_each_value(self):

@@ -33,6 +33,8 @@ from researchcodebench.runner import Runner
 
 from .runner_fixtures import checked_local_sandbox, docker_runner, eval_python
 
+pytestmark = pytest.mark.sandbox
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pset"
 FULL = bool(os.environ.get("RCB_FULL_BATTERY"))
 WRONG = "return x.abs().mean(dim=-1, keepdim=True)"

@@ -29,6 +29,8 @@ from .runner_fixtures import (
     toy_task,
 )
 
+pytestmark = pytest.mark.sandbox
+
 WRONG = body("result = [v * factor + 1000 for v in values]")
 
 #: Plants everything it can, everywhere it can (run as the toy's completion, and as a contributed test).

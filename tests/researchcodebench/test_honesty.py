@@ -25,6 +25,8 @@ from researchcodebench.runner import Runner
 from .honesty_programs import PROGRAMS
 from .runner_fixtures import checked_local_sandbox, docker_runner, eval_python
 
+pytestmark = pytest.mark.sandbox
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pset"
 #: The example tasks the battery covers (each has several programs).
 NINE_TASKS = (

@@ -24,6 +24,8 @@ from researchcodebench.sandbox.base import Limits
 
 from .runner_fixtures import body, checked_local_sandbox, docker_runner, eval_python, toy_task
 
+pytestmark = pytest.mark.sandbox
+
 SECRETS = {
     "DJANGO_SECRET_KEY": "django-insecure-canary-5b1f0c",
     "DATABASE_URL": "postgres://canary:hunter2-canary@127.0.0.1:5432/db",

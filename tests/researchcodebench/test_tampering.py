@@ -34,6 +34,8 @@ from researchcodebench.screen import screen_completion
 
 from .runner_fixtures import checked_local_sandbox, docker_runner, eval_python
 
+pytestmark = pytest.mark.sandbox
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "pset"
 HOSTILE = Path(__file__).resolve().parent / "fixtures" / "hostile_pset"

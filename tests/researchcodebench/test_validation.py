@@ -27,6 +27,8 @@ from researchcodebench.variants import SnippetVariants
 
 from .runner_fixtures import checked_local_sandbox, eval_python
 
+pytestmark = pytest.mark.sandbox
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "pset"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "validation"
