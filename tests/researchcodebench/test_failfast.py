@@ -16,6 +16,8 @@ from researchcodebench.runner import EvalItem, Runner, Verdict, longest_first
 
 from .runner_fixtures import body, checked_local_sandbox, eval_python, make_pset
 
+pytestmark = pytest.mark.sandbox
+
 SLEEP_S = 2.0
 
 # test_a fails for a wrong completion; test_b would fail too and test_c pass, each after a sleep. unittest
@@ -25,8 +27,6 @@ import time
 import unittest
 
 import toy
-
-pytestmark = pytest.mark.sandbox
 
 
 class ScaleTest(unittest.TestCase):
