@@ -61,7 +61,9 @@ class MarkProblem:
         if self.first is None:
             return self.file
         lines = str(self.first) if self.last in (None, self.first) else f"{self.first}-{self.last}"
-        return f"{self.file}:{lines}" if self.file else f"line {lines}"
+        if self.file:
+            return f"{self.file}:{lines}"
+        return f"line {lines}" if "-" not in lines else f"lines {lines}"
 
     def __str__(self) -> str:
         where = self.location()
