@@ -28,6 +28,7 @@ OLDEST = re.search(r'^requires-python = ">=(\d+\.\d+)"$', (REPO / "pyproject.tom
 CORE_TESTS = (
     "test_errors.py",
     "test_annotations.py",
+    "test_marking.py",
     "test_pset.py",
     "test_pset_in_memory.py",
     "test_problems.py",
