@@ -3,6 +3,7 @@ system Chromium driven by Playwright for the browser journeys."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -92,17 +93,51 @@ def shared_store(redis_url) -> Iterator[str]:
             shared.delete(name)
 
 
+#: Seconds each test file took in a recorded run (``RCB_RECORD_DURATIONS=1 make test`` rewrites it): only the
+#: order of the files depends on it, never what a test checks. A file it does not list (a new one) counts as
+#: ``UNLISTED_LONG_S`` when it holds a test of ``LONG_MARKERS``, else as nothing.
+DURATIONS = Path(__file__).with_name("durations.json")
+UNLISTED_LONG_S = 60.0
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist, files holding a long test first, each file's tests in their own order: ``make test``
-    hands whole files to two processes in the order they first appear (``--dist loadfile``), so a long file
-    collected last would run alone at the end while the other process idles. A process runs each file whole
-    anyway, so pytest-django's order (database tests before transactional ones) holds only within a file
-    there; a run on one process keeps that order across files, untouched."""
+    """Under pytest-xdist, the longest files first, each file's tests in their own order: ``make test`` hands
+    whole files to its processes in the order they first appear (``--dist loadfile``), so a long file
+    collected last would run alone at the end while the others idle. A process runs each file whole anyway,
+    so pytest-django's order (database tests before transactional ones) holds only within a file there; a
+    run on one process keeps that order across files, untouched."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
+    recorded = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
     long_files = {item.path for item in items if any(item.get_closest_marker(m) for m in LONG_MARKERS)}
-    items.sort(key=lambda item: item.path not in long_files)  # a stable sort: the rest of the order stays
+
+    def seconds(path: Path) -> float:
+        name = path.relative_to(REPO).as_posix()
+        return recorded.get(name, UNLISTED_LONG_S if path in long_files else 0.0)
+
+    items.sort(key=lambda item: -seconds(item.path))  # a stable sort: each file's order stays
+
+
+_SPENT: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With ``RCB_RECORD_DURATIONS=1``, the time of each file's tests (setup, call and teardown), added up in
+    the process that reports them all (xdist's controller, or the only one)."""
+    if os.environ.get("RCB_RECORD_DURATIONS") == "1" and not os.environ.get("PYTEST_XDIST_WORKER"):
+        name = report.nodeid.split("::")[0]
+        _SPENT[name] = _SPENT.get(name, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Write the files' recorded times into ``DURATIONS`` (merged over what it lists: a run of some files keeps
+    the others' times)."""
+    if not _SPENT:
+        return
+    recorded = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+    recorded.update({name: round(spent, 1) for name, spent in _SPENT.items()})
+    DURATIONS.write_text(json.dumps(dict(sorted(recorded.items())), indent=1) + "\n")
 
 
 def database_url_for_current_connection() -> str:
