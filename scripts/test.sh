@@ -43,6 +43,9 @@ if [[ ${CELERY_BROKER_URL:-} == amqp* ]] && ! rabbitmqctl list_vhosts >/dev/null
   processes=0
 fi
 status=0
-.venv/bin/python -m pytest -n "$processes" --dist loadfile -m "not crash" --durations=25 || status=$?
+# --no-loadscope-reorder: xdist would otherwise hand out the files with the most tests first, whatever the
+# order tests/conftest.py gives them (the longest first, by tests/durations.json), and a long file of a few
+# tests (the wheel on the oldest Python, warm versus cold) would start last and run alone at the end.
+.venv/bin/python -m pytest -n "$processes" --dist loadfile --no-loadscope-reorder -m "not crash" --durations=25 || status=$?
 .venv/bin/python -m pytest -m crash --durations=10 || status=$((status ? status : $?))
 exit "$status"
