@@ -309,7 +309,7 @@ class FilesForm(forms.Form):
 
 #: what a person calls the answers a proposal service may name (``ProposalError.field``) that no single field
 #: of the contribution form holds
-_ANSWER_LABELS = {"code": "Code", "meta": "Paper details", "manifest": "Files"}
+_ANSWER_LABELS = {"code": "Code", "meta": "Paper details", "manifest": "Files", "marks": "Snippets"}
 
 
 def contribution_label(field: str | None) -> str | None:

@@ -311,6 +311,8 @@ class ProposalRevision(models.Model):
     class Source(models.TextChoices):
         ARCHIVE = "archive", "Archive upload"
         GIT = "git", "Git repository"
+        #: the previous revision's files with the snippets the author marked in the browser written as tags
+        MARKS = "marks", "Snippets marked in the browser"
 
     class ValidationStatus(models.TextChoices):
         PENDING = "pending", "Pending"

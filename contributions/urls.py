@@ -1,6 +1,6 @@
 from django.urls import path
 
-from contributions.views import accounts, catalogue, contribute, review
+from contributions.views import accounts, catalogue, contribute, marking, review
 
 app_name = "contributions"
 urlpatterns = [
@@ -16,6 +16,7 @@ urlpatterns = [
     path("contribute/<int:proposal_id>/step/3/", contribute.contribute_files, name="contribute_files"),
     path("contribute/<int:proposal_id>/step/4/", contribute.contribute_preview, name="contribute_preview"),
     path("contribute/<int:proposal_id>/step/5/", contribute.contribute_submit, name="contribute_submit"),
+    path("contribute/<int:proposal_id>/snippets/", marking.proposal_marks, name="proposal_marks"),
     path("review/", review.review_queue, name="review_queue"),
     path("contribute/<int:proposal_id>/", review.proposal_detail, name="proposal_detail"),
     path("contribute/<int:proposal_id>/comment/", review.proposal_comment, name="proposal_comment"),

@@ -156,6 +156,13 @@ MATRIX: dict[str, list[Req]] = {
         get(302, 302, 404, 404, args=("draft_id",)),
         post(302, 302, 404, 404, args=("draft_id",)),
     ],
+    # The author edits; a maintainer reads a submitted proposal's marks and changes nothing (404 on POST).
+    "contributions:proposal_marks": [
+        get(302, 200, 404, 404, args=("draft_id",)),
+        get(302, 200, 404, 200, args=("submitted_id",)),
+        post(302, 400, 404, 404, args=("draft_id",)),
+        post(302, 400, 404, 404, args=("submitted_id",)),
+    ],
     "contributions:review_queue": [get(302, 403, 403, 200)],
     "contributions:proposal_detail": [
         get(302, 200, 404, 404, args=("draft_id",)),

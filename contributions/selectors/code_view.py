@@ -114,7 +114,7 @@ def _role(path: str, manifest: Mapping[str, Any]) -> str:
 _ROLE_ORDER = ("annotated", "test", "oracle", "context", "requirements", "other", "paper")
 
 
-def _highlight(path: str, text: str) -> list[SafeString]:
+def highlight_lines(path: str, text: str) -> list[SafeString]:
     try:
         lexer = get_lexer_for_filename(path, stripnl=False, stripall=False, ensurenl=False)
     except ClassNotFound:
@@ -268,7 +268,7 @@ def _code_lines(path: str, text: str, *, anchor: str, snippets: list[Snippet]) -
     """The highlighted lines of a file, each marked with the innermost snippet region holding it."""
     regions = sorted((s for s in snippets if s.file == path), key=lambda s: s.end_line - s.start_line)
     lines = []
-    for number, html in enumerate(_highlight(path, text), start=1):
+    for number, html in enumerate(highlight_lines(path, text), start=1):
         inner = next((s for s in regions if s.start_line <= number <= s.end_line), None)
         lines.append(
             CodeLine(

@@ -56,7 +56,8 @@ def proposal_submit(*, proposal: Proposal, by: Any) -> ProposalEvent:
     """draft | changes requested -> submitted: freeze the newest revision and queue its validation.
 
     The revision submitted is the one not yet submitted or, when the last validation could not run at
-    all (infrastructure), the same revision again. Refused without a paper title.
+    all (infrastructure), the same revision again. Refused without a paper title, and for code whose
+    snippets are not marked yet.
     """
     require_author(proposal, by, "submit")
     proposal = proposal_lock(proposal)
@@ -67,6 +68,11 @@ def proposal_submit(*, proposal: Proposal, by: Any) -> ProposalEvent:
     revision = latest_revision(proposal)
     if revision is None:
         raise ProposalError("code: upload the task's code before submitting", field="code")
+    if not (revision.manifest or {}).get("annotated_files"):
+        raise ProposalError(
+            "marks: mark the snippets on the code before submitting: it holds no paper2code tag yet",
+            field="marks",
+        )
     now = timezone.now()
     if revision.submitted_at is None:
         ProposalRevision.objects.filter(pk=revision.pk, submitted_at__isnull=True).update(submitted_at=now)

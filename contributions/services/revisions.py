@@ -35,7 +35,7 @@ from contributions.services.proposal_state import (
 )
 from contributions.services.proposals import proposal_save_draft
 from contributions.task_folders import safe_relpath
-from contributions.upload_manifest import MANIFEST_DEFAULTS, PAPER_SUFFIXES, manifest_guess
+from contributions.upload_manifest import CODE_SUFFIXES, MANIFEST_DEFAULTS, PAPER_SUFFIXES, manifest_guess
 
 
 def _path_list(value: Any, *, key: str, files: Mapping[str, Any]) -> list[str]:
@@ -68,13 +68,16 @@ def _one_path(value: Any, *, key: str, files: Mapping[str, Any], required: bool 
     return rel
 
 
-def revision_manifest_clean(manifest: Mapping[str, Any], *, files: Mapping[str, Any]) -> dict[str, Any]:
+def revision_manifest_clean(
+    manifest: Mapping[str, Any], *, files: Mapping[str, Any], unmarked: bool = False
+) -> dict[str, Any]:
     """The author's declarations about an upload, checked against its ``files`` (paths of the upload).
 
     Keys (``MANIFEST_DEFAULTS``): ``annotated_files`` (at least one), ``context_files``, ``oracle_files``
     (files the test compares against: hidden from completions), ``test_entry``, ``paper_file`` (``.tex``
     or ``.md``), ``requirements_file`` and ``needs_gpu``. Each path must be a file of the upload.
-    Raises ``ProposalError`` whose ``field`` is the key at fault.
+    Raises ``ProposalError`` whose ``field`` is the key at fault. ``unmarked``: the upload holds no tags
+    yet (its author marks the snippets in the browser), so no annotated file is named.
     """
     if not isinstance(manifest, Mapping):
         raise ProposalError("manifest: expected a mapping of declarations", field="manifest")
@@ -85,7 +88,7 @@ def revision_manifest_clean(manifest: Mapping[str, Any], *, files: Mapping[str, 
             field="manifest",
         )
     annotated = _path_list(manifest.get("annotated_files"), key="annotated_files", files=files)
-    if not annotated:
+    if not annotated and not unmarked:
         raise ProposalError("annotated_files: name at least one annotated file", field="annotated_files")
     context = _path_list(manifest.get("context_files"), key="context_files", files=files)
     both = sorted(set(annotated) & set(context))
@@ -149,7 +152,12 @@ def _revise(proposal: Proposal, *, by: Any) -> None:
 
 @transaction.atomic
 def revision_create(
-    *, proposal: Proposal, by: Any, intake_result: IntakeResult, manifest: Mapping[str, Any]
+    *,
+    proposal: Proposal,
+    by: Any,
+    intake_result: IntakeResult,
+    manifest: Mapping[str, Any],
+    unmarked: bool = False,
 ) -> ProposalRevision:
     """Store an upload as the proposal's editable revision (replacing one not yet submitted).
 
@@ -159,6 +167,7 @@ def revision_create(
     for review; a revision already submitted is never changed: the upload becomes the next revision. An
     upload to a proposal ready for review withdraws the revision under review from review first (ready for
     review -> changes requested, "revise"), so no maintainer approves code its author is replacing.
+    ``unmarked``: code without tags, whose snippets the author marks in the browser (``services.marking``).
     """
     require_author(proposal, by, "upload code to")
     proposal = proposal_lock(proposal)
@@ -181,7 +190,7 @@ def revision_create(
         raise ProposalError(
             f"code: unknown source {source!r} (known: {', '.join(sorted(_SOURCES))})", field="code"
         )
-    cleaned = revision_manifest_clean(manifest, files=files)
+    cleaned = revision_manifest_clean(manifest, files=files, unmarked=unmarked)
     stored = file_blobs_store(files)
     revise = proposal.state == Proposal.State.READY_FOR_REVIEW
     pending = proposal.revisions.filter(submitted_at__isnull=True).first()
@@ -214,21 +223,29 @@ def revision_upload(*, proposal: Proposal, by: Any, intake_result: IntakeResult)
     (``upload_manifest.manifest_guess``; the author confirms them in the next step) and save the step's
     draft answers, in one transaction.
 
-    Refuses, with ``ProposalError(field="code")``, an upload whose ``.py`` files hold no paper2code tag or
-    that has no test script; otherwise as ``revision_create`` (whose refusals name their own field).
+    Code without any paper2code tag is stored as it is, with no annotated file: its author marks the
+    snippets on it in the browser (``services.marking``). Refuses, with ``ProposalError(field="code")``, an
+    upload with no test script; otherwise as ``revision_create`` (whose refusals name their own field).
     """
     manifest = manifest_guess(intake_result.files)
-    if not manifest["annotated_files"]:
-        raise ProposalError(
-            'code: no .py file of the upload holds a paper2code tag (# <paper2code name="...">)',
-            field="code",
-        )
     if not manifest["test_entry"]:
         raise ProposalError(
             "code: the upload has no test script (paper2code_test.py, or a .py file that is not annotated)",
             field="code",
         )
-    revision = revision_create(proposal=proposal, by=by, intake_result=intake_result, manifest=manifest)
+    if not any(rel.endswith(CODE_SUFFIXES) and rel != manifest["test_entry"] for rel in intake_result.files):
+        raise ProposalError(
+            "code: the upload holds no code besides its test script: a snippet is marked on the code the "
+            "test checks",
+            field="code",
+        )
+    revision = revision_create(
+        proposal=proposal,
+        by=by,
+        intake_result=intake_result,
+        manifest=manifest,
+        unmarked=not manifest["annotated_files"],
+    )
     proposal_save_draft(
         proposal=proposal,
         by=by,

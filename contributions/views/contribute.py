@@ -83,6 +83,11 @@ def step_url(proposal: Proposal, step: int) -> str:
     return reverse(STEP_URL_NAMES[step], kwargs={"proposal_id": proposal.pk})
 
 
+def marks_url(proposal: Proposal) -> str:
+    """The marking page, where the author marks the snippets on the code (``views.marking``)."""
+    return reverse("contributions:proposal_marks", kwargs={"proposal_id": proposal.pk})
+
+
 def _own_proposal(request: HttpRequest, proposal_id: int) -> Proposal:
     """The signed-in author's proposal; 404 for anyone else (a maintainer may see it, not edit it)."""
     try:
@@ -344,6 +349,12 @@ def contribute_code(request: HttpRequest, proposal_id: int) -> HttpResponse:
                 else:
                     _service_error(form, exc, fallback=code_field)
             else:
+                if not revision.manifest.get("annotated_files"):
+                    messages.info(
+                        request,
+                        "The code holds no paper2code tags yet: mark its snippets on it here, then save.",
+                    )
+                    return _go(request, marks_url(proposal), whole_page=True)
                 return _go(request, step_url(proposal, 3))
     else:
         saved = (proposal.draft or {}).get("2") or {}
@@ -369,6 +380,9 @@ def contribute_files(request: HttpRequest, proposal_id: int) -> HttpResponse:
     revision = latest_revision(proposal)
     if form_step_reached(proposal, revision) < 3 or revision is None or revision.submitted_at is not None:
         return _to_reached(request, proposal, revision)
+    if not revision.manifest.get("annotated_files"):
+        messages.info(request, "Mark the snippets on the code first: it holds no paper2code tags yet.")
+        return _go(request, marks_url(proposal), whole_page=True)
     choices = file_choices(paths=list(revision.files), tagged=revision_tagged_files(revision=revision))
     if request.method == "POST":
         form = FilesForm(request.POST, choices=choices)

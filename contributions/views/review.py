@@ -250,6 +250,7 @@ def _status_context(request: HttpRequest, proposal: Proposal) -> dict[str, Any]:
         "can_revise": is_author and proposal.state in UPLOADABLE_STATES and status.key not in RESUMABLE,
         "can_review": maintainer and not is_author and proposal.state == State.READY_FOR_REVIEW,
         "code_step_url": _code_step_url(proposal),
+        "marks_url": reverse("contributions:proposal_marks", kwargs={"proposal_id": proposal.pk}),
         "continue_url": resume_url(proposal) if is_author and status.key in RESUMABLE else "",
     }
 

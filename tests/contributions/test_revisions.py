@@ -116,13 +116,13 @@ def test_the_code_step_stores_the_upload_with_its_guessed_declarations_and_the_s
     ("files", "refusal"),
     [
         (
-            {"model.py": b"y = 2\n", "paper2code_test.py": b"import model\n"},
-            "no .py file of the upload holds",
+            {"paper2code_test.py": b"import model\n", "README.md": b"# model\n"},
+            "no code besides its test script",
         ),
         ({"model.py": TAGGED}, "the upload has no test script"),
     ],
 )
-def test_the_code_step_refuses_an_upload_without_a_tagged_file_or_a_test_on_the_code_field(files, refusal):
+def test_the_code_step_refuses_an_upload_without_code_to_mark_or_a_test_on_the_code_field(files, refusal):
     proposal = proposal_draft()
     upload = IntakeResult(files=files, source="archive", origin="task.zip", commit=None)
     with pytest.raises(ProposalError, match=refusal) as caught:
