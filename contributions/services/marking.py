@@ -171,7 +171,8 @@ def revision_marks_save(*, proposal: Proposal, by: Any) -> ProposalRevision | No
     upload = IntakeResult(
         files=files,
         source=ProposalRevision.Source.MARKS,
-        origin=f"snippets marked in the browser on revision {revision.number}",
+        # Where the code came from: the marks are the revision's source ("snippets marked in the browser").
+        origin=revision.origin,
         commit=revision.commit or None,
     )
     saved = revision_create(proposal=proposal, by=by, intake_result=upload, manifest=manifest)

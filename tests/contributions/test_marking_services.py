@@ -204,7 +204,7 @@ def test_a_save_after_submitting_is_the_next_revision_and_the_submitted_one_neve
 
     assert (first.number, second.number) == (1, 2)
     assert ProposalRevision.objects.get(pk=first.pk).files == first.files
-    assert second.origin == "snippets marked in the browser on revision 1"
+    assert (second.source, second.origin) == (ProposalRevision.Source.MARKS, "rmsnorm.zip")
 
 
 def test_only_the_author_marks_snippets():
