@@ -36,9 +36,9 @@
    listed apart, not in the load's total.
 6. Waits (at most ``--drain`` seconds) until every run started is final and aggregated, measures cold vs
    cached again, and prints per URL requests, req/s, p50/p95/p99, p95 as a multiple of ``/healthz``'s, errors
-   (non-2xx or exceptions; the first bodies are printed) and PASS/FAIL against issue 21's acceptance (p95 at
-   most 3x the trivial view's and at most 150 ms, 0 errors); the totals; record -> visible (PASS when every
-   result is seen within 10 s); the runs (finished or not, test results); both cold/cached tables; with
+   (non-2xx or exceptions; the first bodies are printed) and PASS/FAIL against the acceptance (p95 at most
+   1.5x the trivial view's, issue 37, and at most 150 ms, 0 errors); the totals; record -> visible (PASS when
+   the 95th percentile is within 1 s, issue 37, and every result is seen within 10 s); the runs (finished or not, test results); both cold/cached tables; with
    ``--baseline OLD.json`` (an earlier run's ``--json``, e.g. of the old commit) both runs side by side and
    the ratio of total requests/s (PASS at 5x). ``--json PATH`` writes the numbers; ``--profile`` adds a
    cProfile of a cold contamination page served in this process.
@@ -80,7 +80,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import psycopg
-from board_visibility import VISIBLE_WITHIN_S, BoardPoller, board_path, latencies
+from board_visibility import VISIBLE_P95_S, VISIBLE_WITHIN_S, BoardPoller, board_path, latencies
 from leaderboard_load import PG, RELEASE, bench_env, bench_model_key, free_port, wait_up
 
 #: this checkout: the default ``--repo``
@@ -97,8 +97,9 @@ UPLOAD_URL = "/api/v1/runs/upload/"
 UPLOAD_NAME = "API upload (POST)"
 TRIVIAL_NAME = "trivial view /healthz"
 POLL_NAME = "board poll (API leaderboard, examples)"
-#: issue 21's acceptance per URL: p95 at most this multiple of the trivial view's, and at most this many ms
-P95_OVER_TRIVIAL, P95_MAX_MS = 3.0, 150.0
+#: the acceptance per URL: p95 at most this multiple of the trivial view's (issue 37; issue 21 asked 3x), and at
+#: most this many ms (issue 21)
+P95_OVER_TRIVIAL, P95_MAX_MS = 1.5, 150.0
 #: and for the whole load: total requests/s at least this multiple of the baseline's (``--baseline``)
 RPS_OVER_BASELINE = 5.0
 #: error bodies kept per URL (the first ones), and how much of each
@@ -623,7 +624,7 @@ def load_rows(stats: dict[str, UrlStats], seconds: float, poller: BoardPoller) -
 
 def judge(rows: dict[str, dict]) -> None:
     """Add to every row but the total its p95 as a multiple of the trivial view's (``p95_ratio``) and
-    ``pass``: issue 21's acceptance (p95 at most ``P95_OVER_TRIVIAL`` times the trivial view's and at
+    ``pass``: the acceptance (p95 at most ``P95_OVER_TRIVIAL`` times the trivial view's and at
     most ``P95_MAX_MS``, no error)."""
     trivial = rows.get(TRIVIAL_NAME, {}).get("p95_ms")
     for name, row in rows.items():
@@ -691,7 +692,7 @@ def print_visibility(seen: dict, poll_every: float) -> None:
         f"{len(times)} verdicts of the generated runs recorded during the load and seen on the board: {spread} "
         f"(polled every {poll_every:g} s; an upper bound); {seen['not_seen']} not seen before the polls ended; "
         f"{seen['superseded']} superseded by the next run before they showed. {verdict} "
-        f"(every one within {VISIBLE_WITHIN_S:g} s)"
+        f"(p95 within {VISIBLE_P95_S:g} s, every one within {VISIBLE_WITHIN_S:g} s)"
     )
     for run_id, r in seen["runs"].items():
         print(
@@ -713,7 +714,10 @@ def print_acceptance(rows: dict[str, dict], seen: dict, baseline: dict | None) -
         f"{len(urls) - len(failing)} of {len(urls)} URLs PASS"
         + (f"; FAIL: {', '.join(failing)}" if failing else "")
     )
-    print(f"record -> visible within {VISIBLE_WITHIN_S:g} s: {'PASS' if seen['pass'] else 'FAIL'}")
+    print(
+        f"record -> visible, p95 within {VISIBLE_P95_S:g} s and every one within {VISIBLE_WITHIN_S:g} s: "
+        f"{'PASS' if seen['pass'] else 'FAIL'}"
+    )
     total = rows["TOTAL"]["rps"]
     if baseline is None:
         print(f"total {total:.1f} requests/s (the 5x needs --baseline OLD.json, the old commit's run)")
@@ -1055,7 +1059,7 @@ def parse_args() -> argparse.Namespace:
     add("--drain", type=int, default=300, help="most seconds to wait for the runs after the load")
     add("--cache-url", default=DEFAULT_CACHE_URL, help="RCB_CACHE_URL, flushed at start ('': LocMem)")
     add("--local-cache", action="store_true", help="per-process LocMem caches (same as --cache-url '')")
-    add("--poll-every", type=float, default=0.5, help="seconds between two board polls (visibility)")
+    add("--poll-every", type=float, default=0.2, help="seconds between two board polls (visibility)")
     add("--visibility-grace", type=float, default=15.0, help="seconds the polls go on after the load")
     add("--verdict-cache", action="store_true", help="let the worker reuse cached verdicts")
     add("--profile", action="store_true", help="cProfile a cold contamination page at the end")

@@ -152,6 +152,10 @@ RCB_PAGE_MEMORY_MB = env_int("RCB_PAGE_MEMORY_MB", 64 if CACHE_URL else 0, minim
 # after its response (evaluation/live_cache.py). 0 fresh seconds: no copies, each request builds its answer.
 RCB_LIVE_FRESH_S = env_float("RCB_LIVE_FRESH_S", 2.0, minimum=0)
 RCB_LIVE_STALE_S = env_float("RCB_LIVE_STALE_S", 4.0, minimum=0)
+# The board's pages and tables while their scopes move (a release under evaluation): a visitor who is not signed
+# in gets the previous body while one process builds the new one after its response, for at most this many
+# seconds after that build started (leaderboard/caching.py). 0: every miss builds its answer.
+RCB_BOARD_STALE_S = env_float("RCB_BOARD_STALE_S", 1.0, minimum=0)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -93,7 +93,7 @@ def live_response(
     if copy is not None and now - copy.built_at >= fresh_s + float(settings.RCB_LIVE_STALE_S):
         copy = None  # past the bound, whatever the store's own expiry (whole seconds, its own clock)
     if copy is not None and now - copy.built_at >= fresh_s and cache.add(lock_key(key), 1, _BUILD_LOCK_S):
-        _after_response(lambda: _rebuild(key, build))
+        after_response(lambda: _rebuild(key, build))
     if copy is None:
         response = build()
         copy = _store(key, response) if response.status_code == 200 else None
@@ -156,8 +156,9 @@ def _rebuild(key: str, build: Callable[[], HttpResponse]) -> None:
 _pending = threading.local()
 
 
-def _after_response(work: Callable[[], None]) -> None:
-    """Run ``work`` on this thread once the current response is sent (``request_finished``)."""
+def after_response(work: Callable[[], None]) -> None:
+    """Run ``work`` on this thread once the current response is sent (``request_finished``): the
+    leaderboard's cache layer rebuilds a body of a release under evaluation this way too."""
     if not hasattr(_pending, "work"):
         _pending.work = []
     _pending.work.append(work)

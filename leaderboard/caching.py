@@ -20,6 +20,19 @@ With a shared store, each process also keeps the bodies it served last in its ow
 so the copy needs no invalidation, and a hit reads neither Redis nor unpickles (a 2.8 MB API table took a
 round trip and a copy per request).
 
+While a release is under evaluation its scopes move with every verdict, so each poll of its board would
+miss and wait for a rebuild. A plain visitor (pages: no session or messages cookie; API tables: neither
+an ``Authorization`` header) is never made to wait for one: on a miss, when the store holds an earlier body
+of the same slot (the same endpoint, arguments, query and variant under older versions: ``slot_key``), the
+request is answered with that body (its own ETag, ``max-age=0, must-revalidate``) and builds the new one
+once its response is sent (``evaluation.live_cache.after_response``, the shared copies' mechanism), at most
+one process per body (``building_key``, taken with ``cache.add``). Every other request is served the
+previous body meanwhile, for at most ``settings.RCB_BOARD_STALE_S`` seconds after the build started; a
+request past that bound (a build that is slow, or whose process died) builds its own answer. The rebuild
+reads the stored read-model rows as any build does, so once it is stored every request shows what a whole
+rebuild gives. Signed-in visitors and token clients always get the body of the current versions.
+``RCB_BOARD_STALE_S=0`` turns the previous bodies off.
+
 Pages (``serve_page``): a plain visitor (no session or messages cookie: anonymous, nothing to tell) gets
 the body inside a stored frame of the shell that holds nothing of the visitor's, no CSRF token (these pages
 have no POST form; the page a form is on renders its own token) and no cookie is set, so the response is
@@ -32,7 +45,9 @@ is not stored. A 304 carries the same caching headers as the 200 it stands for.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -52,8 +67,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from contributions.http import normalised_query, plain_visitor
+from contributions.http import normalised_query, plain_request, plain_visitor
+from evaluation.live_cache import after_response
 from leaderboard.scopes import Scope
+
+logger = logging.getLogger(__name__)
 
 #: seconds a body stays stored; keys carry the scopes' versions, so this only bounds memory
 TTL_S = 600
@@ -64,6 +82,10 @@ BROWSER_MAX_AGE_S = 5
 SHARED_MAX_AGE_S = 5
 #: the API formats that are stored; any other (the browsable API) is rendered per visitor
 STORED_FORMATS = ("json", "csv")
+#: at most this long one process holds a body's build after a response (one that died frees it then)
+BUILD_LOCK_S = 30
+#: the clock of the staleness bound (the tests move it)
+clock: Callable[[], float] = time.time
 _BODY_MARK = "\x00page-body\x00"
 _SHELL = "leaderboard/_shell.html"
 
@@ -140,20 +162,78 @@ def _resize_memory(setting: str, **kwargs: Any) -> None:
         _memory = None
 
 
-def _stored(digest: str, build: Callable[[], Body]) -> Body:
+def _kept(digest: str) -> Body | None:
+    """The body stored under ``digest`` (this process's copy first), or None."""
     body = memory().get(digest)
     if body is None:
         body = cache.get(_key(digest))
-        if body is None:
-            body = build()
-            cache.set(_key(digest), body, TTL_S)
-        memory().put(digest, body)
+        if body is not None:
+            memory().put(digest, body)
     return body
 
 
-def _store(digest: str, body: Body) -> None:
+@dataclass(frozen=True)
+class Latest:
+    """The newest body stored for one slot (an endpoint, its arguments, query and variant, whatever the
+    versions): its digest and when it was built."""
+
+    digest: str
+    built_at: float
+
+
+def slot_key(*, endpoint: str, args: tuple, query: QueryDict, variant: str) -> str:
+    """The store's key of the newest body of a slot: the digest's inputs without the scopes' versions."""
+    raw = repr((endpoint, args, query.urlencode(), variant))
+    return f"leaderboard:latest:{hashlib.sha256(raw.encode()).hexdigest()[:40]}"
+
+
+def building_key(digest: str) -> str:
+    """The store's key of the lock on building the body ``digest`` after a response (its value: when the
+    build started)."""
+    return f"leaderboard:building:{digest}"
+
+
+def _served(*, digest: str, slot: str, plain: bool, build: Callable[[], Body]) -> tuple[str, Body]:
+    """The body to answer with and its digest: the one under ``digest``, built on a miss; or, for a plain
+    visitor while the scopes move (``settings.RCB_BOARD_STALE_S`` > 0; the module docstring), the slot's
+    previous body while one process builds the new one after its response."""
+    body = _kept(digest)
+    if body is not None:
+        return digest, body
+    stale_s = float(settings.RCB_BOARD_STALE_S)
+    latest = cache.get(slot) if plain and stale_s > 0 else None
+    previous = _kept(latest.digest) if latest is not None and latest.digest != digest else None
+    if previous is not None:
+        lock, now = building_key(digest), clock()
+        if cache.add(lock, now, BUILD_LOCK_S):
+            after_response(lambda: _rebuild(digest, slot, build, lock))
+            return latest.digest, previous
+        started = cache.get(lock)
+        if started is not None and now - started < stale_s:
+            return latest.digest, previous
+    body = build()
+    _store(digest, body, slot=slot)
+    return digest, body
+
+
+def _rebuild(digest: str, slot: str, build: Callable[[], Body], lock: str) -> None:
+    """Build and store the body ``digest`` once a response is sent. A failure is logged and keeps the lock,
+    marked as started long ago, for as long as a build may take: until then every request builds its own
+    answer and shows the failure, none is served the previous body."""
+    try:
+        _store(digest, build(), slot=slot)
+    except Exception:
+        logger.exception("rebuilding the leaderboard body %s failed", digest)
+        cache.set(lock, 0.0, BUILD_LOCK_S)
+    else:
+        cache.delete(lock)
+
+
+def _store(digest: str, body: Body, *, slot: str = "") -> None:
     cache.set(_key(digest), body, TTL_S)
     memory().put(digest, body)
+    if slot:
+        cache.set(slot, Latest(digest, clock()), TTL_S)
 
 
 def _key(digest: str) -> str:
@@ -192,26 +272,35 @@ def serve_page(
     not_modified = get_conditional_response(request, etag=etag)
     if not_modified is not None:
         return _page_headers(not_modified, etag, public=plain)
-    body = _stored(digest, lambda: build(query))
+    slot = slot_key(endpoint=page, args=args, query=query, variant=variant)
+    served, body = _served(digest=digest, slot=slot, plain=plain, build=lambda: build(query))
+    if served != digest:
+        etag = f'W/"{served}"'
+        not_modified = get_conditional_response(request, etag=etag)
+        if not_modified is not None:
+            return _page_headers(not_modified, etag, public=plain, stale=True)
     if body.fragment:
         response = HttpResponse(body.content)
     elif plain:
         if body.frame is None:
             body = replace(body, frame=_frame(request, body.title))
-            _store(digest, body)
+            _store(served, body)
         head, tail = body.frame
         response = HttpResponse(b"".join((head, body.content, tail)))
     else:
         context = {"body": mark_safe(body.content.decode()), "page_title": body.title}
         response = render(request, _SHELL, context)
-    return _page_headers(response, etag, public=plain)
+    return _page_headers(response, etag, public=plain, stale=served != digest)
 
 
-def _page_headers(response: HttpResponse, etag: str, *, public: bool) -> HttpResponse:
+def _page_headers(response: HttpResponse, etag: str, *, public: bool, stale: bool = False) -> HttpResponse:
     # Weak: a signed-in visitor's shell around the stored body is rendered for them. Vary: the cookies
     # decide between the public frame and a private shell, HX-Request between a fragment and a page.
     response["ETag"] = etag
-    if public:
+    if stale:
+        # The previous body while the new one is built: nobody may reuse it without asking again.
+        patch_cache_control(response, public=True, max_age=0, must_revalidate=True)
+    elif public:
         patch_cache_control(response, public=True, max_age=BROWSER_MAX_AGE_S, s_maxage=SHARED_MAX_AGE_S)
     else:
         patch_cache_control(response, private=True, max_age=BROWSER_MAX_AGE_S)
@@ -256,14 +345,28 @@ def serve_api(
     query = normalised_query(request.query_params, keys)
     digest = entry_digest(scope=scope, endpoint=endpoint, args=args, query=query, variant=fmt)
     etag = f'"{digest}"'
+    served = digest
     response = get_conditional_response(request._request, etag=etag)
     if response is None:
-        body = _stored(digest, lambda: _rendered(view, request, build()))
-        response = HttpResponse(body.content, content_type=body.content_type)
-        for name, value in body.headers:
-            response[name] = value
+        slot = slot_key(endpoint=endpoint, args=args, query=query, variant=fmt)
+        served, body = _served(
+            digest=digest,
+            slot=slot,
+            plain=plain_request(request._request),
+            build=lambda: _rendered(view, request, build()),
+        )
+        etag = f'"{served}"'
+        if served != digest:
+            response = get_conditional_response(request._request, etag=etag)
+        if response is None:
+            response = HttpResponse(body.content, content_type=body.content_type)
+            for name, value in body.headers:
+                response[name] = value
     response["ETag"] = etag
-    patch_cache_control(response, public=True, max_age=BROWSER_MAX_AGE_S, s_maxage=SHARED_MAX_AGE_S)
+    if served != digest:
+        patch_cache_control(response, public=True, max_age=0, must_revalidate=True)
+    else:
+        patch_cache_control(response, public=True, max_age=BROWSER_MAX_AGE_S, s_maxage=SHARED_MAX_AGE_S)
     patch_vary_headers(response, ("Accept",))
     return response
 

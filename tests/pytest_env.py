@@ -24,6 +24,9 @@ os.environ.setdefault("RCB_VARIANTS_DIR", str(Path(os.environ["RCB_VAR_DIR"]) / 
 # A status page reused across tests would show an earlier test's workers and queues: tests/config/test_status.py
 # turns the cache on where it is what is tested.
 os.environ.setdefault("RCB_STATUS_CACHE_S", "0")
+# Likewise the board's previous bodies while its scopes move: a test that writes and then reads expects the write
+# on the next page; tests/leaderboard/test_stale_while_rebuild.py turns them on where they are what is tested.
+os.environ.setdefault("RCB_BOARD_STALE_S", "0")
 
 
 def _own_vhost(broker: str, name: str) -> str:

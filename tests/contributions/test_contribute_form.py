@@ -383,7 +383,11 @@ def test_code_step_puts_each_error_on_its_field(client, author):
         ("task.rar", zipped({"a.py": b"x"}), "not a .zip, .tar.gz"),
         ("slip.zip", zipped({"../evil.py": b"x", "model.py": b"y"}), "../evil.py"),
         ("bad.zip", zipped({"model.py": b"\xff\xfe\x00bad"}), "model.py: not UTF-8"),
-        ("testonly.zip", zipped({"paper2code_test.py": b"import model\n"}), "no code besides its test script"),
+        (
+            "testonly.zip",
+            zipped({"paper2code_test.py": b"import model\n"}),
+            "no code besides its test script",
+        ),
         (
             "notest.zip",
             zipped({"model.py": b'# <paper2code name="a">\nx = 1\n# </paper2code name="a">\n', "p.md": b""}),
