@@ -1,5 +1,6 @@
 // The marking page (contributions/templates/contributions/marks.html): choose a snippet's lines by their numbers.
-// A click on a line number starts a selection there, a shift-click extends it; with the keyboard, the arrow keys
+// A click on a line number starts a selection there, a shift-click extends it, a drag over line numbers selects
+// the lines passed over; with the keyboard, the arrow keys
 // move between line numbers, Shift with an arrow extends the selection, Enter or Space starts it anew. The
 // selection fills the "New snippet" form's first and last line (which can also be typed). Every change itself is a
 // form posted to the server (htmx), which keeps the marks as a draft: nothing here is stored. No inline script:
@@ -42,10 +43,32 @@
     return i >= 0 && i < buttons.length ? buttons[i] : null;
   }
 
+  // Dragging over line numbers selects the lines passed over; a press and release on one line is a click.
+  var dragging = false, dragged = false;
+  document.addEventListener("mousedown", function (event) {
+    var button = event.target.closest && event.target.closest("button.line-pick");
+    if (!button || event.button !== 0 || event.shiftKey) return;
+    dragging = true;
+    dragged = false;
+    pick(lineOf(button), false);
+    event.preventDefault(); // no text selection while dragging
+    button.focus();
+  });
+  document.addEventListener("mouseover", function (event) {
+    if (!dragging) return;
+    var row = event.target.closest && event.target.closest("table.mark-table tr[data-line]");
+    if (!row) return;
+    dragged = true;
+    pick(parseInt(row.getAttribute("data-line"), 10), true);
+  });
+  document.addEventListener("mouseup", function () { dragging = false; });
+
   document.addEventListener("click", function (event) {
     var button = event.target.closest && event.target.closest("button.line-pick");
     if (!button) return;
     event.preventDefault();
+    if (dragged) { dragged = false; return; } // the selection was made by the drag
+    if (!event.shiftKey && anchor === lineOf(button)) return; // the press already picked it
     pick(lineOf(button), event.shiftKey);
   });
 

@@ -108,9 +108,17 @@ def test_an_author_marks_snippets_on_untagged_code_validates_widens_one_and_vali
     assert page.locator("button.line-pick").count() == 20
     author.step("marking page, no snippet", targets=["button.line-pick[data-line='1']", "#mark-name"])
 
-    # ---- "shift values" with the mouse: a click on its first line number, a shift-click on its last
+    # ---- "shift values" with the mouse: a click on its first line number and a shift-click on its last, or a
+    # drag from the first to the last
     page.click("button.line-pick[data-line='13']")
-    page.click("button.line-pick[data-line='14']", modifiers=["Shift"])
+    page.click("button.line-pick[data-line='15']", modifiers=["Shift"])
+    assert (page.input_value("#mark-first"), page.input_value("#mark-last")) == ("13", "15")
+    assert page.locator("tr.selected").count() == 3
+    page.hover("button.line-pick[data-line='14']")
+    page.mouse.down()
+    page.hover("tr[data-line='15'] td.src")
+    page.hover("tr[data-line='13'] td.src")
+    page.mouse.up()
     assert (page.input_value("#mark-first"), page.input_value("#mark-last")) == ("13", "14")
     assert page.locator("tr.selected").count() == 2
     page.fill("#mark-name", "shift values")
