@@ -10,10 +10,11 @@ test:  ## set up with dev tools and run the whole suite
 crash-tests:  ## the crash tests (workers, broker, database and web process killed mid-run) five times in a row
 	scripts/test.sh -m crash --count 5
 
-batteries:  ## every sandbox attack, tampering and forging program, honest idiom and length rewrite in every lane (warm, cold, containers) and every blank body warm and cold: the suite samples them
+batteries:  ## every sandbox attack, tampering and forging program, honest idiom and length rewrite in every lane (warm, cold, containers), every blank body warm and cold, and every example in containers: the suite samples them
 	RCB_FULL_BATTERY=1 scripts/test.sh tests/researchcodebench/test_security.py tests/researchcodebench/test_tampering.py \
 	  tests/researchcodebench/test_forging.py tests/researchcodebench/test_honesty.py \
-	  tests/researchcodebench/test_length_invariance.py tests/researchcodebench/test_warm_vs_cold.py
+	  tests/researchcodebench/test_length_invariance.py tests/researchcodebench/test_warm_vs_cold.py \
+	  tests/researchcodebench/test_docker_lane.py
 
 lint:
 	scripts/bootstrap.sh --dev
