@@ -29,7 +29,7 @@ from .runner_fixtures import checked_local_sandbox, eval_python
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "pset"
 #: Blank bodies judged warm and cold per task in the suite (each unique body costs a cold run, about 1 s of
 #: CPU); RCB_FULL_BATTERY=1 (``make batteries``) judges every snippet's.
-BLANKS_PER_TASK = 2
+BLANKS_PER_TASK = 1
 
 
 def _code_lines(code: str) -> list[int]:
