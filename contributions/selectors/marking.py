@@ -253,16 +253,17 @@ def _depths(marks: Sequence[Mark]) -> dict[str, int]:
 
 
 def _results(
-    *, validated: ProposalRevision | None, marks: Mapping[str, Sequence[Mark]]
+    *, validated: ProposalRevision | None, marks: Mapping[str, Sequence[Mark]], shown: MarkBase
 ) -> dict[tuple[str, str], MarkResult]:
-    """(file, name) -> what ``validated``'s report says of the snippet of that name, when one is marked."""
+    """(file, name) -> what ``validated``'s report says of the snippet of that name, when one is marked;
+    ``shown`` is the page's own revision's base, reused when it is the validated revision."""
     if validated is None:
         return {}
     report = validated.validation_report or {}
     status = validated.validation_status
     rows = {str(s.get("name")): s for s in report.get("snippets") or [] if isinstance(s, dict)}
     variants = report_variants(report) if isinstance(report, dict) else {}
-    old = revision_mark_base(revision=validated)
+    old = shown if shown.revision.pk == validated.pk else revision_mark_base(revision=validated)
     old_key = {(p, m.name): (m.first, m.last) for p, ms in old.marks.items() for m in ms}
     reference = _reference_passed(report) if status in ("passed", "failed") else None
     out: dict[tuple[str, str], MarkResult] = {}
@@ -339,7 +340,7 @@ def marking_page(
     paths = sorted({*base.texts, *base.problems, *base.skipped})
     if shown not in base.texts:
         shown = next((p for p in paths if marks.get(p)), next(iter(sorted(base.texts)), ""))
-    results = _results(validated=validated, marks=marks)
+    results = _results(validated=validated, marks=marks, shown=base)
     rows: list[MarkRow] = []
     for path in sorted(marks):
         file_marks = sorted(marks[path], key=lambda m: (m.first, -m.last))

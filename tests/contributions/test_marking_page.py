@@ -38,6 +38,12 @@ def _untagged_zip() -> tuple[io.BytesIO, str, list]:
     return buffer, original, marks
 
 
+def _add(client, url, mark, **extra):
+    """Post the "add" of ``mark`` on rmsnorm.py (``extra``: the request's headers)."""
+    data = {"action": "add", "file": "rmsnorm.py", "name": mark.name, "first": mark.first, "last": mark.last}
+    return client.post(url, data, **extra)
+
+
 @pytest.fixture
 def untagged(client):
     proposal = proposal_draft()
@@ -66,17 +72,7 @@ def test_an_untagged_upload_leads_to_the_marking_page_with_numbered_untagged_lin
 def test_marks_added_by_htmx_are_kept_across_a_reload_and_saved_as_the_hand_tagged_bytes(client, untagged):
     proposal, url, original, marks = untagged
     for mark in marks:
-        answer = client.post(
-            url,
-            {
-                "action": "add",
-                "file": "rmsnorm.py",
-                "name": mark.name,
-                "first": mark.first,
-                "last": mark.last,
-            },
-            **HTMX,
-        )
+        answer = _add(client, url, mark, **HTMX)
         assert answer.status_code == 200
         assert f"Snippet “{mark.name}” marked on rmsnorm.py" in answer.content.decode()
         assert "<html" not in answer.content.decode()  # only the working area
@@ -129,16 +125,7 @@ def test_bad_input_is_refused_naming_the_place_and_nothing_is_kept(client, untag
 def test_a_maintainer_reads_the_page_with_line_comments_and_cannot_change_it(client, untagged):
     proposal, url, _original, marks = untagged
     for mark in marks[:2]:
-        client.post(
-            url,
-            {
-                "action": "add",
-                "file": "rmsnorm.py",
-                "name": mark.name,
-                "first": mark.first,
-                "last": mark.last,
-            },
-        )
+        _add(client, url, mark)
     client.post(url, {"action": "validate"})
     revision = proposal.revisions.get()
     assert revision.submitted_at is not None
